@@ -85,13 +85,18 @@ def test_rows_joining_and_leaving_see_exactly_what_they_would_alone(layout):
             for name, (prompt, fed, _) in rows.items()
         }
     batch = Batch(model, pad_id=0)
+
+    def head(hidden: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            return model.lm_head(hidden)
+
     order: list[str] = []
     done = {name: 0 for name in rows}  # tokens fed so far
     compared = 0
     for step in range(12):
         joining = [name for name, (_, _, at) in rows.items() if at == step]
         if joining:
-            logits = batch.join([rows[name][0] for name in joining])
+            logits = head(batch.join([rows[name][0] for name in joining]))
             for name, row_logits in zip(joining, logits, strict=True):
                 torch.testing.assert_close(row_logits, alone[name][0], atol=1e-5, rtol=1e-4)
             order += joining
@@ -101,7 +106,7 @@ def test_rows_joining_and_leaving_see_exactly_what_they_would_alone(layout):
         order = [order[i] for i in staying]
         if not order:
             continue
-        logits = batch.step([rows[name][1][done[name]] for name in order])
+        logits = head(batch.step([rows[name][1][done[name]] for name in order]))
         for name, row_logits in zip(order, logits, strict=True):
             done[name] += 1
             torch.testing.assert_close(row_logits, alone[name][done[name]], atol=1e-5, rtol=1e-4)

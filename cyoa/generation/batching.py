@@ -9,7 +9,8 @@ is the same as if it were decoded alone, up to floating-point rounding of the ba
 matrix products. A sliding-window layer stores only the last ``window - 1`` columns; that is
 kept consistent when rows leave (:meth:`Batch.keep`) or join (:meth:`Batch.join`).
 
-Only :class:`Batch` touches the model; sampling and text are the caller's.
+Only :class:`Batch` runs the model's layers; it returns each row's last hidden state, and the
+caller scores the vocabulary (:mod:`cyoa.generation.vocabulary`), samples and decodes.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Batch:
 
     def __init__(self, model: Any, pad_id: int) -> None:
         self.model = model
+        self.decoder = model.get_decoder()
         self.pad_id = pad_id
         self.mask: torch.Tensor | None = None
         self.cache: Any = None
@@ -78,40 +80,38 @@ class Batch:
     def join(self, prompts: list[list[int]]) -> torch.Tensor:
         """Add rows for ``prompts`` (token id lists) at the end of the batch: their prompts are
         run through the model together and their caches merged into the batch's. Returns
-        the next-token logits of the new rows, ``(len(prompts), vocabulary)``."""
+        the new rows' last hidden states, ``(len(prompts), hidden_size)``."""
         ids, mask = left_pad(prompts, self.pad_id)
         with torch.inference_mode():
-            output = self.model(
+            output = self.decoder(
                 input_ids=ids,
                 attention_mask=mask,
                 position_ids=positions(mask),
                 use_cache=True,
-                logits_to_keep=1,
             )
         if self.mask is None:
             self.mask, self.cache = mask, output.past_key_values
         else:
             self._merge(mask, output.past_key_values)
-        return output.logits[:, -1]
+        return output.last_hidden_state[:, -1]
 
     def step(self, tokens: list[int]) -> torch.Tensor:
-        """Feed one new token per row (in row order); returns the next-token logits,
-        ``(rows, vocabulary)``."""
+        """Feed one new token per row (in row order); returns each row's last hidden state,
+        ``(rows, hidden_size)``."""
         if self.mask is None or len(tokens) != self.rows:
             raise ValueError(f"Expected one token for each of the {self.rows} rows.")
         position = self.mask.sum(-1, keepdim=True)
         self.mask = torch.cat([self.mask, torch.ones_like(position)], dim=-1)
         with torch.inference_mode():
-            output = self.model(
+            output = self.decoder(
                 input_ids=torch.tensor(tokens, dtype=torch.long).unsqueeze(-1),
                 attention_mask=self.mask,
                 position_ids=position,
                 past_key_values=self.cache,
                 use_cache=True,
-                logits_to_keep=1,
             )
         self.cache = output.past_key_values
-        return output.logits[:, -1]
+        return output.last_hidden_state[:, -1]
 
     def keep(self, rows: list[int]) -> None:
         """Keep only ``rows`` (indices, in the order given); the others leave the batch. The

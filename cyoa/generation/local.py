@@ -91,7 +91,7 @@ class TransformersBackend:
         self._model: Any = None
         self._tokenizer: Any = None
         self._stop_ids: frozenset[int] = frozenset()
-        self._banned: Any = None
+        self._vocabulary: Any = None
         self._scheduler: BatchScheduler | None = None
 
     @property
@@ -115,6 +115,7 @@ class TransformersBackend:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             from cyoa.generation.scheduler import BatchScheduler
+            from cyoa.generation.vocabulary import Vocabulary
 
             tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
             model = AutoModelForCausalLM.from_pretrained(
@@ -123,11 +124,12 @@ class TransformersBackend:
             model.eval()
             if self.quantize == "int8":
                 model = _quantize_int8(model)
-            self._stop_ids, self._banned = _special_tokens(model, tokenizer)
+            self._stop_ids, banned = _special_tokens(model, tokenizer)
+            self._vocabulary = Vocabulary(model, banned)
             self._tokenizer = tokenizer
             if self.mode == BATCHED:
                 self._scheduler = BatchScheduler(
-                    model, tokenizer, self._stop_ids, self._banned, name=self.card.name
+                    model, tokenizer, self._stop_ids, self._vocabulary, name=self.card.name
                 )
                 self._scheduler.start()
             self._model = model
@@ -157,24 +159,23 @@ class TransformersBackend:
         """Naive mode: the whole continuation while holding the process-wide lock."""
         import torch
 
-        from cyoa.generation.sampling import sample_next_token
+        from cyoa.generation.sampling import sample_rows_from_hidden
         from cyoa.generation.scheduler import INCOMPLETE
 
         generator = torch.Generator().manual_seed(seed)
+        decoder = self._model.get_decoder()
         with _ALONE, torch.inference_mode():
             input_ids = self._tokenizer(prompt, return_tensors="pt").input_ids
             past = None
             generated: list[int] = []
             shown = ""
             for _ in range(sampling.max_new_tokens):
-                # logits_to_keep=1: only the last position is sampled from, and the full
-                # vocabulary projection of a long prompt would cost more than the model.
-                output = self._model(
-                    input_ids=input_ids, past_key_values=past, use_cache=True, logits_to_keep=1
-                )
-                token_id = sample_next_token(
-                    output.logits[0, -1], sampling, generator, self._banned
-                )
+                # Only the last position is scored (the layers give every position's hidden
+                # state; the vocabulary projection of a whole prompt would cost more than them).
+                output = decoder(input_ids=input_ids, past_key_values=past, use_cache=True)
+                token_id = sample_rows_from_hidden(
+                    output.last_hidden_state[:, -1], [sampling], [generator], self._vocabulary
+                )[0]
                 if token_id in self._stop_ids:
                     return
                 past = output.past_key_values

@@ -6,9 +6,15 @@ its seed, never on the global random state or on what other threads are doing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import torch
 
 from cyoa.generation.types import Sampling
+
+if TYPE_CHECKING:
+    from cyoa.generation.vocabulary import Vocabulary
 
 
 def candidates(
@@ -24,7 +30,7 @@ def candidates(
     Degeneration"; 1.0 = all). The most likely token always stays. Returns
     ``(token_ids, probabilities)``, shaped like ``logits`` in all but the last dimension.
     """
-    scores = logits.float() / sampling.temperature
+    scores = logits.float()
     vocabulary = scores.shape[-1]
     if banned is not None and banned.numel():
         scores = scores.index_fill(-1, banned, float("-inf"))
@@ -35,7 +41,17 @@ def candidates(
         scores, ids = torch.sort(scores, dim=-1, descending=True)
     else:
         ids = torch.arange(vocabulary).expand(scores.shape)
-    probs = torch.softmax(scores, dim=-1)
+    return distribution(ids, scores, sampling)
+
+
+def distribution(
+    ids: torch.Tensor, logits: torch.Tensor, sampling: Sampling
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The probabilities of candidate tokens ``ids`` given their ``logits``, sorted best
+    first (rows × candidates; ``-inf`` for a token that may not be drawn): divided by the
+    temperature, softmax, then the nucleus of ``sampling.top_p`` as in :func:`candidates`
+    (dividing by a positive temperature does not change which tokens are best)."""
+    probs = torch.softmax(logits.float() / sampling.temperature, dim=-1)
     if sampling.top_p < 1.0:
         # A token is dropped when the better tokens before it already hold top_p of the mass;
         # the token that crosses top_p stays, so the nucleus is never empty.
@@ -66,12 +82,42 @@ def sample_rows(
     ``samplings[i]`` from ``generators[i]`` alone. Rows with the same sampling share one
     :func:`candidates` call; each row's draw is the one :func:`sample_next_token` makes for
     that row alone."""
+    return _draw(samplings, generators, lambda rows, s: candidates(logits[rows], s, banned))
+
+
+def sample_rows_from_hidden(
+    hidden: torch.Tensor,
+    samplings: list[Sampling],
+    generators: list[torch.Generator],
+    vocabulary: Vocabulary,
+) -> list[int]:
+    """As :func:`sample_rows`, from each row's last hidden state (rows × hidden size):
+    top-k rows score only their k best tokens (:meth:`Vocabulary.top_logits`), the others
+    the whole vocabulary; the candidates and probabilities are those of :func:`candidates`
+    on the row's full logits."""
+
+    def pick(rows: list[int], sampling: Sampling) -> tuple[torch.Tensor, torch.Tensor]:
+        if 0 < sampling.top_k < vocabulary.size:
+            ids, top = vocabulary.top_logits(hidden[rows], sampling.top_k)
+            return distribution(ids, top, sampling)
+        return candidates(vocabulary.logits(hidden[rows]), sampling)
+
+    return _draw(samplings, generators, pick)
+
+
+def _draw(
+    samplings: list[Sampling],
+    generators: list[torch.Generator],
+    pick: Callable[[list[int], Sampling], tuple[torch.Tensor, torch.Tensor]],
+) -> list[int]:
+    """One token per row: rows with the same sampling get their candidates from one ``pick``
+    call, then each row draws from its own generator."""
     chosen = [0] * len(samplings)
     groups: dict[Sampling, list[int]] = {}
     for row, sampling in enumerate(samplings):
         groups.setdefault(sampling, []).append(row)
     for sampling, rows in groups.items():
-        ids, probs = candidates(logits[rows], sampling, banned)
+        ids, probs = pick(rows, sampling)
         for i, row in enumerate(rows):
             choice = torch.multinomial(probs[i], num_samples=1, generator=generators[row])
             chosen[row] = int(ids[i, choice].item())

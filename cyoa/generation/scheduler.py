@@ -27,8 +27,9 @@ from typing import Any
 import torch
 
 from cyoa.generation.batching import Batch
-from cyoa.generation.sampling import sample_rows
+from cyoa.generation.sampling import sample_rows_from_hidden
 from cyoa.generation.types import Sampling
+from cyoa.generation.vocabulary import Vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +80,15 @@ class _Row:
 
 class BatchScheduler:
     """Dynamic batching for one loaded model (``model``, ``tokenizer``); ``stop_ids`` end a
-    row, ``banned`` ids are never sampled. Call :meth:`start` once before streaming."""
+    row; ``vocabulary`` scores the next token (and never a banned one). Call :meth:`start`
+    once before streaming."""
 
     def __init__(
         self,
         model: Any,
         tokenizer: Any,
         stop_ids: frozenset[int],
-        banned: torch.Tensor,
+        vocabulary: Vocabulary,
         name: str,
         max_rows: int = MAX_ROWS,
         window_seconds: float = WINDOW_SECONDS,
@@ -94,7 +96,7 @@ class BatchScheduler:
         self.model = model
         self.tokenizer = tokenizer
         self.stop_ids = stop_ids
-        self.banned = banned
+        self.vocabulary = vocabulary
         self.name = name
         self.max_rows = max_rows
         self.window_seconds = window_seconds
@@ -157,15 +159,15 @@ class BatchScheduler:
                 rows = self._drop_finished(batch, rows)
                 if joining:
                     prompts = [self.tokenizer(row.prompt).input_ids for row in joining]
-                    logits = batch.join(prompts)
+                    hidden = batch.join(prompts)
                     rows += joining
                     self.rows = len(rows)
-                    self._advance(joining, logits)
+                    self._advance(joining, hidden)
                     rows = self._drop_finished(batch, rows)
                 self.rows = len(rows)
                 if rows:
-                    logits = batch.step([row.generated[-1] for row in rows])
-                    self._advance(rows, logits)
+                    hidden = batch.step([row.generated[-1] for row in rows])
+                    self._advance(rows, hidden)
                     rows = self._drop_finished(batch, rows)
                 self.rows = len(rows)
             except Exception as exc:  # noqa: BLE001 - every reader of the batch gets the error
@@ -184,10 +186,14 @@ class BatchScheduler:
             rows = [rows[i] for i in keep]
         return rows
 
-    def _advance(self, rows: list[_Row], logits: torch.Tensor) -> None:
-        """Sample each row's next token from its logits and hand its reader the new text."""
-        tokens = sample_rows(
-            logits, [row.sampling for row in rows], [row.generator for row in rows], self.banned
+    def _advance(self, rows: list[_Row], hidden: torch.Tensor) -> None:
+        """Sample each row's next token from its last hidden state and hand its reader the
+        new text."""
+        tokens = sample_rows_from_hidden(
+            hidden,
+            [row.sampling for row in rows],
+            [row.generator for row in rows],
+            self.vocabulary,
         )
         for row, token_id in zip(rows, tokens, strict=True):
             if token_id in self.stop_ids:
