@@ -156,18 +156,23 @@ def analyze_command(
     from cyoa.analysis.data import AnalysisError, experiment_pairs, load_study
     from cyoa.analysis.render import render
     from cyoa.analysis.tables import analyze
+    from cyoa.analysis.tag_cache import SentenceTagCache
 
     db = _open_existing(ctx)
     try:
-        pairs = [tuple(pair)] if pair else experiment_pairs(db, experiment)
-        studies = [load_study(db, experiment, p) for p in pairs]
-    except AnalysisError as error:
-        raise click.ClickException(str(error)) from error
+        try:
+            pairs = [tuple(pair)] if pair else experiment_pairs(db, experiment)
+            studies = [load_study(db, experiment, p) for p in pairs]
+        except AnalysisError as error:
+            raise click.ClickException(str(error)) from error
+        if not studies:
+            raise click.ClickException(f"No writer of experiment '{experiment}' has started yet.")
+        cache = SentenceTagCache(db)
+        analyses = [
+            analyze(data, compat=compat, alternative=alternative, cache=cache) for data in studies
+        ]
     finally:
         db.close()
-    if not studies:
-        raise click.ClickException(f"No writer of experiment '{experiment}' has started yet.")
-    analyses = [analyze(data, compat=compat, alternative=alternative) for data in studies]
     click.echo(render(analyses, fmt), nl=False)
 
 

@@ -246,7 +246,19 @@ def _create_tables(db: Database) -> None:
             foreign_keys=[("session_id", "sessions", "id")],
             not_null={"worker_id", "claimed_at", "heartbeat_at"},
         )
+    create_sentence_tags(db)
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def create_sentence_tags(db: Database) -> None:
+    """The analysis cache of tagged sentences (:mod:`cyoa.analysis.tag_cache`), if missing.
+    Derived data: deleting its rows loses nothing but time."""
+    if not db.table("sentence_tags").exists():
+        db.table("sentence_tags").create(
+            {"tagger": str, "sentence": str, "nouns": str, "verbs": str},
+            pk=("tagger", "sentence"),
+            not_null={"nouns", "verbs"},
+        )
 
 
 # --- experiments and participants -------------------------------------------------------

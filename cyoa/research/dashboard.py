@@ -24,6 +24,7 @@ from cyoa.analysis.bradley_terry import NotEstimable, Ranking, rank
 from cyoa.analysis.data import StudyData, experiment_pairs, load_study
 from cyoa.analysis.results import OVERALL, Analysis, LikertRow, Mean, ShareRow
 from cyoa.analysis.tables import analyze, likert_rows
+from cyoa.analysis.tag_cache import SentenceTagCache
 from cyoa.experiments import Experiment
 from cyoa.metrics.edit import edit_metrics_many
 
@@ -294,7 +295,12 @@ def compute_results(
     pair of systems that writers compared, and with more than two systems the ranking."""
     names = [s.name for s in exp.systems]
     studies = [load_study(db, exp.id, pair) for pair in experiment_pairs(db, exp.id)]
-    analyses = [analyze(data, resamples=resamples, workers=1) for data in studies if data.rounds]
+    cache = SentenceTagCache(db)
+    analyses = [
+        analyze(data, resamples=resamples, workers=1, cache=cache)
+        for data in studies
+        if data.rounds
+    ]
     tables: list[Table] = []
     ranking = None
     ranking_error = None
