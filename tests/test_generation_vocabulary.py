@@ -28,10 +28,11 @@ class TinyModel(torch.nn.Module):
     """Just an output layer: 4,000 tokens of 64 dimensions, rows of norm about 1 (as
     Gemma's), some rows near-duplicates so that near-ties exist."""
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, softcap: float | None = None) -> None:
         super().__init__()
         generator = torch.Generator().manual_seed(seed)
         self.config = TinyConfig()
+        self.config.final_logit_softcapping = softcap
         self.lm_head = torch.nn.Linear(64, 4000, bias=False)
         weight = torch.randn(4000, 64, generator=generator) / 8
         weight[2000:2100] = weight[:100] + 1e-4 * torch.randn(100, 64, generator=generator)
@@ -74,6 +75,21 @@ def test_screened_top_k_are_the_float32_top_k_whatever_the_margin(k, margin):
     assert [set(row) for row in ids.tolist()] == [set(row) for row in expected_ids.tolist()]
     assert not set(ids.flatten().tolist()) & set(banned.tolist())
     assert (top[:, :-1] >= top[:, 1:]).all(), "best first"
+
+
+@pytest.mark.parametrize("margin", [0, 40])
+def test_soft_capped_logits_are_capped_once_screened_or_not(margin):
+    model = TinyModel(softcap=50.0)
+    screened = Vocabulary(model, screen=True, margin=margin)
+    hidden = hidden_states(8)
+    ids, top = screened.top_logits(hidden, 10)
+    raw = hidden @ model.lm_head.weight.T
+    expected_top, expected_ids = torch.topk(torch.tanh(raw / 50.0) * 50.0, 10, dim=-1)
+    torch.testing.assert_close(top, expected_top, atol=1e-5, rtol=1e-6)
+    assert [set(r) for r in ids.tolist()] == [set(r) for r in expected_ids.tolist()]
+    assert top.abs().max() <= 50.0
+    # Margin 0 leaves rows unproven: the full product's rows are capped once too.
+    assert (screened.fallbacks > 0) == (margin == 0)
 
 
 def test_rows_the_bound_cannot_prove_fall_back_to_the_full_product():

@@ -44,8 +44,9 @@ import torch
 BFLOAT16_UNIT_ROUNDOFF = 2.0**-8
 # float32: 24 significant bits.
 FLOAT32_UNIT_ROUNDOFF = 2.0**-24
-# Candidates screened beyond the k needed. With 40 more than k = 40 no row of the packaged
-# models needed the full product (bench/results/model-options.md).
+# Candidates screened beyond the k needed. For Gemma on real text with k = 40, a margin of 40
+# left 23% of rows unproven (each then costs the full product); 160 left none of 320
+# (bench/results/load.md, step 10).
 DEFAULT_MARGIN = 160
 # Below this many output-matrix entries the full float32 product is cheap enough.
 SCREEN_FROM_ENTRIES = 50_000_000
@@ -96,8 +97,11 @@ class Vocabulary:
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Every token's float32 logit for each row of ``hidden`` ``(rows, hidden_size)``:
         ``(rows, vocabulary)``, the banned ids at ``-inf``."""
+        return self._capped(self._uncapped_logits(hidden))
+
+    def _uncapped_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         with torch.inference_mode():
-            logits = self._capped(self.head(hidden).float())
+            logits = self.head(hidden).float()
             if self.banned.numel():
                 logits = logits.index_fill(-1, self.banned, float("-inf"))
         return logits
@@ -133,7 +137,8 @@ class Vocabulary:
         proven |= top[:, -1] == float("-inf")
         for row in (~proven).nonzero().flatten().tolist():
             self.fallbacks += 1
-            row_top, row_ids = torch.topk(self.logits(hidden[row : row + 1]), k, dim=-1)
+            full = self._uncapped_logits(hidden[row : row + 1])
+            row_top, row_ids = torch.topk(full, k, dim=-1)
             top[row], ids[row] = row_top[0], row_ids[0]
         return ids, self._capped(top)
 
