@@ -3,8 +3,11 @@ and the numbers are the same with or without the cache."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from click.testing import CliRunner
+from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.analysis.tag_cache import SentenceTagCache
@@ -80,3 +83,13 @@ def test_analyze_twice_prints_the_same_tables_and_tags_once(tmp_path, tagged):
     assert len(tagged) == count, "nothing tagged the second time"
     db = store.connect(db_path)
     assert db["sentence_tags"].count == count
+
+
+def test_a_read_only_database_is_analysed_without_the_cache(tmp_path):
+    path = tmp_path / "cyoa.sqlite"
+    store.connect(path).execute("CREATE TABLE t (x)")
+    read_only = Database(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+    cache = SentenceTagCache(read_only)
+    assert not cache.usable
+    assert text.text_profiles(TEXTS, cache=cache) == text.text_profiles(TEXTS)
+    assert cache.stored == 0

@@ -12,11 +12,15 @@ the same with or without the cache (tested); the ratings are applied afterwards,
 from __future__ import annotations
 
 import json
+import logging
+import sqlite3
 
 from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.metrics.text import Lemmas, tagger_id
+
+log = logging.getLogger(__name__)
 
 # Rows written per transaction, so that a large first analysis never holds the database's
 # write lock for long while writers are writing.
@@ -31,9 +35,15 @@ class SentenceTagCache:
         self._tagger = ""
         self.hits = 0
         self.stored = 0
+        self.usable = True
         if not db.table("sentence_tags").exists():
-            with store.write_transaction(db):
-                store.create_sentence_tags(db)
+            try:
+                with store.write_transaction(db):
+                    store.create_sentence_tags(db)
+            except sqlite3.OperationalError as error:
+                # A read-only or busy database: analyse without the cache.
+                log.warning("No cache of tagged sentences (%s); tagging everything.", error)
+                self.usable = False
 
     @property
     def tagger(self) -> str:
@@ -43,6 +53,8 @@ class SentenceTagCache:
         return self._tagger
 
     def lookup(self, sentences: list[str]) -> dict[str, Lemmas]:
+        if not self.usable:
+            return {}
         wanted = set(sentences)
         found: dict[str, Lemmas] = {}
         rows = self.db.execute(
@@ -55,15 +67,24 @@ class SentenceTagCache:
         return found
 
     def store(self, tagged: dict[str, Lemmas]) -> None:
+        """Keep ``tagged``; a database that stays locked (or is read-only) only means that
+        the next analysis tags these sentences again, so the analysis goes on."""
+        if not self.usable:
+            return
         rows = [
             (self.tagger, sentence, json.dumps(list(nouns)), json.dumps(list(verbs)))
             for sentence, (nouns, verbs) in tagged.items()
         ]
         for start in range(0, len(rows), WRITE_CHUNK):
-            with store.write_transaction(self.db):
-                self.db.conn.executemany(
-                    "INSERT OR REPLACE INTO sentence_tags (tagger, sentence, nouns, verbs) "
-                    "VALUES (?, ?, ?, ?)",
-                    rows[start : start + WRITE_CHUNK],
-                )
-        self.stored += len(rows)
+            chunk = rows[start : start + WRITE_CHUNK]
+            try:
+                with store.write_transaction(self.db):
+                    self.db.conn.executemany(
+                        "INSERT OR REPLACE INTO sentence_tags (tagger, sentence, nouns, verbs) "
+                        "VALUES (?, ?, ?, ?)",
+                        chunk,
+                    )
+            except sqlite3.OperationalError as error:
+                log.warning("Tagged sentences not kept (%s); the next analysis retags them.", error)
+                return
+            self.stored += len(chunk)
