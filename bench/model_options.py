@@ -4,7 +4,9 @@
 
 For each packaged model and each variant (float32 as shipped, ``dtype = "bfloat16"``,
 ``quantize = "int8"``), with one torch thread: the time of one decoding step for a batch of 1
-and of 16 rows (a 25-token prompt, then 8 steps, mean), the perplexity of a fixed 80-token
+and of 16 rows, scoring and sampling included (a 25-token prompt, then 8 steps of sampled
+tokens, mean; for a screened vocabulary also with the whole vocabulary scored), the
+perplexity of a fixed 80-token
 story text and the mean KL divergence of the next-token distributions from float32's (nats;
 0 = the same model), whether batched rows give exactly their text alone (6 rows, 30 tokens,
 seeds 0–5), and a few seeded one-sentence suggestions to read side by side.
@@ -38,13 +40,36 @@ STORIES = (
 VARIANTS = {"float32": {}, "bfloat16": {"dtype": "bfloat16"}, "int8": {"quantize": "int8"}}
 
 
+def _step_ms(model: Any, vocabulary: Any, card: Any, prompt: list[int], rows: int) -> float:
+    """One decoding step of ``rows`` rows with the card's sampling, scoring and sampling
+    included (the mean of 8 steps after 2 of warm-up), in milliseconds."""
+    import torch
+
+    from cyoa.generation.batching import Batch
+    from cyoa.generation.sampling import sample_rows_from_hidden
+
+    batch = Batch(model, pad_id=0)
+    generators = [torch.Generator().manual_seed(row) for row in range(rows)]
+    samplings = [card.sampling] * rows
+
+    def next_tokens(hidden: torch.Tensor) -> list[int]:
+        return sample_rows_from_hidden(hidden, samplings, generators, vocabulary)
+
+    tokens = next_tokens(batch.join([prompt] * rows))
+    tokens = next_tokens(batch.step(tokens))
+    started = time.perf_counter()
+    for _ in range(8):
+        tokens = next_tokens(batch.step(tokens))
+    return round((time.perf_counter() - started) / 8 * 1000, 1)
+
+
 def measure(name: str, variant: str, options: dict[str, str], cache: Path) -> dict[str, Any]:
     import torch
 
     from cyoa.generation import System, generate_suggestion, load_model_cards
-    from cyoa.generation.batching import Batch
     from cyoa.generation.local import TransformersBackend
     from cyoa.generation.types import Sampling
+    from cyoa.generation.vocabulary import Vocabulary
 
     card = load_model_cards(ROOT / "models")[name]
     card = replace(card, options={**card.options, **options})
@@ -60,14 +85,14 @@ def measure(name: str, variant: str, options: dict[str, str], cache: Path) -> di
 
     steps = {}
     prompt = ids[0, :25].tolist()
-    for rows in (1, 16):
-        batch = Batch(model, pad_id=0)
-        batch.join([prompt] * rows)
-        batch.step([100] * rows)
-        started = time.perf_counter()
-        for _ in range(8):
-            batch.step([100] * rows)
-        steps[f"step_ms_{rows}_rows"] = round((time.perf_counter() - started) / 8 * 1000, 1)
+    vocabularies = {"": naive._vocabulary}
+    if naive._vocabulary.screen:
+        vocabularies["_full_vocabulary"] = Vocabulary(
+            model, banned=naive._vocabulary.banned, screen=False
+        )
+    for suffix, vocabulary in vocabularies.items():
+        for rows in (1, 16):
+            steps[f"step_ms_{rows}_rows{suffix}"] = _step_ms(model, vocabulary, card, prompt, rows)
 
     sampling = Sampling(max_new_tokens=30)
     story = STORIES[0][0]
@@ -133,10 +158,14 @@ def main(argv: list[str] | None = None) -> None:
         "|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        lines.append(
-            f"| {r['model']} | {r['variant']} | {r['step_ms_1_rows']} | {r['step_ms_16_rows']} "
-            f"| {r['perplexity']} | {r['kl_from_float32']} | {r['batched_rows_as_alone']} |"
-        )
+        for suffix, label in (("", ""), ("_full_vocabulary", ", whole vocabulary scored")):
+            if f"step_ms_1_rows{suffix}" not in r:
+                continue
+            lines.append(
+                f"| {r['model']} | {r['variant']}{label} | {r[f'step_ms_1_rows{suffix}']} "
+                f"| {r[f'step_ms_16_rows{suffix}']} | {r['perplexity']} "
+                f"| {r['kl_from_float32']} | {r['batched_rows_as_alone']} |"
+            )
     lines += ["", f"Load average (1, 5, 15 min) at the end: {load}", "", "Seeded suggestions:", ""]
     for r in results:
         lines.append(f"- {r['model']}, {r['variant']}:")
