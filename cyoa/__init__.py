@@ -46,6 +46,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from cyoa import store
     from cyoa.experiments import load_experiments
     from cyoa.generation import ModelPool, configure_torch_threads, load_model_cards
+    from cyoa.generation.cores import CoreShare
     from cyoa.generation.local import GENERATION_MODES
     from cyoa.realtime import client_manager, socketio
     from cyoa.study import pages, sockets
@@ -70,14 +71,18 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         raise ValueError(
             f"CYOA_GENERATION_MODE is {mode!r}; use one of: {', '.join(GENERATION_MODES)}."
         )
+    share = None
     if any(s.model.backend == "transformers" for e in experiments.values() for s in e.systems):
-        # Batched: two models generate at once, each on its own scheduler thread: half the
-        # cores each keeps them from fighting (measured on 2 cores: 1 thread each is ~20%
-        # faster per token). Naive: one generation at a time may use every core.
+        # Batched: each model generates on its own scheduler thread, and the models working
+        # at a step share the cores equally (one alone gets them all; two on 2 cores get one
+        # each, which keeps them from fighting). CYOA_TORCH_THREADS fixes the threads per
+        # model instead. Naive: one generation at a time may use every core.
         cores = os.cpu_count() or 2
-        default = cores if mode == "naive" else max(1, cores // 2)
-        configure_torch_threads(int(app.config["TORCH_THREADS"]) or default)
-    pool = ModelPool(used, Path(app.config["MODEL_CACHE"]), generation_mode=mode)
+        fixed = int(app.config["TORCH_THREADS"])
+        configure_torch_threads(fixed or (cores if mode == "naive" else max(1, cores // 2)))
+        if mode == "batched" and not fixed:
+            share = CoreShare(cores)
+    pool = ModelPool(used, Path(app.config["MODEL_CACHE"]), generation_mode=mode, cores=share)
     if app.config["LOAD_MODELS_AT_START"]:
         pool.start_loading()
 

@@ -17,6 +17,7 @@ from cyoa.generation.types import ModelCard, Sampling
 from cyoa.generation.weights import ensure_converted, force_offline
 
 if TYPE_CHECKING:
+    from cyoa.generation.cores import CoreShare
     from cyoa.generation.scheduler import BatchScheduler
 
 BATCHED, NAIVE = "batched", "naive"
@@ -54,7 +55,8 @@ class TransformersBackend:
 
     - ``batched`` (the default): a scheduler thread owns the model and decodes every
       request in one dynamic batch (:mod:`cyoa.generation.scheduler`); different models
-      (different backends) run in parallel.
+      (different backends) run in parallel, sharing ``cores`` when given
+      (:mod:`cyoa.generation.cores`).
     - ``naive``: each continuation is generated alone, start to end, while every other
       generation in the process waits, whichever model it uses. The benchmark's baseline.
 
@@ -64,10 +66,17 @@ class TransformersBackend:
     weights in bfloat16 (default ``"float32"``; faster in batches, but a row's rounding, and
     so its text, then depends on its batch); ``quantize = "int8"`` quantizes every linear
     layer to 8-bit integers at load (dynamic quantization, per output channel). Their speed
-    and their effect on the text are measured in bench/results/model-options.md.
+    and their effect on the text are measured in bench/results/model-options.md. In float32
+    the layers' weights are packed for oneDNN at load (:mod:`cyoa.generation.packing`).
     """
 
-    def __init__(self, card: ModelCard, cache_dir: Path, mode: str = BATCHED) -> None:
+    def __init__(
+        self,
+        card: ModelCard,
+        cache_dir: Path,
+        mode: str = BATCHED,
+        cores: CoreShare | None = None,
+    ) -> None:
         if mode not in GENERATION_MODES:
             raise ValueError(
                 f"Generation mode {mode!r} is unknown; use one of: {', '.join(GENERATION_MODES)}."
@@ -87,6 +96,7 @@ class TransformersBackend:
         self.card = card
         self.cache_dir = Path(cache_dir)
         self.mode = mode
+        self.cores = cores
         self._lock = threading.Lock()
         self._model: Any = None
         self._tokenizer: Any = None
@@ -114,6 +124,7 @@ class TransformersBackend:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
+            from cyoa.generation.packing import pack_linear_layers
             from cyoa.generation.scheduler import BatchScheduler
             from cyoa.generation.vocabulary import Vocabulary
 
@@ -124,12 +135,19 @@ class TransformersBackend:
             model.eval()
             if self.quantize == "int8":
                 model = _quantize_int8(model)
+            elif self.dtype == "float32":
+                pack_linear_layers(model.get_decoder())
             self._stop_ids, banned = _special_tokens(model, tokenizer)
             self._vocabulary = Vocabulary(model, banned)
             self._tokenizer = tokenizer
             if self.mode == BATCHED:
                 self._scheduler = BatchScheduler(
-                    model, tokenizer, self._stop_ids, self._vocabulary, name=self.card.name
+                    model,
+                    tokenizer,
+                    self._stop_ids,
+                    self._vocabulary,
+                    name=self.card.name,
+                    cores=self.cores,
                 )
                 self._scheduler.start()
             self._model = model

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cyoa.generation.cores import CoreShare
 from cyoa.generation.fake import FakeBackend
 from cyoa.generation.local import BATCHED, TransformersBackend
 from cyoa.generation.openai_backend import OpenAIBackend
@@ -26,14 +27,17 @@ class ModelNotAvailable(RuntimeError):
 
 
 def make_backend(
-    card: ModelCard, cache_dir: Path, generation_mode: str = BATCHED
+    card: ModelCard,
+    cache_dir: Path,
+    generation_mode: str = BATCHED,
+    cores: CoreShare | None = None,
 ) -> TransformersBackend | FakeBackend | OpenAIBackend:
     """The backend the card names: ``transformers`` (packaged weights, converted into
     ``cache_dir``), ``openai`` (a remote OpenAI-compatible server) or ``fake`` (tests only).
-    Nothing is loaded yet. ``generation_mode`` is how a local model generates (see
-    :class:`TransformersBackend`)."""
+    Nothing is loaded yet. ``generation_mode`` is how a local model generates and ``cores``
+    the cores local models share in batched mode (see :class:`TransformersBackend`)."""
     if card.backend == "transformers":
-        return TransformersBackend(card, cache_dir, mode=generation_mode)
+        return TransformersBackend(card, cache_dir, mode=generation_mode, cores=cores)
     if card.backend == "openai":
         return OpenAIBackend(card)
     if card.backend == "fake":
@@ -49,15 +53,21 @@ class ModelPool:
 
     :meth:`status` reports each model as ``pending`` (loading not started), ``loading``,
     ``ready`` or ``failed`` (with the error). :meth:`get` waits for a model to be ready.
-    ``generation_mode`` (``batched`` or ``naive``) is passed to every local model.
+    ``generation_mode`` (``batched`` or ``naive``) is passed to every local model, and so is
+    ``cores``: the cores they share in batched mode (None: each uses the process's torch
+    thread setting).
     """
 
     def __init__(
-        self, cards: dict[str, ModelCard], cache_dir: Path, generation_mode: str = BATCHED
+        self,
+        cards: dict[str, ModelCard],
+        cache_dir: Path,
+        generation_mode: str = BATCHED,
+        cores: CoreShare | None = None,
     ) -> None:
         self.cache_dir = Path(cache_dir)
         self._backends = {
-            name: make_backend(card, self.cache_dir, generation_mode)
+            name: make_backend(card, self.cache_dir, generation_mode, cores)
             for name, card in cards.items()
         }
         self._state = {name: PENDING for name in cards}

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from cyoa.generation.batching import Batch
+from cyoa.generation.cores import CoreShare
 from cyoa.generation.sampling import sample_rows_from_hidden
 from cyoa.generation.types import Sampling
 from cyoa.generation.vocabulary import Vocabulary
@@ -80,8 +81,9 @@ class _Row:
 
 class BatchScheduler:
     """Dynamic batching for one loaded model (``model``, ``tokenizer``); ``stop_ids`` end a
-    row; ``vocabulary`` scores the next token (and never a banned one). Call :meth:`start`
-    once before streaming."""
+    row; ``vocabulary`` scores the next token (and never a banned one). With ``cores``, the
+    thread uses its share of the cores for each step (:mod:`cyoa.generation.cores`);
+    without, the process's torch thread setting. Call :meth:`start` once before streaming."""
 
     def __init__(
         self,
@@ -92,6 +94,7 @@ class BatchScheduler:
         name: str,
         max_rows: int = MAX_ROWS,
         window_seconds: float = WINDOW_SECONDS,
+        cores: CoreShare | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -100,6 +103,8 @@ class BatchScheduler:
         self.name = name
         self.max_rows = max_rows
         self.window_seconds = window_seconds
+        self.cores = cores
+        self._threads = 0
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(stop_ids, default=0)
         self._incoming: queue.SimpleQueue[_Row] = queue.SimpleQueue()
@@ -136,11 +141,16 @@ class BatchScheduler:
             row.stopped.set()
 
     def _run(self) -> None:
+        # torch sets a thread's own thread count from the process-wide one on its first
+        # parallel operation; done now, so that a later share is not overwritten by it.
+        self._threads = torch.get_num_threads()
         batch = Batch(self.model, self.pad_id)
         rows: list[_Row] = []
         waiting: list[_Row] = []
         while True:
             if not rows and not waiting:
+                if self.cores is not None:
+                    self.cores.idle(self)
                 waiting.append(self._incoming.get())
                 time.sleep(self.window_seconds)
             while True:
@@ -156,6 +166,7 @@ class BatchScheduler:
             joining = waiting[: max(0, self.max_rows - len(rows))]
             waiting = waiting[len(joining) :]
             try:
+                self._take_share()
                 rows = self._drop_finished(batch, rows)
                 if joining:
                     prompts = [self.tokenizer(row.prompt).input_ids for row in joining]
@@ -178,6 +189,15 @@ class BatchScheduler:
                 batch = Batch(self.model, self.pad_id)
                 rows = []
                 self.rows = 0
+
+    def _take_share(self) -> None:
+        """Use this model's share of the cores for the next step."""
+        if self.cores is None:
+            return
+        threads = self.cores.working(self)
+        if threads != self._threads:
+            torch.set_num_threads(threads)
+            self._threads = threads
 
     def _drop_finished(self, batch: Batch, rows: list[_Row]) -> list[_Row]:
         keep = [i for i, row in enumerate(rows) if not row.done and not row.stopped.is_set()]
