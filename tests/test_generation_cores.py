@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from cyoa.generation.cores import CoreShare, threads_each
-from cyoa.generation.packing import PackedLinear, pack_linear_layers, packing_available
+from cyoa.generation.packing import PackedLinear, pack_linear_layers, pack_model, packing_available
 from cyoa.generation.scheduler import BatchScheduler
 from cyoa.generation.types import Sampling
 from cyoa.generation.vocabulary import Vocabulary
@@ -173,6 +173,35 @@ def test_a_packed_model_continues_text_as_before_up_to_float32_rounding():
         torch.testing.assert_close(
             packed(input_ids=ids).logits, plain(input_ids=ids).logits, atol=1e-5, rtol=1e-4
         )
+
+
+@needs_packing
+def test_packing_a_model_keeps_its_tied_output_layer_and_owns_every_other_weight():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=16,
+        intermediate_size=32,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        num_hidden_layers=2,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config).eval()
+    embeddings = model.get_input_embeddings().weight
+    storage_before = embeddings.data_ptr()
+    ids = torch.tensor([[5, 9, 2, 33]])
+    with torch.inference_mode():
+        before = model(input_ids=ids).logits
+    assert pack_model(model) == 14
+    assert model.lm_head.weight is model.get_input_embeddings().weight  # still tied
+    assert model.get_input_embeddings().weight.data_ptr() != storage_before  # a copy
+    assert type(model.lm_head) is torch.nn.Linear  # the output layer is not packed
+    with torch.inference_mode():
+        torch.testing.assert_close(model(input_ids=ids).logits, before, atol=1e-5, rtol=1e-4)
 
 
 @pytest.mark.real_model

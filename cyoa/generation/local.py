@@ -124,7 +124,7 @@ class TransformersBackend:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            from cyoa.generation.packing import pack_linear_layers
+            from cyoa.generation.packing import pack_model
             from cyoa.generation.scheduler import BatchScheduler
             from cyoa.generation.vocabulary import Vocabulary
 
@@ -136,7 +136,7 @@ class TransformersBackend:
             if self.quantize == "int8":
                 model = _quantize_int8(model)
             elif self.dtype == "float32":
-                pack_linear_layers(model.get_decoder())
+                pack_model(model)
             self._stop_ids, banned = _special_tokens(model, tokenizer)
             self._vocabulary = Vocabulary(model, banned)
             self._tokenizer = tokenizer
