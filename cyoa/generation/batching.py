@@ -15,9 +15,12 @@ caller scores the vocabulary (:mod:`cyoa.generation.vocabulary`), samples and de
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
+
+from cyoa.generation.prefixes import Prefix, PrefixStore
 
 
 def left_pad(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -55,6 +58,22 @@ def _pad_stored(tensor: torch.Tensor, stored: int) -> torch.Tensor:
     return torch.cat([zeros, tensor], dim=-2)
 
 
+def _row_cache(cache: Any, row: int, length: int) -> Any:
+    """Row ``row`` of a left-padded batch ``cache`` as a one-row cache of its ``length`` real
+    tokens, as if that row had been read alone (its own copy of the tensors)."""
+    out = copy.copy(cache)
+    out.layers = []
+    for layer in cache.layers:
+        layer = copy.copy(layer)
+        keep = min(length, layer.keys.shape[-2])
+        layer.keys = layer.keys[row : row + 1, :, layer.keys.shape[-2] - keep :].clone()
+        layer.values = layer.values[row : row + 1, :, layer.values.shape[-2] - keep :].clone()
+        if _sliding_window(layer) is not None:
+            layer.cumulative_length = length
+        out.layers.append(layer)
+    return out
+
+
 def _sliding_window(layer: Any) -> int | None:
     return getattr(layer, "sliding_window", None) if getattr(layer, "is_sliding", False) else None
 
@@ -77,23 +96,64 @@ class Batch:
     def rows(self) -> int:
         return 0 if self.mask is None else self.mask.shape[0]
 
-    def join(self, prompts: list[list[int]]) -> torch.Tensor:
-        """Add rows for ``prompts`` (token id lists) at the end of the batch: their prompts are
-        run through the model together and their caches merged into the batch's. Returns
-        the new rows' last hidden states, ``(len(prompts), hidden_size)``."""
-        ids, mask = left_pad(prompts, self.pad_id)
+    def join(self, prompts: list[list[int]], prefixes: PrefixStore | None = None) -> torch.Tensor:
+        """Add rows for ``prompts`` (token id lists) at the end of the batch and return their
+        last hidden states, ``(len(prompts), hidden_size)``.
+
+        With ``prefixes``, a prompt that begins with a stored one reads only its remaining
+        tokens, from the stored cache, and every prompt read is stored. The other prompts
+        are read together in one forward pass (left-padded). Either way their caches are
+        merged into the batch's."""
+        found = [None if prefixes is None else prefixes.longest(ids) for ids in prompts]
+        hidden: list[torch.Tensor | None] = [None] * len(prompts)
+        fresh = [i for i, prefix in enumerate(found) if prefix is None]
+        if fresh:
+            ids, mask = left_pad([prompts[i] for i in fresh], self.pad_id)
+            with torch.inference_mode():
+                output = self.decoder(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    position_ids=positions(mask),
+                    use_cache=True,
+                )
+            self._add(mask, output.past_key_values)
+            for row, i in enumerate(fresh):
+                hidden[i] = output.last_hidden_state[row, -1]
+                if prefixes is not None:
+                    cache = _row_cache(output.past_key_values, row, len(prompts[i]))
+                    prefixes.put(prompts[i], cache, hidden[i].clone())
+        before = self.rows - len(fresh)
+        added = fresh + [i for i, prefix in enumerate(found) if prefix is not None]
+        for i in added[len(fresh) :]:
+            hidden[i], cache = self._continue(prompts[i], found[i], prefixes)
+            self._add(torch.ones((1, len(prompts[i])), dtype=torch.long), cache)
+        # The rows were added fresh ones first; put them in the order of ``prompts``.
+        self.keep(list(range(before)) + [before + added.index(i) for i in range(len(prompts))])
+        return torch.stack(hidden)
+
+    def _continue(
+        self, ids: list[int], prefix: Prefix, prefixes: PrefixStore | None
+    ) -> tuple[torch.Tensor, Any]:
+        """Read the tokens of ``ids`` after the stored ``prefix`` (alone, from its cache):
+        the last hidden state and the one-row cache of the whole prompt."""
+        if len(prefix.ids) == len(ids):
+            return prefix.hidden, prefix.cache_copy()
         with torch.inference_mode():
             output = self.decoder(
-                input_ids=ids,
-                attention_mask=mask,
-                position_ids=positions(mask),
+                input_ids=torch.tensor([ids[len(prefix.ids) :]], dtype=torch.long),
+                past_key_values=prefix.cache_copy(),
                 use_cache=True,
             )
+        hidden = output.last_hidden_state[0, -1].clone()
+        if prefixes is not None:
+            prefixes.put(ids, output.past_key_values, hidden)
+        return hidden, output.past_key_values
+
+    def _add(self, mask: torch.Tensor, cache: Any) -> None:
         if self.mask is None:
-            self.mask, self.cache = mask, output.past_key_values
+            self.mask, self.cache = mask, cache
         else:
-            self._merge(mask, output.past_key_values)
-        return output.last_hidden_state[:, -1]
+            self._merge(mask, cache)
 
     def step(self, tokens: list[int]) -> torch.Tensor:
         """Feed one new token per row (in row order); returns each row's last hidden state,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cyoa.generation.prefixes import DEFAULT_MAX_TOKENS, PrefixStore
 from cyoa.generation.types import ModelCard, Sampling
 from cyoa.generation.weights import ensure_converted, force_offline
 
@@ -57,6 +58,9 @@ class TransformersBackend:
       request in one dynamic batch (:mod:`cyoa.generation.scheduler`); different models
       (different backends) run in parallel, sharing ``cores`` when given
       (:mod:`cyoa.generation.cores`).
+
+    Either way a prompt that begins with one read before reads only the rest, from the
+    stored cache (:mod:`cyoa.generation.prefixes`; at most ``prefix_tokens`` tokens kept).
     - ``naive``: each continuation is generated alone, start to end, while every other
       generation in the process waits, whichever model it uses. The benchmark's baseline.
 
@@ -76,6 +80,7 @@ class TransformersBackend:
         cache_dir: Path,
         mode: str = BATCHED,
         cores: CoreShare | None = None,
+        prefix_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
         if mode not in GENERATION_MODES:
             raise ValueError(
@@ -103,6 +108,7 @@ class TransformersBackend:
         self._stop_ids: frozenset[int] = frozenset()
         self._vocabulary: Any = None
         self._scheduler: BatchScheduler | None = None
+        self.prefixes = PrefixStore(prefix_tokens)
 
     @property
     def loaded(self) -> bool:
@@ -148,6 +154,7 @@ class TransformersBackend:
                     self._vocabulary,
                     name=self.card.name,
                     cores=self.cores,
+                    prefixes=self.prefixes,
                 )
                 self._scheduler.start()
             self._model = model
@@ -183,20 +190,28 @@ class TransformersBackend:
         generator = torch.Generator().manual_seed(seed)
         decoder = self._model.get_decoder()
         with _ALONE, torch.inference_mode():
-            input_ids = self._tokenizer(prompt, return_tensors="pt").input_ids
-            past = None
+            ids = self._tokenizer(prompt).input_ids
+            prefix = self.prefixes.longest(ids)
+            read = 0 if prefix is None else len(prefix.ids)
+            past = None if prefix is None else prefix.cache_copy()
+            input_ids = torch.tensor([ids[read:]])
             generated: list[int] = []
             shown = ""
             for _ in range(sampling.max_new_tokens):
-                # Only the last position is scored (the layers give every position's hidden
-                # state; the vocabulary projection of a whole prompt would cost more than them).
-                output = decoder(input_ids=input_ids, past_key_values=past, use_cache=True)
+                if input_ids.shape[1]:
+                    output = decoder(input_ids=input_ids, past_key_values=past, use_cache=True)
+                    # Only the last position is scored (the vocabulary projection of a whole
+                    # prompt would cost more than the layers).
+                    hidden, past = output.last_hidden_state[:, -1], output.past_key_values
+                else:  # the whole prompt was read before
+                    hidden = prefix.hidden.unsqueeze(0)
+                if not generated:
+                    self.prefixes.put(ids, past, hidden[0].clone())
                 token_id = sample_rows_from_hidden(
-                    output.last_hidden_state[:, -1], [sampling], [generator], self._vocabulary
+                    hidden, [sampling], [generator], self._vocabulary
                 )[0]
                 if token_id in self._stop_ids:
                     return
-                past = output.past_key_values
                 generated.append(token_id)
                 text = self._tokenizer.decode(
                     generated, skip_special_tokens=True, clean_up_tokenization_spaces=False

@@ -28,6 +28,7 @@ import torch
 
 from cyoa.generation.batching import Batch
 from cyoa.generation.cores import CoreShare
+from cyoa.generation.prefixes import PrefixStore
 from cyoa.generation.sampling import sample_rows_from_hidden
 from cyoa.generation.types import Sampling
 from cyoa.generation.vocabulary import Vocabulary
@@ -83,7 +84,9 @@ class BatchScheduler:
     """Dynamic batching for one loaded model (``model``, ``tokenizer``); ``stop_ids`` end a
     row; ``vocabulary`` scores the next token (and never a banned one). With ``cores``, the
     thread uses its share of the cores for each step (:mod:`cyoa.generation.cores`);
-    without, the process's torch thread setting. Call :meth:`start` once before streaming."""
+    without, the process's torch thread setting. With ``prefixes``, a prompt that begins
+    with one read before reads only the rest (:mod:`cyoa.generation.prefixes`). Call
+    :meth:`start` once before streaming."""
 
     def __init__(
         self,
@@ -95,6 +98,7 @@ class BatchScheduler:
         max_rows: int = MAX_ROWS,
         window_seconds: float = WINDOW_SECONDS,
         cores: CoreShare | None = None,
+        prefixes: PrefixStore | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -104,6 +108,7 @@ class BatchScheduler:
         self.max_rows = max_rows
         self.window_seconds = window_seconds
         self.cores = cores
+        self.prefixes = prefixes
         self._threads = 0
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(stop_ids, default=0)
@@ -170,7 +175,7 @@ class BatchScheduler:
                 rows = self._drop_finished(batch, rows)
                 if joining:
                     prompts = [self.tokenizer(row.prompt).input_ids for row in joining]
-                    hidden = batch.join(prompts)
+                    hidden = batch.join(prompts, self.prefixes)
                     rows += joining
                     self.rows = len(rows)
                     self._advance(joining, hidden)

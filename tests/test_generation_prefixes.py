@@ -1,0 +1,138 @@
+"""Prompts read before: a prompt that begins with a stored one reads only the rest, and gives
+what reading it whole gives (up to float32 rounding).
+
+The batch tests use the tiny random models of test_generation_batching (Gemma-3 layout with a
+sliding window of 3 tokens, so stored prefixes cross the window, and Llama layout).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_generation_batching import tiny_models
+
+from cyoa.generation.batching import Batch
+from cyoa.generation.prefixes import PrefixStore
+
+
+class FakeCache:
+    """Test stand-in for a KV cache: the store only copies its ``layers``."""
+
+    def __init__(self, length: int) -> None:
+        self.layers = [object()]
+        self.length = length
+
+
+def store_with(*prompts: list[int], max_tokens: int = 100) -> PrefixStore:
+    store = PrefixStore(max_tokens=max_tokens)
+    for ids in prompts:
+        store.put(ids, FakeCache(len(ids)), torch.zeros(4))
+    return store
+
+
+def test_the_longest_stored_prompt_that_begins_a_prompt_is_found():
+    store = store_with([1, 2], [7, 8, 9], [1, 5, 6])
+    assert store.longest([1, 2, 3, 4]).ids == (1, 2)
+    assert store.longest([1, 5, 6]).ids == (1, 5, 6)  # the whole prompt
+    assert store.longest([7, 8]) is None  # a stored prompt longer than the one asked
+    assert store.longest([2, 1]) is None
+    assert (store.hits, store.tokens_reused) == (2, 5)
+
+
+def test_a_longer_prompt_replaces_the_stored_prompts_it_begins_with():
+    store = store_with([1, 2], [1, 2, 3], [4])
+    assert len(store) == 2 and store.tokens == 4
+    assert store.longest([1, 2, 3, 9]).ids == (1, 2, 3)
+
+
+def test_the_least_recently_used_prompts_go_first_when_the_store_is_full():
+    store = store_with([1, 1, 1], [2, 2, 2], max_tokens=7)
+    store.longest([1, 1, 1, 5])  # used: now the most recent
+    store.put([3, 3, 3], FakeCache(3), torch.zeros(4))
+    assert store.tokens == 6
+    assert store.longest([2, 2, 2]) is None
+    assert store.longest([1, 1, 1]) is not None and store.longest([3, 3, 3]) is not None
+    store.put(list(range(8)), FakeCache(8), torch.zeros(4))  # longer than the store: skipped
+    assert store.longest(list(range(8))) is None
+
+
+def test_a_stored_cache_is_a_copy_the_caller_may_go_on_extending():
+    cache = FakeCache(2)
+    store = PrefixStore()
+    store.put([1, 2], cache, torch.zeros(4))
+    stored = store.longest([1, 2])
+    assert stored.cache is not cache and stored.cache.layers[0] is not cache.layers[0]
+    assert stored.cache_copy().layers[0] is not stored.cache.layers[0]
+
+
+@pytest.mark.parametrize("layout", ["gemma3", "llama"])
+def test_prompts_that_extend_stored_ones_give_what_reading_them_whole_gives(layout):
+    model = tiny_models()[layout]
+    generator = torch.Generator().manual_seed(4)
+
+    def tokens(n: int) -> list[int]:
+        return torch.randint(3, 50, (n,), generator=generator).tolist()
+
+    story = tokens(5)
+    other = tokens(2)
+    round_2 = story + tokens(4)  # extends a stored prompt, past the sliding window
+    round_3 = round_2 + tokens(1)
+    with torch.inference_mode():
+
+        def alone(ids: list[int]) -> torch.Tensor:
+            return model(input_ids=torch.tensor([ids])).logits[0, -1]
+
+        def head(hidden: torch.Tensor) -> torch.Tensor:
+            return model.lm_head(hidden)
+
+        store = PrefixStore()
+        first = Batch(model, pad_id=0)
+        logits = head(first.join([story, other], store))
+        for row, ids in zip(logits, [story, other], strict=True):
+            torch.testing.assert_close(row, alone(ids), atol=1e-5, rtol=1e-4)
+        assert len(store) == 2
+
+        # A new batch: one fresh prompt, one extending a stored prompt, one stored exactly;
+        # the rows keep the order asked for, and each continues as it would alone.
+        fresh = tokens(3)
+        batch = Batch(model, pad_id=0)
+        prompts = [round_2, fresh, other]
+        logits = head(batch.join(prompts, store))
+        for row, ids in zip(logits, prompts, strict=True):
+            torch.testing.assert_close(row, alone(ids), atol=1e-5, rtol=1e-4)
+        assert store.hits == 2
+        logits = head(batch.join([round_3], store))
+        torch.testing.assert_close(logits[0], alone(round_3), atol=1e-5, rtol=1e-4)
+        fed = [tokens(3) for _ in range(4)]
+        for step in range(3):
+            logits = head(batch.step([f[step] for f in fed]))
+            for row, ids, f in zip(logits, [*prompts, round_3], fed, strict=True):
+                torch.testing.assert_close(row, alone(ids + f[: step + 1]), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("mode", ["batched", "naive"])
+def test_gemma_continues_a_story_read_before_as_one_read_whole(mode):
+    from pathlib import Path
+
+    from cyoa.generation import load_model_cards
+    from cyoa.generation.local import TransformersBackend
+    from cyoa.generation.types import Sampling
+
+    root = Path(__file__).resolve().parent.parent
+    card = load_model_cards(root / "models")["gemma-3-270m"]
+    cache = root / "instance" / "models"
+    fresh = TransformersBackend(card, cache, mode=mode, prefix_tokens=0)  # stores nothing
+    reusing = TransformersBackend(card, cache, mode=mode)
+    for backend in (fresh, reusing):
+        backend.load(log=lambda _: None)
+    round_1 = "Nobody in the town had seen the sun for three days."
+    round_2 = round_1 + " The baker said it was a sign, and nobody laughed."
+    sampling = Sampling(max_new_tokens=16)
+    list(reusing.stream(round_1, sampling, 0))
+    for seed in (1, 2, 3):
+        read_whole = list(fresh.stream(round_2, sampling, seed))
+        assert list(reusing.stream(round_2, sampling, seed)) == read_whole
+    # Round 2 read on from round 1, then twice from round 2 itself.
+    assert reusing.prefixes.hits == 3
+    assert fresh.prefixes.hits == 0
