@@ -123,6 +123,15 @@ def test_a_scheduler_decodes_with_its_share_and_gives_it_back_when_done():
         scheduler.close()
 
 
+def test_a_scheduler_closed_while_working_gives_its_share_back():
+    share = CoreShare(2)
+    scheduler = scheduler_for(tiny_llama(), share)
+    stream = scheduler.stream("Once upon a time", Sampling(max_new_tokens=60), 1)
+    next(stream)
+    scheduler.close()
+    assert share.workers == 0
+
+
 def test_without_a_share_a_scheduler_keeps_the_process_setting():
     model = tiny_llama()
     seen = threads_seen(model)

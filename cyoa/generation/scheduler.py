@@ -166,6 +166,8 @@ class BatchScheduler:
             if _SHUTDOWN in waiting:
                 for row in rows + [r for r in waiting if r is not _SHUTDOWN]:
                     row.finish(RuntimeError(f"The {self.name} scheduler shut down."))
+                if self.cores is not None:
+                    self.cores.idle(self)
                 return
             waiting = [row for row in waiting if not row.stopped.is_set()]
             joining = waiting[: max(0, self.max_rows - len(rows))]
