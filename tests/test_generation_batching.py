@@ -39,21 +39,25 @@ def test_leading_padding_counts_columns_empty_in_every_row():
     assert leading_padding(torch.tensor([[1, 1], [0, 1]])) == 0
 
 
+# The shape of the tiny random models (both layouts).
+TINY_SHAPE = dict(
+    vocab_size=50,
+    hidden_size=16,
+    intermediate_size=32,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    head_dim=8,
+    max_position_embeddings=64,
+)
+
+
 def tiny_models() -> dict[str, torch.nn.Module]:
     """Two tiny random models: Gemma-3 layout (sliding window of 3 tokens beside full
     attention, so a few steps cross the window) and Llama layout (SmolLM2's)."""
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    shape = dict(
-        vocab_size=50,
-        hidden_size=16,
-        intermediate_size=32,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=8,
-        max_position_embeddings=64,
-    )
+    shape = TINY_SHAPE
     gemma = Gemma3TextConfig(
         num_hidden_layers=3,
         sliding_window=3,

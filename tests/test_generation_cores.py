@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_generation_batching import TINY_SHAPE
 
 from cyoa.generation.cores import CoreShare, threads_each
 from cyoa.generation.packing import PackedLinear, pack_linear_layers, pack_model, packing_available
@@ -66,21 +67,12 @@ class CharTokenizer:
         return "".join(chr(96 + i % 26) for i in ids)
 
 
-def tiny_llama() -> torch.nn.Module:
+def tiny_llama(**config: object) -> torch.nn.Module:
+    """A tiny random model in SmolLM2's (Llama) layout; ``config`` adds to its configuration."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=50,
-        hidden_size=16,
-        intermediate_size=32,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=8,
-        num_hidden_layers=2,
-        max_position_embeddings=64,
-    )
-    return LlamaForCausalLM(config).eval()
+    return LlamaForCausalLM(LlamaConfig(num_hidden_layers=2, **TINY_SHAPE, **config)).eval()
 
 
 def threads_seen(model: torch.nn.Module) -> list[int]:
@@ -186,20 +178,7 @@ def test_a_packed_model_continues_text_as_before_up_to_float32_rounding():
 
 @needs_packing
 def test_packing_a_model_keeps_its_tied_output_layer_and_owns_every_other_weight():
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=50,
-        hidden_size=16,
-        intermediate_size=32,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=8,
-        num_hidden_layers=2,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config).eval()
+    model = tiny_llama(tie_word_embeddings=True)
     embeddings = model.get_input_embeddings().weight
     storage_before = embeddings.data_ptr()
     ids = torch.tensor([[5, 9, 2, 33]])
