@@ -58,11 +58,11 @@ class TransformersBackend:
       request in one dynamic batch (:mod:`cyoa.generation.scheduler`); different models
       (different backends) run in parallel, sharing ``cores`` when given
       (:mod:`cyoa.generation.cores`).
+    - ``naive``: each continuation is generated alone, start to end, while every other
+      generation in the process waits, whichever model it uses. The benchmark's baseline.
 
     Either way a prompt that begins with one read before reads only the rest, from the
     stored cache (:mod:`cyoa.generation.prefixes`; at most ``prefix_tokens`` tokens kept).
-    - ``naive``: each continuation is generated alone, start to end, while every other
-      generation in the process waits, whichever model it uses. The benchmark's baseline.
 
     In float32 either way a continuation depends only on its prompt, sampling and seed (in
     batched mode up to floating-point rounding of the batched products, which changes a
