@@ -5,6 +5,8 @@ Every verb works on the app's database by default and on another with ``--db PAT
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import click
@@ -223,8 +225,14 @@ def metrics_command(input_file, variant: str, output_file) -> None:
 @cli.command("import-tsv")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--name", required=True, help="Id of the new experiment (lowercase, digits, - _).")
+@click.option(
+    "--tag/--no-tag",
+    default=True,
+    show_default=True,
+    help="Tag the imported sentences for the text metrics now (else the first analyze does).",
+)
 @click.pass_context
-def import_tsv_command(ctx: click.Context, file: Path, name: str) -> None:
+def import_tsv_command(ctx: click.Context, file: Path, name: str, tag: bool) -> None:
     """Load FILE, in the original CYOA evaluation script's layout, as a new experiment."""
     from cyoa import store
     from cyoa.analysis.data import AnalysisError
@@ -233,16 +241,60 @@ def import_tsv_command(ctx: click.Context, file: Path, name: str) -> None:
     db = store.connect(database_path(ctx))
     try:
         summary = import_tsv(db, file.read_text(encoding="utf-8"), name, source=file.name)
+        click.echo(
+            f"Imported {summary.writers} writers ({summary.rounds} rounds) as experiment "
+            f"'{summary.experiment}'."
+        )
+        if summary.ignored_columns:
+            click.echo(f"Columns not used: {', '.join(summary.ignored_columns)}.")
+        if tag:
+            _tag(db, name, workers=os.cpu_count() or 1)
     except AnalysisError as error:
         raise click.ClickException(str(error)) from error
     finally:
         db.close()
-    click.echo(
-        f"Imported {summary.writers} writers ({summary.rounds} rounds) as experiment "
-        f"'{summary.experiment}'."
-    )
-    if summary.ignored_columns:
-        click.echo(f"Columns not used: {', '.join(summary.ignored_columns)}.")
+
+
+def _tag(db, experiment: str, workers: int) -> None:
+    from cyoa.analysis.tag_cache import tag_experiment
+
+    click.echo(f"Tagging the sentences of '{experiment}' for the text metrics…")
+    start = time.perf_counter()
+    tagged = tag_experiment(db, experiment, workers=workers)
+    click.echo(f"Tagged {tagged:,} new sentences in {time.perf_counter() - start:.1f} s.")
+
+
+@cli.command("tag")
+@click.argument("experiment")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes for the tagging (default: every CPU).",
+)
+@click.option(
+    "--nice",
+    "niceness",
+    type=click.IntRange(0, 19),
+    default=0,
+    show_default=True,
+    help="Lower this process's CPU priority by this much (the app tags in the background with 10).",
+)
+@click.pass_context
+def tag_command(ctx: click.Context, experiment: str, workers: int | None, niceness: int) -> None:
+    """Tag EXPERIMENT's sentences not tagged yet, for the text metrics, so that the next
+    analyze has nothing left to tag (the app does this while writers write)."""
+    from cyoa.analysis.data import AnalysisError
+
+    if niceness:
+        os.nice(niceness)
+    db = _open_existing(ctx)
+    try:
+        _tag(db, experiment, workers=workers or os.cpu_count() or 1)
+    except AnalysisError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        db.close()
 
 
 @cli.command("export")

@@ -91,6 +91,8 @@ def write_setup(
         "EXPERIMENTS_DIR": str(experiments),
         "MODEL_CACHE": str(root / "model-cache"),
         "DEFAULT_EXPERIMENT": "fake-ab",
+        # Background tagging spawns spaCy processes; its own tests turn it on.
+        "TAG_SENTENCES": False,
     }
 
 

@@ -10,8 +10,10 @@ from click.testing import CliRunner
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.tag_cache import SentenceTagCache
-from cyoa.analysis.tsv import write_cyoa_tsv
+from cyoa.analysis.data import AnalysisError, load_study
+from cyoa.analysis.tables import analyze
+from cyoa.analysis.tag_cache import SentenceTagCache, tag_experiment
+from cyoa.analysis.tsv import import_tsv, write_cyoa_tsv
 from cyoa.cli import cli
 from cyoa.metrics import text
 from tests.study_builder import tsv_rows
@@ -71,8 +73,11 @@ def test_analyze_twice_prints_the_same_tables_and_tags_once(tmp_path, tagged):
     tsv = tmp_path / "study.tsv"
     tsv.write_text(write_cyoa_tsv(tsv_rows(), 5, 5), encoding="utf-8")
     db_path = tmp_path / "cyoa.sqlite"
-    result = runner.invoke(cli, ["--db", str(db_path), "import-tsv", str(tsv), "--name", "s"])
+    result = runner.invoke(
+        cli, ["--db", str(db_path), "import-tsv", str(tsv), "--name", "s", "--no-tag"]
+    )
     assert result.exit_code == 0, result.output
+    assert tagged == [], "--no-tag leaves the tagging to the first analysis"
     first = runner.invoke(cli, ["--db", str(db_path), "analyze", "s", "--format", "json"])
     assert first.exit_code == 0, first.output
     count = len(tagged)
@@ -93,3 +98,45 @@ def test_a_read_only_database_is_analysed_without_the_cache(tmp_path):
     assert not cache.usable
     assert text.text_profiles(TEXTS, cache=cache) == text.text_profiles(TEXTS)
     assert cache.stored == 0
+
+
+def test_an_experiment_tagged_ahead_leaves_its_analysis_nothing_to_tag(tmp_path, tagged):
+    db = store.connect(tmp_path / "cyoa.sqlite")
+    import_tsv(db, write_cyoa_tsv(tsv_rows(), 5, 5), "s")
+    count = tag_experiment(db, "s")
+    assert count > 0
+    assert len(tagged) == count == len(set(tagged))
+    assert db["sentence_tags"].count == count
+    assert tag_experiment(db, "s") == 0, "a second run finds everything tagged"
+
+    tagged.clear()
+    cache = SentenceTagCache(db)
+    analysis = analyze(load_study(db, "s"), cache=cache)
+    assert tagged == []
+    assert (cache.stored, cache.hits) == (0, count)
+    assert analysis == analyze(load_study(db, "s"))
+
+
+def test_tagging_an_experiment_that_does_not_exist_is_a_clear_error(tmp_path):
+    db = store.connect(tmp_path / "cyoa.sqlite")
+    store.init_db(db)
+    with pytest.raises(AnalysisError, match="nope"):
+        tag_experiment(db, "nope")
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "cyoa.sqlite"), "tag", "nope"])
+    assert result.exit_code == 1
+    assert "nope" in result.output and "Traceback" not in result.output
+
+
+def test_import_tsv_tags_what_it_imports_and_tag_finds_nothing_left(tmp_path, tagged):
+    runner = CliRunner()
+    tsv = tmp_path / "study.tsv"
+    tsv.write_text(write_cyoa_tsv(tsv_rows(), 5, 5), encoding="utf-8")
+    db_path = str(tmp_path / "cyoa.sqlite")
+    result = runner.invoke(cli, ["--db", db_path, "import-tsv", str(tsv), "--name", "s"])
+    assert result.exit_code == 0, result.output
+    count = len(tagged)
+    assert f"Tagged {count:,} new sentences" in result.output
+    again = runner.invoke(cli, ["--db", db_path, "tag", "s", "--workers", "1"])
+    assert again.exit_code == 0, again.output
+    assert "Tagged 0 new sentences" in again.output
+    assert len(tagged) == count

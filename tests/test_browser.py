@@ -48,6 +48,8 @@ class Server:
             "CYOA_EXPERIMENTS_DIR": config["EXPERIMENTS_DIR"],
             "CYOA_MODEL_CACHE": config["MODEL_CACHE"],
             "CYOA_SECRET_KEY": "browser-test",
+            # The app tags new sentences in the background: soon after each turn here.
+            "CYOA_TAG_DELAY_SECONDS": "1",
         }
         self.proc: subprocess.Popen | None = None
         self.log = open(root / "server.log", "a")  # noqa: SIM115 - closed in stop()
@@ -205,6 +207,14 @@ def test_a_writer_writes_a_whole_story_in_the_browser(server, page):
     # The same participant link later goes straight back to the finished story.
     page.goto(server.url + "/s/fake-ab?PROLIFIC_PID=browser1")
     page.wait_for_selector("#completion-code")
+
+    # Meanwhile the server has tagged the story's sentences for the text metrics.
+    deadline = time.monotonic() + 120
+    tagged: set[str] = set()
+    while time.monotonic() < deadline and "My own sentence number 5 in the story." not in tagged:
+        time.sleep(0.5)
+        tagged = {row["sentence"] for row in db_rows(server.db, "SELECT * FROM sentence_tags")}
+    assert {f"My own sentence number {n} in the story." for n in range(1, 6)} <= tagged
 
 
 def db_rows(path: str, sql: str) -> list[dict]:

@@ -21,6 +21,7 @@ def real_app(tmp_path):
             "SECRET_KEY": "test",
             "DATABASE": str(tmp_path / "cyoa.sqlite"),
             "MODEL_CACHE": cache,
+            "TAG_SENTENCES": False,
         }
     )
 

@@ -91,6 +91,7 @@ class AppProcess:
             "CYOA_DEFAULT_EXPERIMENT": EXPERIMENT,
             "CYOA_SECRET_KEY": "shared-by-every-worker",
             "CYOA_MESSAGE_QUEUE": queue,
+            "CYOA_TAG_SENTENCES": "false",
         }
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen(

@@ -234,7 +234,7 @@ def _system_means(values: dict[str, list[float]], first: str, second: str) -> di
     }
 
 
-def _writer_texts(data: StudyData) -> dict[str, list[str]]:
+def writer_texts(data: StudyData) -> dict[str, list[str]]:
     """Per source (each system, then HUMAN): one text per writer, in writer order."""
     first, second = data.systems
     parts: dict[str, dict[str, list[str]]] = {
@@ -284,7 +284,7 @@ def text_table(
     """
     if not data.rounds:
         return None
-    texts = _writer_texts(data)
+    texts = writer_texts(data)
     sources = tuple(texts)
     all_texts = [text for source in sources for text in texts[source]]
     profiles = text_profiles(all_texts, n_process=workers, cache=cache)

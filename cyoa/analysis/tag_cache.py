@@ -7,6 +7,10 @@ so the lemmas of every tagged sentence are kept in the ``sentence_tags`` table, 
 tagger (pipeline, its version, spaCy's version) and the sentence. The next analysis tags only
 the sentences written since. A sentence's lemmas depend on nothing else, so the numbers are
 the same with or without the cache (tested); the ratings are applied afterwards, never stored.
+
+The table is filled ahead of the analysis as well (:func:`tag_experiment`): ``import-tsv``
+tags what it imports, and the app tags a study's sentences in the background while writers
+write (:mod:`cyoa.research.tagging`), so an ``analyze`` has little or nothing left to tag.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import sqlite3
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.metrics.text import Lemmas, tagger_id
+from cyoa.analysis.data import experiment_pairs, load_study
+from cyoa.analysis.tables import writer_texts
+from cyoa.metrics.text import Lemmas, tag_ahead, tagger_id
 
 log = logging.getLogger(__name__)
 
@@ -88,3 +94,25 @@ class SentenceTagCache:
                 log.warning("Tagged sentences not kept (%s); the next analysis retags them.", error)
                 return
             self.stored += len(chunk)
+
+
+def tag_experiment(db: Database, experiment: str, workers: int = 1) -> int:
+    """Tag, and keep in ``sentence_tags``, every sentence of ``experiment`` not tagged yet.
+
+    The texts are the ones the text metrics read (per writer and pair of systems: each
+    system's suggestions, and the writer's own lines; :func:`~cyoa.analysis.tables.writer_texts`),
+    split as they split them, so the next ``analyze`` finds them all. ``workers``: processes
+    for the tagging. Returns how many sentences were tagged (0 when the table is unusable:
+    a read-only database). Raises :class:`~cyoa.analysis.data.AnalysisError` for an
+    experiment that does not exist.
+    """
+    cache = SentenceTagCache(db)
+    if not cache.usable:
+        return 0
+    texts = [
+        text
+        for pair in experiment_pairs(db, experiment)
+        for source_texts in writer_texts(load_study(db, experiment, pair)).values()
+        for text in source_texts
+    ]
+    return tag_ahead(texts, cache, n_process=workers)

@@ -277,10 +277,10 @@ def tagger_id() -> str:
     return f"{SPACY_MODEL} {meta.get('version', '?')} (spaCy {spacy.__version__})"
 
 
-def _concreteness_of_split(
-    split: list[list[str]], batch_size: int, n_process: int, cache: LemmaCache | None = None
-) -> list[Concreteness]:
-    ratings = brysbaert_ratings()
+def _sentence_lemmas(
+    split: list[list[str]], batch_size: int, n_process: int, cache: LemmaCache | None
+) -> tuple[dict[str, Lemmas], int]:
+    """The lemmas of every sentence of ``split``, and how many sentences had to be tagged."""
     # Each distinct sentence is tagged once: spaCy tags a sentence the same way wherever it
     # occurs, so this changes nothing but the time.
     distinct = list(dict.fromkeys(sentence for sentences in split for sentence in sentences))
@@ -296,10 +296,31 @@ def _concreteness_of_split(
     if cache is not None and new:
         cache.store(new)
     lemmas.update(new)
+    return lemmas, len(new)
+
+
+def _concreteness_of_split(
+    split: list[list[str]], batch_size: int, n_process: int, cache: LemmaCache | None = None
+) -> list[Concreteness]:
+    ratings = brysbaert_ratings()
+    lemmas, _ = _sentence_lemmas(split, batch_size, n_process, cache)
     return [
         _concreteness_of_lemmas([lemmas[sentence] for sentence in sentences], ratings)
         for sentences in split
     ]
+
+
+def tag_ahead(
+    texts: Iterable[str], cache: LemmaCache, batch_size: int = 1000, n_process: int = 1
+) -> int:
+    """Tag the sentences of ``texts`` that ``cache`` does not hold yet, and keep them there.
+
+    The texts are split exactly as :func:`text_profiles` splits them, so a later
+    :func:`text_profiles` of the same texts with the same cache tags nothing. Returns how many
+    sentences were tagged. Used to tag a study's text as it is stored, ahead of its analysis.
+    """
+    _, tagged = _sentence_lemmas(split_sentences_many(texts), batch_size, n_process, cache)
+    return tagged
 
 
 def concreteness_many(

@@ -14,10 +14,12 @@ from flask import Flask
 from flask_socketio import SocketIO
 
 from cyoa.research.progress import DROPOUT_MINUTES
+from cyoa.research.tagging import BackgroundTagger
 
 
 def init_app(app: Flask, socketio: SocketIO) -> None:
-    """Register the pages, the Socket.IO events, and the live-dashboard listener."""
+    """Register the pages, the Socket.IO events, the live-dashboard listener, and (unless
+    ``TAG_SENTENCES`` is off) the background tagging of new sentences."""
     from cyoa.research import sockets, views
     from cyoa.research.auth import LoginLimiter
     from cyoa.research.dashboard import ResultsCache
@@ -29,4 +31,9 @@ def init_app(app: Flask, socketio: SocketIO) -> None:
     }
     app.register_blueprint(views.bp)
     sockets.register(socketio)
-    app.extensions["cyoa"]["study"].listeners.append(partial(sockets.push_update, app))
+    study = app.extensions["cyoa"]["study"]
+    study.listeners.append(partial(sockets.push_update, app))
+    if app.config["TAG_SENTENCES"]:
+        tagger = BackgroundTagger(app.config["DATABASE"], delay=app.config["TAG_DELAY_SECONDS"])
+        study.listeners.append(tagger)
+        app.extensions["research"]["tagger"] = tagger
