@@ -140,3 +140,19 @@ def test_import_tsv_tags_what_it_imports_and_tag_finds_nothing_left(tmp_path, ta
     assert again.exit_code == 0, again.output
     assert "Tagged 0 new sentences" in again.output
     assert len(tagged) == count
+
+
+def test_the_tagger_is_named_without_loading_it_and_as_loaded():
+    text._tagger.cache_clear()
+    name = text.tagger_id()
+    assert text._tagger.cache_info().currsize == 0
+    assert f"{text.SPACY_MODEL} {text._tagger().meta['version']} (spaCy " in name
+
+
+def test_an_analysis_of_tagged_sentences_never_loads_the_tagger(tmp_path):
+    db = store.connect(tmp_path / "cyoa.sqlite")
+    import_tsv(db, write_cyoa_tsv(tsv_rows(), 5, 5), "s")
+    tag_experiment(db, "s")
+    text._tagger.cache_clear()
+    analyze(load_study(db, "s"), cache=SentenceTagCache(db))
+    assert text._tagger.cache_info().currsize == 0

@@ -269,11 +269,16 @@ class LemmaCache(Protocol):
         """Remember the lemmas of newly tagged sentences."""
 
 
+@cache
 def tagger_id() -> str:
-    """The tagger behind the lemmas: the spaCy pipeline and its version, and spaCy's."""
-    import spacy
+    """The tagger behind the lemmas: the spaCy pipeline and its version, and spaCy's.
 
-    meta = _tagger().meta
+    Read from the installed pipeline's ``meta.json``, without loading the pipeline: an
+    analysis whose sentences are all tagged already never loads it."""
+    import spacy
+    from spacy.util import get_model_meta, get_package_path
+
+    meta = get_model_meta(get_package_path(SPACY_MODEL))
     return f"{SPACY_MODEL} {meta.get('version', '?')} (spaCy {spacy.__version__})"
 
 
@@ -286,6 +291,8 @@ def _sentence_lemmas(
     distinct = list(dict.fromkeys(sentence for sentences in split for sentence in sentences))
     lemmas = cache.lookup(distinct) if cache is not None else {}
     untagged = [sentence for sentence in distinct if sentence not in lemmas]
+    if not untagged:
+        return lemmas, 0  # spaCy's pipeline is not even loaded
     tagged = map_chunks(
         partial(_tag_lemmas, batch_size=batch_size),
         untagged,
@@ -293,7 +300,7 @@ def _sentence_lemmas(
         chunk_size=max(batch_size, 2000),
     )
     new = dict(zip(untagged, tagged, strict=True))
-    if cache is not None and new:
+    if cache is not None:
         cache.store(new)
     lemmas.update(new)
     return lemmas, len(new)
