@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from cyoa import create_app
+from cyoa import create_app, store
 from cyoa.realtime import socketio
 
 # In CI (CI=true) property and fuzz tests draw the same examples on every run, so a run's
@@ -276,3 +276,12 @@ def researcher(app):
     person = Researcher(app)
     assert person.login().status_code == 302
     return person
+
+
+def db_rows(path: str, sql: str) -> list[dict]:
+    """The rows of ``sql`` in the SQLite file at ``path`` (a server process's database)."""
+    db = store.connect(path)
+    try:
+        return list(db.query(sql))
+    finally:
+        db.close()

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write_setup
+from conftest import db_rows, write_setup
 
 pytestmark = pytest.mark.browser
 
@@ -215,16 +215,6 @@ def test_a_writer_writes_a_whole_story_in_the_browser(server, page):
         time.sleep(0.5)
         tagged = {row["sentence"] for row in db_rows(server.db, "SELECT * FROM sentence_tags")}
     assert {f"My own sentence number {n} in the story." for n in range(1, 6)} <= tagged
-
-
-def db_rows(path: str, sql: str) -> list[dict]:
-    from cyoa import store
-
-    db = store.connect(path)
-    try:
-        return list(db.query(sql))
-    finally:
-        db.close()
 
 
 def test_the_server_killed_mid_story_comes_back_and_the_page_continues(server, page):

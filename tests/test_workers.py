@@ -18,7 +18,7 @@ import pytest
 import redis
 import requests
 import socketio
-from conftest import Writer, write_setup
+from conftest import Writer, db_rows, write_setup
 
 from cyoa import store
 from cyoa.study import runner as runner_module
@@ -182,14 +182,6 @@ def new_writer(worker: AppProcess) -> requests.Session:
     return http
 
 
-def query(config_db: str, sql: str) -> list[dict]:
-    db = store.connect(config_db)
-    try:
-        return list(db.query(sql))
-    finally:
-        db.close()
-
-
 def assert_streamed_once(tab: Tab) -> None:
     """Each slot's streamed text only ever grows: one generation per slot, not two
     interleaved (a second generation would start again from its first word)."""
@@ -240,10 +232,10 @@ def test_a_tab_joining_on_another_worker_does_not_generate_again(workers, tmp_pa
         tab_a.close()
     assert [s["status"] for s in state["current"]["suggestions"]] == ["done", "done"]
     assert_streamed_once(tab_b)
-    claims = query(db, "SELECT slot, attempt, worker_id FROM generation_claims ORDER BY slot")
+    claims = db_rows(db, "SELECT slot, attempt, worker_id FROM generation_claims ORDER BY slot")
     assert [(c["slot"], c["attempt"]) for c in claims] == [(1, 1), (2, 1)]
     assert {c["worker_id"].split("/")[1] for c in claims} == {str(a.proc.pid)}
-    rows = query(db, "SELECT slot, status FROM suggestions ORDER BY slot")
+    rows = db_rows(db, "SELECT slot, status FROM suggestions ORDER BY slot")
     assert rows == [{"slot": 1, "status": "done"}, {"slot": 2, "status": "done"}]
     assert "not recorded" not in (tmp_path / "b.log").read_text()
 
