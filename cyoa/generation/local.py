@@ -130,9 +130,10 @@ class TransformersBackend:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
+            from cyoa.generation.embeddings import use_blocks
             from cyoa.generation.packing import pack_model
             from cyoa.generation.scheduler import BatchScheduler
-            from cyoa.generation.vocabulary import Vocabulary
+            from cyoa.generation.vocabulary import SCREEN_FROM_ENTRIES, Vocabulary
 
             tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
             model = AutoModelForCausalLM.from_pretrained(
@@ -142,6 +143,9 @@ class TransformersBackend:
             if self.quantize == "int8":
                 model = _quantize_int8(model)
             elif self.dtype == "float32":
+                # A large tied matrix (Gemma's) is read from its exact 8-bit blocks, a quarter
+                # of the memory; only where the vocabulary screen spares the whole product.
+                use_blocks(model, folder, min_entries=SCREEN_FROM_ENTRIES)
                 pack_model(model)
             self._stop_ids, banned = _special_tokens(model, tokenizer)
             self._vocabulary = Vocabulary(model, banned)

@@ -11,7 +11,8 @@ token, more than its 18 layers together. Top-k sampling needs the k largest logi
    2.5× faster for 16 rows on this machine. The ``k + margin`` best screened tokens are the
    candidates.
 2. **Score exactly.** The candidates' logits are computed in float32 from the float32 matrix
-   rows, as the full product would, and the k best of them are kept.
+   rows (read from its exact 8-bit blocks where the model keeps them, see
+   :mod:`cyoa.generation.embeddings`), as the full product would, and the k best are kept.
 3. **Prove.** For every token ``j``, ``|z_j - s_j| ≤ B`` where ``z_j`` is its float32 logit,
    ``s_j`` its screened score and ``B`` the bound of :func:`screening_bound`. A token left out
    of the candidates has ``s_j ≤ c`` (``c`` the lowest candidate's screened score), so
@@ -36,9 +37,12 @@ BFLOAT16 for Deep Learning Training (the format: 8 significant bits).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import torch
+
+from cyoa.generation.embeddings import BlockLinear
 
 # bfloat16 keeps 8 significant bits: rounding to it changes a number by at most 2^-8 of it.
 BFLOAT16_UNIT_ROUNDOFF = 2.0**-8
@@ -57,7 +61,9 @@ class Vocabulary:
     never scored above ``-inf``.
 
     ``screen`` says whether :meth:`top_logits` may screen in bfloat16 (by default: when the
-    output layer is a float32 linear layer with at least ``SCREEN_FROM_ENTRIES`` entries).
+    output layer is a float32 linear layer, or the exact 8-bit blocks of one
+    (:class:`~cyoa.generation.embeddings.BlockLinear`), with at least ``SCREEN_FROM_ENTRIES``
+    entries).
     """
 
     def __init__(
@@ -71,14 +77,16 @@ class Vocabulary:
         self.softcap = getattr(model.config, "final_logit_softcapping", None)
         self.banned = banned if banned is not None else torch.empty(0, dtype=torch.long)
         weight = getattr(self.head, "weight", None)
-        screenable = (
+        blocks = self.head.matrix if isinstance(self.head, BlockLinear) else None
+        screenable = blocks is not None or (
             isinstance(self.head, torch.nn.Linear)
             and isinstance(weight, torch.Tensor)
             and weight.dtype == torch.float32
             and self.head.bias is None
         )
         if screen is None:
-            screen = screenable and weight.numel() >= SCREEN_FROM_ENTRIES
+            matrix = blocks.integers if blocks is not None else weight
+            screen = screenable and matrix.numel() >= SCREEN_FROM_ENTRIES
         if screen and not screenable:
             raise ValueError("Only a float32 linear output layer without bias can be screened.")
         self.screen = screen
@@ -88,10 +96,15 @@ class Vocabulary:
         self.rows_scored = 0
         if screen:
             with torch.no_grad():
-                self.weight = weight.detach()
-                self.weight_bf16 = self.weight.to(torch.bfloat16)
-                self.max_row_norm, self.max_rounding_norm = _row_norms(
-                    self.weight, self.weight_bf16
+                if blocks is not None:
+                    self.weight, self._rows = None, blocks.rows
+                    shape, chunks = blocks.shape, blocks.chunks()
+                else:
+                    self.weight = weight.detach()
+                    self._rows = self.weight.__getitem__
+                    shape, chunks = self.weight.shape, _slices(self.weight)
+                self.weight_bf16, self.max_row_norm, self.max_rounding_norm = _screening_copy(
+                    shape, chunks
                 )
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -125,7 +138,7 @@ class Vocabulary:
         lowest, candidates = torch.topk(screened, k + self.margin, dim=-1)
         # Exact float32 logits of the candidates: each row's hidden state against the rows of
         # the float32 matrix it picked.
-        exact = torch.einsum("rd,rcd->rc", hidden, self.weight[candidates])
+        exact = torch.einsum("rd,rcd->rc", hidden, self._rows(candidates))
         exact = exact.masked_fill(lowest == float("-inf"), float("-inf"))
         top, picked = torch.topk(exact, k, dim=-1)
         ids = candidates.gather(-1, picked)
@@ -150,17 +163,27 @@ class Vocabulary:
         return torch.tanh(logits / self.softcap) * self.softcap
 
 
-def _row_norms(weight: torch.Tensor, rounded: torch.Tensor) -> tuple[float, float]:
-    """The largest row norm of ``weight`` and of ``weight - rounded``. In float32, a slice of
-    rows at a time: the differences are exact (Sterbenz), and the norms' own rounding, a few
-    units in the 24th bit, is far inside the bound's factor of 2."""
+def _slices(weight: torch.Tensor, size: int = 16384) -> Iterator[tuple[int, torch.Tensor]]:
+    """``weight`` a slice of rows at a time: ``(first row, rows)``."""
+    for start in range(0, weight.shape[0], size):
+        yield start, weight[start : start + size]
+
+
+def _screening_copy(
+    shape: torch.Size, chunks: Iterator[tuple[int, torch.Tensor]]
+) -> tuple[torch.Tensor, float, float]:
+    """The bfloat16 rounding of the float32 matrix of ``shape`` given as ``chunks``
+    (``(first row, rows)``), the largest row norm of the matrix and that of its rounding
+    error. In float32: the differences are exact (Sterbenz), and the norms' own rounding, a
+    few units in the 24th bit, is far inside the bound's factor of 2."""
+    rounded = torch.empty(shape, dtype=torch.bfloat16)
     largest, largest_rounding = 0.0, 0.0
-    for start in range(0, weight.shape[0], 16384):
-        rows = weight[start : start + 16384]
+    for start, rows in chunks:
+        rounded[start : start + rows.shape[0]] = rows
         largest = max(largest, float(rows.norm(dim=1).max()))
-        rounding = rows - rounded[start : start + 16384].float()
+        rounding = rows - rounded[start : start + rows.shape[0]].float()
         largest_rounding = max(largest_rounding, float(rounding.norm(dim=1).max()))
-    return largest, largest_rounding
+    return rounded, largest, largest_rounding
 
 
 def screening_bound(

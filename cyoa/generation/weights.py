@@ -24,6 +24,9 @@ from cyoa.generation.types import ModelCard
 # Written last into a converted checkpoint: its presence means the conversion finished, and
 # its content says from which weights, so a changed card triggers a new conversion.
 MARKER = "cyoa-converted.json"
+# The layout of a converted checkpoint; a cache written in an older layout is converted again.
+# 2: the tied embedding matrix is also saved as exact 8-bit blocks (cyoa.generation.embeddings).
+LAYOUT = 2
 # Short text whose logits must match between the GGUF model and its saved copy.
 _PROBE = "The lighthouse keeper found a letter on the rocks."
 
@@ -94,7 +97,7 @@ def is_converted(card: ModelCard, cache_dir: Path) -> bool:
         recorded = json.loads(marker.read_text())
     except (OSError, ValueError):
         return False
-    return recorded.get("source") == _source(card)
+    return recorded.get("source") == _source(card) and recorded.get("layout") == LAYOUT
 
 
 def ensure_converted(card: ModelCard, cache_dir: Path, log: Callable[[str], None] = print) -> Path:
@@ -118,7 +121,8 @@ def ensure_converted(card: ModelCard, cache_dir: Path, log: Callable[[str], None
         log(f"Converting {card.name} from GGUF (one time, ~20–60 s)…")
         converted = work / "checkpoint"
         _convert(card, locate_gguf(card, work), converted)
-        (converted / MARKER).write_text(json.dumps({"source": _source(card)}, indent=2))
+        marker = {"source": _source(card), "layout": LAYOUT}
+        (converted / MARKER).write_text(json.dumps(marker, indent=2))
         if not is_converted(card, cache_dir):
             if target.exists():
                 # A conversion of other weights: replaced, since the card now names new ones.
@@ -165,6 +169,8 @@ def _convert(card: ModelCard, gguf: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from cyoa.generation.embeddings import save_blocks
+
     options = {"gguf_file": gguf.name, "local_files_only": True}
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **options)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, dtype=torch.float32, **options)
@@ -175,6 +181,7 @@ def _convert(card: ModelCard, gguf: Path, out: Path) -> None:
         del model.config.quantization_config
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    save_blocks(model, out)
 
     reloaded = AutoModelForCausalLM.from_pretrained(out, local_files_only=True)
     probe = tokenizer(_PROBE, return_tensors="pt").input_ids
