@@ -170,9 +170,7 @@ def save_blocks(model: Any, folder: Path) -> bool:
     matrix = None if weight is None else BlockMatrix.exactly(weight.detach())
     if matrix is None:
         return False
-    save_file(
-        {"integers": matrix.integers, "scales": matrix.scales}, str(Path(folder) / FILE_NAME)
-    )
+    save_file({"integers": matrix.integers, "scales": matrix.scales}, str(Path(folder) / FILE_NAME))
     return True
 
 
