@@ -14,7 +14,14 @@ page's protocol (``join``, ``action`` with acknowledgements; see cyoa/study/sock
 
 Pauses (seconds, uniform at random, seeded): a writer starts after ``start``, writes their
 line for ``write``, reads the two suggestions for ``read`` before choosing one, and edits it
-for ``edit`` before adding it to the story. Real writers take 20–60 s per line; the pauses are
+for ``edit`` before adding it to the story.
+
+The same work in every mode: the servers run with one seed salt (``CYOA_SEED_SALT``), so a
+writer's seeds depend only on the writer (``bench-n<N>-<index>``) and the round; writers pick
+their lines and their suggestion (among the texts in sorted order, not by slot) with seeded
+random choices. In float32 a row's text does not depend on its batch, so both modes generate
+the same suggestions for the same stories (the "generated tokens" rows show it), and the
+throughput ratio compares the same work. Real writers take 20–60 s per line; the pauses are
 shortened so that a run takes minutes and 16 writers keep the models busy.
 
 Measured per N: from a writer's line submission (the ``action`` sent) to the first streamed
@@ -58,6 +65,8 @@ import socketio
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 EXPERIMENT = "gemma-vs-smollm"
+# The servers' seed salt: the same in every mode, so each mode does the same generation work.
+SEED_SALT = "load-benchmark"
 # The benchmark's copy of the default study gives each suggestion this long (the study's own
 # 60 s would fail the naive way's slowest waits instead of measuring them).
 BENCH_TIMEOUT_SECONDS = 600
@@ -234,7 +243,7 @@ def write_story(
     wait for both suggestions (timing the first streamed text and the completion), read,
     choose one, edit, add it. Returns one :class:`RoundTiming` per round."""
     time.sleep(rng.uniform(*pauses.start))
-    participant = f"{pid_prefix}-{writer}-{uuid.uuid4().hex[:8]}"
+    participant = f"{pid_prefix}-{writer}"
     http = consent(base, experiment, participant)
     client = socketio.Client(http_session=http)
     changed = threading.Condition()
@@ -281,7 +290,9 @@ def write_story(
             done = [s for s in view["current"]["suggestions"] if s["status"] == "done"]
             timing.suggestions = len(done)
             time.sleep(rng.uniform(*pauses.read))
-            chosen = rng.choice(done)
+            # Chosen among the texts in a fixed order (not by slot, whose order the server
+            # draws at random), so that a writer given the same suggestions keeps the same one.
+            chosen = rng.choice(sorted(done, key=lambda suggestion: suggestion["text"]))
             act("suggestion_chosen", {"slot": chosen["slot"]})
             time.sleep(rng.uniform(*pauses.edit))
             act("turn_submitted", {"text": chosen["text"]})
@@ -338,7 +349,9 @@ def run_writers(
     def one(index: int) -> None:
         try:
             rng = random.Random(seed * 1000 + index)
-            results[index] = write_story(base, experiment, index, rounds, pauses, rng)
+            results[index] = write_story(
+                base, experiment, index, rounds, pauses, rng, pid_prefix=f"bench-n{writers}"
+            )
         except BaseException as exc:  # noqa: BLE001 - reported after all writers finish
             errors.append(exc)
 
@@ -392,8 +405,9 @@ def summarize(timings: list[RoundTiming], monitor: Monitor | None) -> dict[str, 
 
 def generated_tokens(database: Path, timings: list[RoundTiming]) -> int:
     """Tokens generated for the suggestions the writers of ``timings`` were shown (as
-    recorded by the server). Sentence lengths vary with the server's random seeds, so tokens
-    per second compares two runs more fairly than suggestions per second."""
+    recorded by the server). With the same seeds and stories the modes generate the same
+    tokens; a difference shows where a suggestion's text came out otherwise (float32 rounding
+    in a near-tie, or a retried suggestion)."""
     import sqlite3
 
     participants = sorted({t.participant for t in timings})
@@ -434,6 +448,9 @@ def server_env(
         "CYOA_MODEL_CACHE": str(model_cache()),
         "CYOA_SECRET_KEY": "load-benchmark",
         "CYOA_GENERATION_MODE": mode,
+        # Both modes derive a writer's seeds from the same salt (cyoa.study.service.
+        # derived_seeds), so they generate the same suggestions for the same stories.
+        "CYOA_SEED_SALT": SEED_SALT,
         "PYTHONUNBUFFERED": "1",
     }
     return env | (extra or {})

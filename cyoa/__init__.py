@@ -34,6 +34,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         MESSAGE_QUEUE="",
         TAG_SENTENCES=True,
         TAG_DELAY_SECONDS=30.0,
+        SEED_SALT="",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=60 * 60 * 24 * 30,
@@ -90,7 +91,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     # With several worker processes, a Redis message queue carries every emit to all.
     socketio.init_app(app, client_manager=client_manager(app.config["MESSAGE_QUEUE"]))
-    study = Study(Path(app.config["DATABASE"]), experiments)
+    study = Study(Path(app.config["DATABASE"]), experiments, str(app.config["SEED_SALT"]))
     runner = SuggestionRunner(
         study,
         pool,

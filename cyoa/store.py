@@ -327,6 +327,12 @@ def get_experiment(db: Database, exp_id: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
+def participant_external_id(db: Database, participant_id: int) -> str:
+    """The external id (the recruiting platform's) of the participant with this row id."""
+    rows = list(db.query("SELECT external_id FROM participants WHERE id = ?", [participant_id]))
+    return rows[0]["external_id"] if rows else ""
+
+
 def find_session_for_participant(db: Database, exp_id: str, external_id: str) -> str | None:
     rows = list(
         db.query(

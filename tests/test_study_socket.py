@@ -339,3 +339,52 @@ def test_an_empty_action_id_counts_as_none(app, writer):
         callback=True,
     )
     assert ack["ok"] and not ack["duplicate"]
+
+
+def round_seeds(app, pid):
+    sql = (
+        "SELECT r.round, s.slot, s.seed FROM suggestions s JOIN rounds r "
+        "ON r.session_id = s.session_id AND r.round = s.round "
+        "JOIN sessions ON sessions.id = s.session_id "
+        "JOIN participants p ON p.id = sessions.participant_id WHERE p.external_id = ? "
+        "ORDER BY r.round, s.slot"
+    )
+    return [(r["round"], r["slot"], r["seed"]) for r in rows(app, sql, [pid])]
+
+
+def test_with_a_seed_salt_the_same_writer_gets_the_same_seeds_from_another_server(tmp_path):
+    from conftest import write_setup
+
+    from cyoa import create_app
+    from cyoa.study.service import derived_seeds
+
+    def server(name, salt):
+        (tmp_path / name).mkdir()
+        app = create_app({**write_setup(tmp_path / name), "SEED_SALT": salt})
+        for pid in ("w1", "w2"):
+            writer = Writer(app, f"?pid={pid}")
+            writer.write_round(1)
+            writer.write_round(2)
+        return app
+
+    first, second, unsalted = server("a", "bench"), server("b", "bench"), server("c", "")
+    assert round_seeds(first, "w1") == round_seeds(second, "w1")
+    assert round_seeds(first, "w2") == round_seeds(second, "w2")
+    assert round_seeds(first, "w1") != round_seeds(first, "w2")
+    assert {seed for _, _, seed in round_seeds(first, "w1")} == {
+        *derived_seeds("bench", "fake-ab", "w1", 1),
+        *derived_seeds("bench", "fake-ab", "w1", 2),
+    }
+    # Without a salt (a study), seeds are drawn at random.
+    assert round_seeds(unsalted, "w1") != round_seeds(first, "w1")
+
+
+def test_derived_seeds_are_31_bit_and_differ_by_salt_writer_and_round():
+    from cyoa.study.service import derived_seeds
+
+    seeds = derived_seeds("salt", "exp", "w1", 1)
+    assert seeds == derived_seeds("salt", "exp", "w1", 1)
+    assert len(seeds) == 2 and seeds[0] != seeds[1]
+    assert all(0 <= seed < 2**31 for seed in seeds)
+    for other in (("pepper", "exp", "w1", 1), ("salt", "exp", "w2", 1), ("salt", "exp", "w1", 2)):
+        assert derived_seeds(*other) != seeds

@@ -8,6 +8,8 @@ or process). Only after the commit does the caller acknowledge the action.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import secrets
 from collections.abc import Callable
@@ -70,9 +72,15 @@ def new_completion_code() -> str:
 class Study:
     """The writer-facing operations over one database and a set of experiments."""
 
-    def __init__(self, db_path: Path, experiments: dict[str, Experiment]):
+    def __init__(
+        self, db_path: Path, experiments: dict[str, Experiment], seed_salt: str = ""
+    ) -> None:
         self.db_path = db_path
         self.experiments = experiments
+        # Empty (the default, and what a study uses): a round's seeds are drawn at random.
+        # Set: they are derived from it and the writer (see ``derived_seeds``), so that a
+        # benchmark can replay the same generation work in two server configurations.
+        self.seed_salt = seed_salt
         # Called after each committed action with (experiment id, session id, event type);
         # e.g. the researcher's live dashboard. A listener must not raise.
         self.listeners: list[Callable[[str, str, str], None]] = []
@@ -208,7 +216,7 @@ class Study:
                         return Outcome(state, event, previous["seq"], duplicate=True)
                 exp = self.experiments[session["experiment_id"]]
                 state, last_seq = self._fold(db, session)
-                payload, extra = self._enrich(exp, session, state, event_type, payload)
+                payload, extra = self._enrich(db, exp, session, state, event_type, payload)
                 event = check(state, event_type, payload)
                 new_state = apply(state, event)
                 if event_type in ("suggestion_completed", "suggestion_failed"):
@@ -236,6 +244,7 @@ class Study:
 
     def _enrich(
         self,
+        db,
         exp: Experiment,
         session: dict[str, Any],
         state: State,
@@ -254,7 +263,11 @@ class Study:
                 flip = secrets.randbelow(2)  # the paper's server-side coin flip
             order = slot_systems(pair, flip)
             models = [exp.system(name).model.name for name in order]
-            seeds = [secrets.randbelow(2**31) for _ in SLOTS]
+            if self.seed_salt:
+                participant = store.participant_external_id(db, session["participant_id"])
+                seeds = derived_seeds(self.seed_salt, exp.id, participant, rnd.number)
+            else:
+                seeds = [secrets.randbelow(2**31) for _ in SLOTS]
             payload = {
                 "text": payload.get("text"),
                 "slot_systems": order,
@@ -325,3 +338,15 @@ def client_view(
     if state.phase == Phase.DONE:
         view["completion_code"] = session["completion_code"]
     return view
+
+
+def derived_seeds(salt: str, exp_id: str, participant: str, round_number: int) -> list[int]:
+    """The two slots' seeds of a round when the app runs with a seed salt
+    (``CYOA_SEED_SALT``): the first 2 × 31 bits of SHA-256 of the salt, the experiment, the
+    participant's external id and the round number, so the same writer in the same round gets
+    the same seeds from any server given the same salt. Only for benchmarks and
+    demonstrations: a study draws its seeds at random (a writer could otherwise be given the
+    same suggestions twice)."""
+    key = json.dumps([salt, exp_id, participant, round_number]).encode()
+    digest = hashlib.sha256(key).digest()
+    return [int.from_bytes(digest[4 * i : 4 * i + 4], "big") >> 1 for i in range(len(SLOTS))]
