@@ -17,9 +17,9 @@ line for ``write``, reads the two suggestions for ``read`` before choosing one, 
 for ``edit`` before adding it to the story.
 
 The same work in every mode: the servers run with one seed salt (``CYOA_SEED_SALT``), so a
-writer's seeds depend only on the writer (``bench-n<N>-<index>``) and the round; writers pick
-their lines and their suggestion (among the texts in sorted order, not by slot) with seeded
-random choices. In float32 a row's text does not depend on its batch, so both modes generate
+system's seed depends only on the writer (``bench-n<N>-<index>``), the round and the system;
+writers pick their lines and their suggestion (among the texts in sorted order, not by slot)
+with seeded random choices. In float32 a row's text does not depend on its batch, so both modes generate
 the same suggestions for the same stories (the "generated tokens" rows show it), and the
 throughput ratio compares the same work. Real writers take 20–60 s per line; the pauses are
 shortened so that a run takes minutes and 16 writers keep the models busy.
@@ -449,7 +449,7 @@ def server_env(
         "CYOA_SECRET_KEY": "load-benchmark",
         "CYOA_GENERATION_MODE": mode,
         # Both modes derive a writer's seeds from the same salt (cyoa.study.service.
-        # derived_seeds), so they generate the same suggestions for the same stories.
+        # derived_seed), so they generate the same suggestions for the same stories.
         "CYOA_SEED_SALT": SEED_SALT,
         "PYTHONUNBUFFERED": "1",
     }

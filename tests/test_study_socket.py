@@ -341,22 +341,22 @@ def test_an_empty_action_id_counts_as_none(app, writer):
     assert ack["ok"] and not ack["duplicate"]
 
 
-def round_seeds(app, pid):
+def system_seeds(app, pid):
+    """(round, system, seed) of every suggestion the participant ``pid`` was shown."""
     sql = (
-        "SELECT r.round, s.slot, s.seed FROM suggestions s JOIN rounds r "
-        "ON r.session_id = s.session_id AND r.round = s.round "
+        "SELECT s.round, s.system, s.seed FROM suggestions s "
         "JOIN sessions ON sessions.id = s.session_id "
         "JOIN participants p ON p.id = sessions.participant_id WHERE p.external_id = ? "
-        "ORDER BY r.round, s.slot"
+        "ORDER BY s.round, s.system"
     )
-    return [(r["round"], r["slot"], r["seed"]) for r in rows(app, sql, [pid])]
+    return [(r["round"], r["system"], r["seed"]) for r in rows(app, sql, [pid])]
 
 
 def test_with_a_seed_salt_the_same_writer_gets_the_same_seeds_from_another_server(tmp_path):
     from conftest import write_setup
 
     from cyoa import create_app
-    from cyoa.study.service import derived_seeds
+    from cyoa.study.service import derived_seed
 
     def server(name, salt):
         (tmp_path / name).mkdir()
@@ -368,23 +368,30 @@ def test_with_a_seed_salt_the_same_writer_gets_the_same_seeds_from_another_serve
         return app
 
     first, second, unsalted = server("a", "bench"), server("b", "bench"), server("c", "")
-    assert round_seeds(first, "w1") == round_seeds(second, "w1")
-    assert round_seeds(first, "w2") == round_seeds(second, "w2")
-    assert round_seeds(first, "w1") != round_seeds(first, "w2")
-    assert {seed for _, _, seed in round_seeds(first, "w1")} == {
-        *derived_seeds("bench", "fake-ab", "w1", 1),
-        *derived_seeds("bench", "fake-ab", "w1", 2),
-    }
+    # Each system's seed, whichever slot the server's coin flip showed it in.
+    assert system_seeds(first, "w1") == system_seeds(second, "w1")
+    assert system_seeds(first, "w2") == system_seeds(second, "w2")
+    assert system_seeds(first, "w1") != system_seeds(first, "w2")
+    assert system_seeds(first, "w1") == [
+        (n, system, derived_seed("bench", "fake-ab", "w1", n, system))
+        for n in (1, 2)
+        for system in ("fake-a-topk", "fake-b-topk")
+    ]
     # Without a salt (a study), seeds are drawn at random.
-    assert round_seeds(unsalted, "w1") != round_seeds(first, "w1")
+    assert system_seeds(unsalted, "w1") != system_seeds(first, "w1")
 
 
-def test_derived_seeds_are_31_bit_and_differ_by_salt_writer_and_round():
-    from cyoa.study.service import derived_seeds
+def test_derived_seeds_are_31_bit_and_differ_by_salt_writer_round_and_system():
+    from cyoa.study.service import derived_seed
 
-    seeds = derived_seeds("salt", "exp", "w1", 1)
-    assert seeds == derived_seeds("salt", "exp", "w1", 1)
-    assert len(seeds) == 2 and seeds[0] != seeds[1]
-    assert all(0 <= seed < 2**31 for seed in seeds)
-    for other in (("pepper", "exp", "w1", 1), ("salt", "exp", "w2", 1), ("salt", "exp", "w1", 2)):
-        assert derived_seeds(*other) != seeds
+    seed = derived_seed("salt", "exp", "w1", 1, "a")
+    assert seed == derived_seed("salt", "exp", "w1", 1, "a")
+    assert 0 <= seed < 2**31
+    others = [
+        ("pepper", "exp", "w1", 1, "a"),
+        ("salt", "other", "w1", 1, "a"),
+        ("salt", "exp", "w2", 1, "a"),
+        ("salt", "exp", "w1", 2, "a"),
+        ("salt", "exp", "w1", 1, "b"),
+    ]
+    assert all(derived_seed(*other) != seed for other in others)

@@ -78,7 +78,7 @@ class Study:
         self.db_path = db_path
         self.experiments = experiments
         # Empty (the default, and what a study uses): a round's seeds are drawn at random.
-        # Set: they are derived from it and the writer (see ``derived_seeds``), so that a
+        # Set: they are derived from it, the writer and the system (``derived_seed``), so a
         # benchmark can replay the same generation work in two server configurations.
         self.seed_salt = seed_salt
         # Called after each committed action with (experiment id, session id, event type);
@@ -265,7 +265,10 @@ class Study:
             models = [exp.system(name).model.name for name in order]
             if self.seed_salt:
                 participant = store.participant_external_id(db, session["participant_id"])
-                seeds = derived_seeds(self.seed_salt, exp.id, participant, rnd.number)
+                seeds = [
+                    derived_seed(self.seed_salt, exp.id, participant, rnd.number, system)
+                    for system in order
+                ]
             else:
                 seeds = [secrets.randbelow(2**31) for _ in SLOTS]
             payload = {
@@ -340,13 +343,12 @@ def client_view(
     return view
 
 
-def derived_seeds(salt: str, exp_id: str, participant: str, round_number: int) -> list[int]:
-    """The two slots' seeds of a round when the app runs with a seed salt
-    (``CYOA_SEED_SALT``): the first 2 × 31 bits of SHA-256 of the salt, the experiment, the
-    participant's external id and the round number, so the same writer in the same round gets
-    the same seeds from any server given the same salt. Only for benchmarks and
-    demonstrations: a study draws its seeds at random (a writer could otherwise be given the
-    same suggestions twice)."""
-    key = json.dumps([salt, exp_id, participant, round_number]).encode()
-    digest = hashlib.sha256(key).digest()
-    return [int.from_bytes(digest[4 * i : 4 * i + 4], "big") >> 1 for i in range(len(SLOTS))]
+def derived_seed(salt: str, exp_id: str, participant: str, round_number: int, system: str) -> int:
+    """A system's seed in a round when the app runs with a seed salt (``CYOA_SEED_SALT``):
+    the first 31 bits of SHA-256 of the salt, the experiment, the participant's external id,
+    the round number and the system, so the same writer in the same round gets the same
+    suggestion from a system on any server given the same salt, whichever slot the system
+    is shown in (the slot order is still drawn at random). Only for benchmarks and
+    demonstrations: a study draws its seeds at random."""
+    key = json.dumps([salt, exp_id, participant, round_number, system]).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") >> 1
