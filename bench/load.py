@@ -14,15 +14,15 @@ page's protocol (``join``, ``action`` with acknowledgements; see cyoa/study/sock
 
 Pauses (seconds, uniform at random, seeded): a writer starts after ``start``, writes their
 line for ``write``, reads the two suggestions for ``read`` before choosing one, and edits it
-for ``edit`` before adding it to the story.
+for ``edit`` before adding it to the story. Real writers take 20–60 s per line; the pauses are
+shortened so that a run takes minutes and 16 writers keep the models busy.
 
 The same work in every mode: the servers run with one seed salt (``CYOA_SEED_SALT``), so a
 system's seed depends only on the writer (``bench-n<N>-<index>``), the round and the system;
 writers pick their lines and their suggestion (among the texts in sorted order, not by slot)
-with seeded random choices. In float32 a row's text does not depend on its batch, so both modes generate
-the same suggestions for the same stories (the "generated tokens" rows show it), and the
-throughput ratio compares the same work. Real writers take 20–60 s per line; the pauses are
-shortened so that a run takes minutes and 16 writers keep the models busy.
+with seeded random choices. In float32 a row's text does not depend on its batch, so both
+modes generate the same suggestions for the same stories (the "generated tokens" rows show
+it), and the throughput ratio compares the same work.
 
 Measured per N: from a writer's line submission (the ``action`` sent) to the first streamed
 text of either suggestion, and to both suggestions complete (the ``state`` that shows the
