@@ -112,8 +112,10 @@ def test_screening_bound_covers_every_token_s_error():
     for scale in (1.0, 30.0, 300.0):
         hidden = hidden_states(50, seed=int(scale), scale=scale)
         hidden_bf16 = hidden.to(torch.bfloat16)
-        screened = torch.nn.functional.linear(hidden_bf16, vocabulary.weight_bf16).float()
+        screened = vocabulary.screened_scores(hidden_bf16).float()
         exact = (hidden.double() @ vocabulary.weight.double().T).float()
+        plain = torch.nn.functional.linear(hidden_bf16, vocabulary.weight.to(torch.bfloat16))
+        assert torch.equal(screened, plain.float()), "oneDNN's layout: the same scores"
         for row in range(50):
             order = torch.argsort(screened[row])
             # Every token at or below a cut c satisfies z_j <= c + B(c)/2.

@@ -68,6 +68,24 @@ class PackedLinear(torch.nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, packed"
 
 
+class PackedMatrix:
+    """``x @ weight.T`` (no bias) through oneDNN, for a float32 or bfloat16 ``weight``
+    reordered once; the reordered copy replaces the weight (the caller drops its own).
+
+    Used for the bfloat16 screen of the vocabulary (:mod:`cyoa.generation.vocabulary`):
+    Gemma's 262,144 × 640 matrix, one thread, 1 to 16 rows: 29 ms against 50 ms for
+    ``torch.nn.functional.linear`` on the plain bfloat16 matrix (the same scores: oneDNN sums
+    the bfloat16 products in float32 either way)."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        self.shape = weight.shape
+        self.dtype = weight.dtype
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, EXPECTED_ROWS)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")
+
+
 def pack_model(model: torch.nn.Module) -> int:
     """Pack the linear layers of ``model``'s decoder (a transformers causal LM), then own every
     other weight outright (see above); returns how many layers were packed. The output layer
