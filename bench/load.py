@@ -451,6 +451,10 @@ def server_env(
         # Both modes derive a writer's seeds from the same salt (cyoa.study.service.
         # derived_seed), so they generate the same suggestions for the same stories.
         "CYOA_SEED_SALT": SEED_SALT,
+        # The app's background tagger (a niced spaCy process started after submitted turns)
+        # is off: it competes for the two cores at random moments of a run, which made the
+        # generation figures noisier; its own cost is in bench/results/analysis.md.
+        "CYOA_TAG_SENTENCES": "false",
         "PYTHONUNBUFFERED": "1",
     }
     return env | (extra or {})
