@@ -78,8 +78,6 @@ class PackedMatrix:
     the bfloat16 products in float32 either way)."""
 
     def __init__(self, weight: torch.Tensor) -> None:
-        self.shape = weight.shape
-        self.dtype = weight.dtype
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, EXPECTED_ROWS)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
