@@ -23,6 +23,7 @@ from cyoa.generation.embeddings import (
     save_blocks,
     use_blocks,
 )
+from cyoa.generation.packing import PackedLinear, packing_available
 from cyoa.generation.vocabulary import Vocabulary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,6 +133,30 @@ def test_the_vocabulary_screens_from_the_blocks_and_finds_the_float32_top_k(tmp_
     torch.testing.assert_close(top, expected_top, atol=1e-5, rtol=1e-6)
     assert [set(r) for r in ids.tolist()] == [set(r) for r in expected_ids.tolist()]
     torch.testing.assert_close(screened.logits(hidden), plain.logits(hidden))
+
+
+@pytest.mark.skipif(not packing_available(), reason="this torch has no oneDNN packing")
+def test_a_packed_output_layer_beside_the_blocks_gives_each_row_its_logits_alone(tmp_path):
+    """SmolLM2's way: embeddings from the blocks, the output layer the float32 matrix packed
+    for oneDNN; logits as the float32 model's (up to rounding), a row's the same bit for bit
+    alone and among others."""
+    model = tiny_gemma()
+    hidden = torch.randn(5, 64, generator=torch.Generator().manual_seed(3)) * 30
+    ids = torch.tensor([[5, 9, 2, 33, 17, 8, 250, 299]])
+    with torch.inference_mode():
+        before, embedded = model.lm_head(hidden), model.get_input_embeddings()(ids)
+    save_blocks(model, tmp_path)
+    assert use_blocks(model, tmp_path, packed_output=True)
+    assert isinstance(model.get_input_embeddings(), BlockEmbedding)
+    assert isinstance(model.get_output_embeddings(), PackedLinear)
+    vocabulary = Vocabulary(model)
+    assert not vocabulary.screen and vocabulary.size == 300
+    with torch.inference_mode():
+        assert torch.equal(model.get_input_embeddings()(ids), embedded)
+        together = vocabulary.logits(hidden)
+        torch.testing.assert_close(together, before, atol=1e-4, rtol=1e-5)
+        for row in range(5):
+            assert torch.equal(vocabulary.logits(hidden[row : row + 1])[0], together[row])
 
 
 def test_blocks_are_used_only_where_saved_tied_and_large_enough(tmp_path):

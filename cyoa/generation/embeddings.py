@@ -174,11 +174,18 @@ def save_blocks(model: Any, folder: Path) -> bool:
     return True
 
 
-def use_blocks(model: Any, folder: Path, min_entries: int = 0) -> bool:
+def use_blocks(model: Any, folder: Path, min_entries: int = 0, packed_output: bool = False) -> bool:
     """Replace ``model``'s tied input embeddings and output layer by the blocks saved in
     ``folder`` (by :func:`save_blocks`), in place; returns whether it did (not when the file
     is missing, the model's matrix is not tied, or it has fewer than ``min_entries``
-    entries)."""
+    entries).
+
+    With ``packed_output``, the output layer is the float32 matrix laid out for oneDNN
+    instead (:class:`~cyoa.generation.packing.PackedLinear`): for a matrix small enough to be
+    multiplied whole at every step (SmolLM2's 49,152 × 576), where a row's logits are then
+    bit for bit the same alone or in a batch, and 16 rows cost 14 ms instead of 24 ms (one
+    thread; load.md, step 18). The embeddings still come from the blocks, so the matrix is
+    held once in float32 (packed) and once in 8 bits, not twice in float32."""
     from safetensors.torch import load_file
 
     path = Path(folder) / FILE_NAME
@@ -195,6 +202,13 @@ def use_blocks(model: Any, folder: Path, min_entries: int = 0) -> bool:
     embeddings = model.get_input_embeddings()
     scale = getattr(embeddings, "embed_scale", None)
     scale = None if scale is None else torch.as_tensor(scale)
+    if packed_output:
+        from cyoa.generation.packing import PackedLinear, packing_available
+
+        if not packing_available():
+            return False
+        model.set_output_embeddings(PackedLinear(model.get_output_embeddings()))
+    else:
+        model.set_output_embeddings(BlockLinear(matrix))
     model.set_input_embeddings(BlockEmbedding(matrix, scale))
-    model.set_output_embeddings(BlockLinear(matrix))
     return True

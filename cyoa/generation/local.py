@@ -145,7 +145,10 @@ class TransformersBackend:
             elif self.dtype == "float32":
                 # A large tied matrix (Gemma's) is read from its exact 8-bit blocks, a quarter
                 # of the memory; only where the vocabulary screen spares the whole product.
-                use_blocks(model, folder, min_entries=SCREEN_FROM_ENTRIES)
+                if not use_blocks(model, folder, min_entries=SCREEN_FROM_ENTRIES):
+                    # A smaller one (SmolLM2's) is multiplied whole at every step: packed for
+                    # oneDNN, with the embeddings from the blocks.
+                    use_blocks(model, folder, packed_output=True)
                 pack_model(model)
             self._stop_ids, banned = _special_tokens(model, tokenizer)
             self._vocabulary = Vocabulary(model, banned)
@@ -188,6 +191,7 @@ class TransformersBackend:
         """Naive mode: the whole continuation while holding the process-wide lock."""
         import torch
 
+        from cyoa.generation.kv_cache import grow_in_place
         from cyoa.generation.sampling import sample_rows_from_hidden
         from cyoa.generation.scheduler import INCOMPLETE
 
@@ -207,6 +211,7 @@ class TransformersBackend:
                     # Only the last position is scored (the vocabulary projection of a whole
                     # prompt would cost more than the layers).
                     hidden, past = output.last_hidden_state[:, -1], output.past_key_values
+                    grow_in_place(past)
                 else:  # the whole prompt was read before
                     hidden = prefix.hidden.unsqueeze(0)
                 if not generated:
