@@ -20,7 +20,6 @@ from typing import Any
 
 import torch
 
-from cyoa.generation.kv_cache import grow_in_place, own_rows, select_rows
 from cyoa.generation.prefixes import Prefix, PrefixStore
 
 
@@ -48,6 +47,15 @@ def leading_padding(mask: torch.Tensor) -> int:
     """How many columns on the left are padding in every row (and so can be dropped)."""
     empty = (mask.sum(0) == 0).long()
     return int(empty.cumprod(0).sum())
+
+
+def _pad_stored(tensor: torch.Tensor, stored: int) -> torch.Tensor:
+    """Keys or values ``(rows, heads, s, dim)`` padded on the left with zeros to ``stored``."""
+    missing = stored - tensor.shape[-2]
+    if missing <= 0:
+        return tensor
+    zeros = tensor.new_zeros((*tensor.shape[:2], missing, tensor.shape[-1]))
+    return torch.cat([zeros, tensor], dim=-2)
 
 
 def _row_cache(cache: Any, row: int, length: int) -> Any:
@@ -143,7 +151,7 @@ class Batch:
 
     def _add(self, mask: torch.Tensor, cache: Any) -> None:
         if self.mask is None:
-            self.mask, self.cache = mask, grow_in_place(cache)
+            self.mask, self.cache = mask, cache
         else:
             self._merge(mask, cache)
 
@@ -178,7 +186,8 @@ class Batch:
         index = torch.tensor(rows, dtype=torch.long)
         self.mask = self.mask[index]
         for layer in self.cache.layers:
-            select_rows(layer, index)
+            layer.keys = layer.keys[index]
+            layer.values = layer.values[index]
         self._drop_leading(leading_padding(self.mask))
 
     def _drop_leading(self, columns: int) -> None:
@@ -204,7 +213,12 @@ class Batch:
         for mine, theirs in zip(self.cache.layers, cache.layers, strict=True):
             window = _sliding_window(mine)
             stored = width if window is None else min(width, window - 1)
-            own_rows(mine, [mine.keys, theirs.keys], [mine.values, theirs.values], stored)
+            mine.keys = torch.cat(
+                [_pad_stored(mine.keys, stored), _pad_stored(theirs.keys, stored)]
+            )
+            mine.values = torch.cat(
+                [_pad_stored(mine.values, stored), _pad_stored(theirs.values, stored)]
+            )
             if window is not None:
                 mine.cumulative_length = width
         self.mask = torch.cat(

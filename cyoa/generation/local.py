@@ -191,7 +191,6 @@ class TransformersBackend:
         """Naive mode: the whole continuation while holding the process-wide lock."""
         import torch
 
-        from cyoa.generation.kv_cache import grow_in_place
         from cyoa.generation.sampling import sample_rows_from_hidden
         from cyoa.generation.scheduler import INCOMPLETE
 
@@ -211,7 +210,6 @@ class TransformersBackend:
                     # Only the last position is scored (the vocabulary projection of a whole
                     # prompt would cost more than the layers).
                     hidden, past = output.last_hidden_state[:, -1], output.past_key_values
-                    grow_in_place(past)
                 else:  # the whole prompt was read before
                     hidden = prefix.hidden.unsqueeze(0)
                 if not generated:
