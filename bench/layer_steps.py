@@ -9,7 +9,11 @@ For each model (float32, as the app loads it, converted weights from ``instance/
   layer, no sampling) for 1, 4 and 16 rows, each row a copy of the same 35-token real prompt,
   on 1 and on 2 torch threads: the mean of 10 steps after 2 of warm-up, in milliseconds;
 - reading a 120-token prompt (``Batch.join``) alone and 16 of them at once, on 1 thread: the
-  mean of 3 reads after 1 of warm-up, in milliseconds.
+  mean of 3 reads after 1 of warm-up, in milliseconds;
+- for a model whose vocabulary is not screened (SmolLM2), the whole output layer (every
+  token's logit) for 1, 4 and 16 rows on 1 thread, the mean of 20 products after 2: as
+  loaded it is MKL's product, packed it is the app's (the float32 matrix packed for oneDNN,
+  load.md step 18).
 
 Both with the weights as transformers loads them and after :func:`pack_model`, measured
 alternately 3 times each, the best kept. Run it on a quiet machine: the figures are
@@ -73,7 +77,9 @@ def measure(name: str, cache: Path) -> list[dict[str, Any]]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from cyoa.generation import load_model_cards
-    from cyoa.generation.packing import pack_model
+    from cyoa.generation.batching import Batch
+    from cyoa.generation.packing import PackedLinear, pack_model
+    from cyoa.generation.vocabulary import SCREEN_FROM_ENTRIES
     from cyoa.generation.weights import ensure_converted, force_offline
 
     force_offline()
@@ -113,6 +119,18 @@ def measure(name: str, cache: Path) -> list[dict[str, Any]]:
         torch.set_num_threads(1)
         for rows in (1, 16):
             best(f"read {rows} × 120 tokens, 1 thread", partial(_read_ms, prompt=long, rows=rows))
+        head = models["as loaded"].get_output_embeddings()
+        if head.weight.numel() < SCREEN_FROM_ENTRIES:
+            # Keyed by the variant's model, which ``best`` passes.
+            heads = {models["as loaded"]: head, models["packed"]: PackedLinear(head)}
+            for rows in STEP_ROWS:
+                hidden = Batch(models["as loaded"], pad_id=0).join([short] * rows)
+                best(
+                    f"output layer {rows} rows, 1 thread",
+                    lambda model, hidden=hidden: _mean_ms(
+                        partial(heads[model], hidden), repeats=20, warmup=2
+                    ),
+                )
     for result in results.values():
         print(json.dumps(result), flush=True)
     return list(results.values())
@@ -122,7 +140,7 @@ METHOD = __doc__.split("\n\n")[2:5]
 
 
 def markdown(results: list[dict[str, Any]], load: list[float]) -> str:
-    columns = [key for key in results[0] if key not in ("model", "weights")]
+    columns = list(dict.fromkeys(k for r in results for k in r if k not in ("model", "weights")))
     lines = [
         "# One forward pass: decoding steps and prompt reads",
         "",
@@ -138,9 +156,8 @@ def markdown(results: list[dict[str, Any]], load: list[float]) -> str:
         "|---|---|" + "---|" * len(columns),
     ]
     for r in results:
-        lines.append(
-            f"| {r['model']} | {r['weights']} | " + " | ".join(str(r[c]) for c in columns) + " |"
-        )
+        figures = " | ".join(str(r.get(c, "—")) for c in columns)
+        lines.append(f"| {r['model']} | {r['weights']} | {figures} |")
     lines += ["", f"Load average (1, 5, 15 min) at the end: {load}"]
     return "\n".join(lines) + "\n"
 

@@ -210,3 +210,29 @@ def test_gemma_reads_its_blocks_and_gives_the_float32_checkpoint_s_states_and_lo
         torch.testing.assert_close(
             model.lm_head(hidden[0]), plain.lm_head(hidden[0]), atol=1e-4, rtol=1e-5
         )
+
+
+@pytest.mark.real_model
+def test_smollm2_multiplies_a_packed_output_layer_and_a_row_s_logits_do_not_depend_on_its_batch():
+    """SmolLM2's vocabulary is not screened: its whole output layer is multiplied at every
+    step, packed for oneDNN, with the embeddings from its blocks. A row's logits are the same
+    bit for bit alone and among 16 (MKL's product, used before, differed by about 2e-5)."""
+    from cyoa.generation import load_model_cards
+    from cyoa.generation.local import TransformersBackend
+
+    card = load_model_cards(ROOT / "models")["smollm2-135m-instruct"]
+    backend = TransformersBackend(card, MODEL_CACHE, mode="naive")
+    backend.load(log=lambda _: None)
+    model, vocabulary = backend._model, backend._vocabulary
+    assert isinstance(model.get_input_embeddings(), BlockEmbedding)
+    assert isinstance(model.get_output_embeddings(), PackedLinear)
+    assert not vocabulary.screen
+    ids = backend._tokenizer(
+        "The lighthouse keeper found a letter on the rocks. It was addressed to him.",
+        return_tensors="pt",
+    ).input_ids
+    with torch.inference_mode():
+        hidden = model.get_decoder()(input_ids=ids).last_hidden_state[0, :16]
+        together = vocabulary.logits(hidden)
+        for row in range(16):
+            assert torch.equal(vocabulary.logits(hidden[row : row + 1])[0], together[row])
