@@ -4,12 +4,14 @@ run here: that is covered by the real-model tests)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from cyoa.generation import load_model_cards
 from cyoa.generation.weights import (
@@ -18,10 +20,12 @@ from cyoa.generation.weights import (
     WeightsError,
     ensure_converted,
     is_converted,
+    load_tokenizer,
     locate_gguf,
 )
 
-CARDS = load_model_cards(Path(__file__).resolve().parent.parent / "models")
+ROOT = Path(__file__).resolve().parent.parent
+CARDS = load_model_cards(ROOT / "models")
 SMOL = CARDS["smollm2-135m-instruct"]
 
 
@@ -94,3 +98,37 @@ def test_a_failed_conversion_leaves_no_cache_and_clears_abandoned_attempts(tmp_p
         ensure_converted(card, tmp_path, log=lines.append)
     assert lines == [f"Converting {SMOL.name} from GGUF (one time, ~20–60 s)…"]
     assert list(tmp_path.iterdir()) == []
+
+
+MODEL_CACHE = Path(os.environ.get("CYOA_MODEL_CACHE", ROOT / "instance" / "models"))
+TOKENIZER_TEXTS = [
+    "The lighthouse keeper found a letter on the rocks.",
+    " It was addressed to him, in his dead wife's handwriting.",
+    "  Ünïcödé — “quotes” and ‘apostrophes’, 1962\n\nA new paragraph\tafter a tab.",
+    "Markup that is not a story: <start_of_image> <h1>x <eos> <pad> <|im_end|> <|endoftext|>",
+    "emoji 🎉🧭 and CJK 灯塔, and a very long word: Donaudampfschifffahrtsgesellschaft",
+]
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("name", ["gemma-3-270m", "smollm2-135m-instruct"])
+def test_the_app_s_tokenizer_is_the_one_transformers_would_load(name):
+    """load_tokenizer skips transformers' rebuild of the tokenizer; it must change nothing:
+    ids, decoded text, special and added tokens, for each packaged model."""
+    from transformers import AutoTokenizer
+
+    folder = ensure_converted(CARDS[name], MODEL_CACHE)
+    expected, tokenizer = AutoTokenizer.from_pretrained(folder), load_tokenizer(folder)
+    texts = TOKENIZER_TEXTS + [" ".join(TOKENIZER_TEXTS)]
+    assert [tokenizer(t).input_ids for t in texts] == [expected(t).input_ids for t in texts]
+    ids = torch.randint(0, len(expected), (50, 20), generator=torch.Generator().manual_seed(0))
+    for row in ids.tolist() + [expected(t).input_ids for t in texts]:
+        for skip in (True, False):
+            options = {"skip_special_tokens": skip, "clean_up_tokenization_spaces": False}
+            assert tokenizer.decode(row, **options) == expected.decode(row, **options)
+    assert tokenizer.all_special_ids == expected.all_special_ids
+    assert tokenizer.pad_token_id == expected.pad_token_id
+    assert len(tokenizer) == len(expected)
+    assert {i: (t.content, t.special) for i, t in tokenizer.added_tokens_decoder.items()} == {
+        i: (t.content, t.special) for i, t in expected.added_tokens_decoder.items()
+    }

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from cyoa.generation.prefixes import DEFAULT_MAX_TOKENS, PrefixStore
 from cyoa.generation.types import ModelCard, Sampling
-from cyoa.generation.weights import ensure_converted, force_offline
+from cyoa.generation.weights import ensure_converted, force_offline, load_tokenizer
 
 if TYPE_CHECKING:
     from cyoa.generation.cores import CoreShare
@@ -128,14 +128,14 @@ class TransformersBackend:
             started = time.perf_counter()
             force_offline()
             import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoModelForCausalLM
 
             from cyoa.generation.embeddings import use_blocks
             from cyoa.generation.packing import pack_model
             from cyoa.generation.scheduler import BatchScheduler
             from cyoa.generation.vocabulary import SCREEN_FROM_ENTRIES, Vocabulary
 
-            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+            tokenizer = load_tokenizer(folder)
             model = AutoModelForCausalLM.from_pretrained(
                 folder, local_files_only=True, dtype=getattr(torch, self.dtype)
             )
