@@ -183,7 +183,7 @@ def use_blocks(model: Any, folder: Path, min_entries: int = 0, packed_output: bo
     With ``packed_output``, the output layer is the float32 matrix laid out for oneDNN
     instead (:class:`~cyoa.generation.packing.PackedLinear`): for a matrix small enough to be
     multiplied whole at every step (SmolLM2's 49,152 × 576), where a row's logits are then
-    bit for bit the same alone or in a batch, and 16 rows cost 14 ms instead of 24 ms (one
+    bit for bit the same alone or in a batch, and 16 rows cost 14.5 ms instead of 23 ms (one
     thread; load.md, step 18). The embeddings still come from the blocks, so the matrix is
     held once in float32 (packed) and once in 8 bits, not twice in float32."""
     from safetensors.torch import load_file
