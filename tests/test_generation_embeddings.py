@@ -2,9 +2,10 @@
 quarter of the memory.
 
 The fast tests build Q8_0-valued matrices by hand and a tiny Gemma-3-layout model (it scales
-its embeddings); the ``real_model`` test checks the packaged Gemma 3: the blocks its conversion
+its embeddings); the ``real_model`` tests check the packaged Gemma 3 (the blocks its conversion
 saved give its float32 matrix back bit for bit, and the app's model gives the same hidden states
-and logits as the float32 checkpoint.
+and logits as the float32 checkpoint) and SmolLM2 (embeddings from its blocks, its output layer
+packed: a row's logits the same alone and in a batch).
 """
 
 from __future__ import annotations
@@ -228,9 +229,11 @@ def test_smollm2_multiplies_a_packed_output_layer_and_a_row_s_logits_do_not_depe
     assert isinstance(model.get_output_embeddings(), PackedLinear)
     assert not vocabulary.screen
     ids = backend._tokenizer(
-        "The lighthouse keeper found a letter on the rocks. It was addressed to him.",
+        "The lighthouse keeper found a letter on the rocks. It was addressed to him, in his "
+        "dead wife's handwriting, and the wind was getting stronger.",
         return_tensors="pt",
     ).input_ids
+    assert ids.shape[1] >= 16
     with torch.inference_mode():
         hidden = model.get_decoder()(input_ids=ids).last_hidden_state[0, :16]
         together = vocabulary.logits(hidden)
