@@ -14,13 +14,15 @@ kept in float32), and they give back the float32 matrix bit for bit: ``d × q`` 
   checkpoint (:func:`save_blocks`), checked once there.
 - :func:`use_blocks` replaces the model's input embeddings and its tied output layer by
   :class:`BlockEmbedding` and :class:`BlockLinear`, which read the blocks; the float32 matrix
-  is then never read from the checkpoint file.
+  is then never read from the checkpoint file. With ``packed_output`` the embeddings read
+  the blocks and the output layer is the float32 matrix packed for oneDNN (SmolLM2).
 
 What each use costs (one thread, Gemma's matrix): looking up embeddings and the exact
 rescoring of the vocabulary screen's few hundred candidates read rows, as before; the whole
 product (nucleus-only sampling, or a row the screen could not prove) de-quantizes 4,096 rows
 at a time: 133 ms for one row instead of 53 ms, 195 ms for 16 rows instead of 161 ms. So the
-blocks are used only where the vocabulary is screened (:mod:`cyoa.generation.vocabulary`).
+output layer reads the blocks only where the vocabulary is screened
+(:mod:`cyoa.generation.vocabulary`); elsewhere it is packed.
 
 Reference: ggml (llama.cpp), ``quantize_row_q8_0_ref`` and ``dequantize_row_q8_0`` in
 ``ggml-quants.c`` (the Q8_0 format: 32 values, ``d = max|x| / 127``, ``q = round(x / d)``).
@@ -188,9 +190,13 @@ def use_blocks(model: Any, folder: Path, min_entries: int = 0, packed_output: bo
     held once in float32 (packed) and once in 8 bits, not twice in float32."""
     from safetensors.torch import load_file
 
+    from cyoa.generation.packing import PackedLinear, packing_available
+
     path = Path(folder) / FILE_NAME
     weight = tied_matrix(model)
     if weight is None or weight.numel() < min_entries or not path.is_file():
+        return False
+    if packed_output and not packing_available():
         return False
     saved = load_file(str(path))
     # Copies: the loaded tensors view a memory map of the file, which would otherwise stay
@@ -203,10 +209,6 @@ def use_blocks(model: Any, folder: Path, min_entries: int = 0, packed_output: bo
     scale = getattr(embeddings, "embed_scale", None)
     scale = None if scale is None else torch.as_tensor(scale)
     if packed_output:
-        from cyoa.generation.packing import PackedLinear, packing_available
-
-        if not packing_available():
-            return False
         model.set_output_embeddings(PackedLinear(model.get_output_embeddings()))
     else:
         model.set_output_embeddings(BlockLinear(matrix))
