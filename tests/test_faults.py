@@ -1,10 +1,14 @@
 """Faults made to happen: a locked database, resent actions. Nothing is lost or doubled."""
 
+import json
 import sqlite3
 
 from conftest import Writer
 
 from cyoa import store
+from cyoa.generation.fake import TERSE_STREAMS
+from cyoa.research import exports
+from cyoa.study import runner as runner_module
 
 
 def test_a_locked_database_refuses_with_a_retry_and_the_resend_is_recorded_once(app, monkeypatch):
@@ -33,7 +37,9 @@ def test_a_locked_database_refuses_with_a_retry_and_the_resend_is_recorded_once(
 def suggestion_rows(app):
     db = store.connect(app.config["DATABASE"])
     try:
-        return list(db.query("SELECT slot, attempt, status, text, error FROM suggestions"))
+        return list(
+            db.query("SELECT slot, attempt, status, model, seed, text, error FROM suggestions")
+        )
     finally:
         db.close()
 
@@ -52,13 +58,38 @@ def test_a_hanging_model_times_out_and_the_writer_goes_on_with_the_other(make_ap
     assert writer.act("turn_submitted", {"text": "The story goes on regardless of it."})["ok"]
 
 
-def test_an_empty_answer_is_retried_then_reported(make_app):
+def test_an_empty_answer_is_drawn_again_then_reported(make_app):
     app = make_app(options_a='fail = "empty"')
     writer = Writer(app)
     writer.act("line_submitted", {"text": "The first machine has nothing to say."})
     writer.wait_for("choosing")
     failed = [r for r in suggestion_rows(app) if r["status"] == "failed"]
     assert len(failed) == 1 and "SuggestionError" in failed[0]["error"]
+    assert failed[0]["attempt"] == runner_module.ATTEMPTS == 5
+
+
+def test_a_too_short_answer_is_drawn_again_with_the_next_seed(make_app):
+    app = make_app(options_a='fail = "terse"')
+    writer = Writer(app)
+    writer.act("line_submitted", {"text": "The first machine answers in one word."})
+    state = writer.wait_for("choosing")
+    assert [s["status"] for s in state["current"]["suggestions"]] == ["done", "done"]
+    # Only what was shown is a row: "Why?" three times (too short for a turn) was drawn
+    # again, each time with the next seed, and the fourth draw wrote a sentence.
+    (terse,) = [r for r in suggestion_rows(app) if r["model"] == "fake-a"]
+    assert terse["status"] == "done" and terse["attempt"] == TERSE_STREAMS + 1 == 4
+    db = store.connect(app.config["DATABASE"])
+    (line,) = db.query("SELECT payload FROM events WHERE type = 'line_submitted'")
+    db.close()
+    assert terse["seed"] == json.loads(line["payload"])["seeds"][terse["slot"] - 1] + 3
+    assert len(terse["text"]) >= 20
+    writer.act("suggestion_chosen", {"slot": terse["slot"]})
+    assert writer.act("turn_submitted", {"text": terse["text"]})["ok"]
+    db = store.connect(app.config["DATABASE"])
+    (row,) = exports.preference_rows(db, "fake-ab")
+    db.close()
+    slot = terse["slot"]
+    assert row[f"slot{slot}_attempts"] == 4 and row[f"slot{3 - slot}_attempts"] == 1
 
 
 def test_a_too_long_answer_is_trimmed_to_the_limit(make_app):

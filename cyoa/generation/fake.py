@@ -24,7 +24,8 @@ _TAILS = (
 )
 
 
-FAULTS = ("", "raise", "flaky", "hang", "empty", "long")
+FAULTS = ("", "raise", "flaky", "hang", "empty", "terse", "long")
+TERSE_STREAMS = 3  # how many streams the "terse" fault keeps short
 
 
 class FakeBackend:
@@ -39,6 +40,7 @@ class FakeBackend:
     - ``"flaky"``: the first stream of this backend raises, later ones work;
     - ``"hang"``: the stream blocks for an hour before its first piece;
     - ``"empty"``: the stream ends at once, with no text;
+    - ``"terse"``: the first :data:`TERSE_STREAMS` streams write only "Why?", later ones work;
     - ``"long"``: 400 characters of words with no sentence end.
     """
 
@@ -67,6 +69,9 @@ class FakeBackend:
         if self.fail == "hang":
             time.sleep(3600)
         if self.fail == "empty":
+            return
+        if self.fail == "terse" and self._streams <= TERSE_STREAMS:
+            yield " Why?"
             return
         if self.fail == "long":
             for _ in range(50):

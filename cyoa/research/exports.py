@@ -65,7 +65,11 @@ def _slot_columns(slot: int) -> list[Column]:
         Column(f"slot{slot}_model_version", "string", f"model card version ({s})"),
         Column(f"slot{slot}_text", "string", f"the suggestion shown in {s} (null if it failed)"),
         Column(f"slot{slot}_status", "string", f"'done' or 'failed' ({s})"),
-        Column(f"slot{slot}_attempts", "int", f"generation attempts for {s} this round"),
+        Column(
+            f"slot{slot}_attempts",
+            "int",
+            f"generation attempts for {s} this round (every draw, the failed ones included)",
+        ),
         Column(f"slot{slot}_sampling", "string", f"sampling settings as JSON ({s})"),
         Column(f"slot{slot}_seed", "int", f"sampling seed ({s})"),
         Column(
@@ -177,7 +181,9 @@ TABLES: dict[str, tuple[Column, ...]] = {
 
 def _suggestions(db: Database, exp_id: str) -> dict[tuple[str, int, int], dict[str, Any]]:
     """Per (session, round, slot): the suggestion shown (last successful attempt, else the
-    last failed one) and the number of attempts."""
+    last failed one) and the number of attempts: the highest attempt number recorded, since
+    only an attempt that ends a run of tries is a row (one drawn again because its text was
+    too short, or retried after a fault, is counted by the number of the next)."""
     shown: dict[tuple[str, int, int], dict[str, Any]] = {}
     for row in db.query(
         "SELECT g.* FROM suggestions g JOIN sessions s ON s.id = g.session_id"
@@ -186,11 +192,10 @@ def _suggestions(db: Database, exp_id: str) -> dict[tuple[str, int, int], dict[s
     ):
         key = (row["session_id"], row["round"], row["slot"])
         current = shown.get(key)
-        attempts = (current or {}).get("attempts", 0) + 1
         if current is None or row["status"] == "done" or current["status"] != "done":
-            shown[key] = {**row, "attempts": attempts}
+            shown[key] = {**row, "attempts": row["attempt"]}
         else:
-            current["attempts"] = attempts
+            current["attempts"] = row["attempt"]
     return shown
 
 

@@ -2,10 +2,11 @@
 
 When a writer submits their line, :meth:`SuggestionRunner.start` launches one background task
 per slot. Each streams its partial text to the writer's room as it is generated and, when
-done, records ``suggestion_completed`` (or ``suggestion_failed`` after one retry) through
-:class:`~cyoa.study.service.Study`. Partial text is also kept in memory so a writer who
-reloads mid-generation sees it at once. After a server restart, :meth:`resume` restarts the
-slots that were still pending (with their recorded seeds, so the text is the same).
+done, records ``suggestion_completed`` (or ``suggestion_failed`` when its tries are spent, see
+:data:`ATTEMPTS`) through :class:`~cyoa.study.service.Study`. Partial text is also kept in
+memory so a writer who reloads mid-generation sees it at once. After a server restart,
+:meth:`resume` restarts the slots that were still pending (with their recorded seeds, so the
+text is the same).
 
 Several worker processes may serve the same writer (two tabs on two workers, or a reconnect
 that lands on another worker). Before generating, a task claims the slot in the database
@@ -28,12 +29,21 @@ from collections.abc import Callable
 from typing import Any
 
 from cyoa import store
-from cyoa.generation import Suggestion, generate_suggestion
+from cyoa.generation import Suggestion, SuggestionError, generate_suggestion
 from cyoa.study.flow import Phase, RuleError, State
 from cyoa.study.service import Study
 
 log = logging.getLogger(__name__)
-ATTEMPTS = 2  # one try and one retry
+# A slot's tries before the writer is told it failed. A text too short for a turn (the model
+# ended after "What is it?") is drawn again with the next seed, up to ATTEMPTS draws in all:
+# such a draw costs a few tokens, and redrawing keeps the model's own distribution, taken
+# over the texts a turn accepts (rejection sampling). SmolLM2 ended that early in 16 of 200
+# draws on a first-round story (6 of 200 on a two-turn one), so two draws left about 1 slot in
+# 160 failed; five leave about 1 in 300,000.
+# A fault (timeout, backend error) costs up to the experiment's timeout, so it is tried
+# FAULT_ATTEMPTS times at most.
+ATTEMPTS = 5
+FAULT_ATTEMPTS = 2
 # How often a process that leaves a slot to another worker checks whether it is settled.
 WATCH_SECONDS = 1.0
 
@@ -144,9 +154,9 @@ class SuggestionRunner:
             rnd = state.current
             if rnd.number != round_number or slot not in rnd.pending_slots():
                 return
-            line, earlier_failures = self._round_history(session_id, round_number, slot)
-            # Attempts are numbered across the writer's retries: each has its own seed and row.
-            first = earlier_failures * ATTEMPTS + 1
+            line, last_attempt = self._round_history(session_id, round_number, slot)
+            # Attempts are numbered across the writer's retries: each has its own seed.
+            first = last_attempt + 1
             claim = (session_id, round_number, slot, first)
             if self._claim(claim, stale_after_seconds(exp.suggestion_timeout_seconds)):
                 break
@@ -156,6 +166,7 @@ class SuggestionRunner:
         system = exp.system(rnd.slot_systems[slot - 1])
         base_seed = line["seeds"][slot - 1]
         error = ""
+        faults = 0
         attempt = first
         for attempt in range(first, first + ATTEMPTS):
             if attempt > first and not self._heartbeat(claim):
@@ -177,6 +188,10 @@ class SuggestionRunner:
             except Exception as exc:  # noqa: BLE001 - any backend fault counts as a failed try
                 error = f"{type(exc).__name__}: {exc}"
                 log.warning("slot %s attempt %s failed: %s", slot, attempt, error)
+                if not isinstance(exc, SuggestionError):
+                    faults += 1
+                    if faults == FAULT_ATTEMPTS:
+                        break
                 continue
             payload = {
                 "round": round_number,
@@ -277,8 +292,9 @@ class SuggestionRunner:
     def _round_history(
         self, session_id: str, round_number: int, slot: int
     ) -> tuple[dict[str, Any], int]:
-        """The round's ``line_submitted`` payload (slot order, seeds) and how many times
-        this slot has already failed in this round."""
+        """The round's ``line_submitted`` payload (slot order, seeds) and the number of
+        this slot's last attempt in this round (0 before any; a recorded failure carries
+        the number of the attempt that ended its run)."""
         db = self.study.db()
         try:
             events = [
@@ -289,10 +305,15 @@ class SuggestionRunner:
         finally:
             db.close()
         line = next(e["payload"] for e in events if e["type"] == "line_submitted")
-        failures = sum(
-            1 for e in events if e["type"] == "suggestion_failed" and e["payload"]["slot"] == slot
+        last = max(
+            (
+                e["payload"].get("attempt", 0)
+                for e in events
+                if e["type"] == "suggestion_failed" and e["payload"]["slot"] == slot
+            ),
+            default=0,
         )
-        return line, failures
+        return line, last
 
     def _record(self, session_id: str, event_type: str, payload: dict[str, Any]) -> None:
         try:
