@@ -727,7 +727,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--writers", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--modes", nargs="+", default=["batched", "naive"])
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per writer (1–5; a whole story is 5)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds per writer (1–5; a whole story is 5)"
+    )
     parser.add_argument("--seed", type=int, default=1, help="seeds the writers' pauses and lines")
     parser.add_argument("--experiment", default=EXPERIMENT)
     parser.add_argument("--out", type=Path, default=RESULTS)
