@@ -1,11 +1,13 @@
-"""Prompts read before: a prompt that begins with a stored one reads only the rest, and gives
-what reading it whole gives (up to float32 rounding).
+"""Texts read before: a prompt that begins with a stored one, or shares its beginning, reads
+only the rest, and gives what reading it whole gives (up to float32 rounding).
 
 The batch tests use the tiny random models of test_generation_batching (Gemma-3 layout with a
 sliding window of 3 tokens, so stored prefixes cross the window, and Llama layout).
 """
 
 from __future__ import annotations
+
+import time
 
 import pytest
 import torch
@@ -15,16 +17,25 @@ from cyoa.generation.batching import Batch
 from cyoa.generation.prefixes import PrefixStore
 
 
-class FakeCache:
-    """Test stand-in for a KV cache: the store only copies its ``layers``."""
+class FakeLayer:
+    """Test stand-in for a cache layer: keys and values of ``held`` columns."""
 
-    def __init__(self, length: int) -> None:
-        self.layers = [object()]
+    def __init__(self, held: int) -> None:
+        self.keys = torch.arange(held, dtype=torch.float32).reshape(1, 1, held, 1)
+        self.values = self.keys.clone()
+
+
+class FakeCache:
+    """Test stand-in for a KV cache of ``length`` tokens whose layer holds ``held`` columns
+    (fewer: a sliding-window layer that dropped the oldest)."""
+
+    def __init__(self, length: int, held: int | None = None) -> None:
+        self.layers = [FakeLayer(length if held is None else held)]
         self.length = length
 
 
-def store_with(*prompts: list[int], max_tokens: int = 100) -> PrefixStore:
-    store = PrefixStore(max_tokens=max_tokens)
+def store_with(*prompts: list[int], max_tokens: int = 100, min_shared: int = 1) -> PrefixStore:
+    store = PrefixStore(max_tokens=max_tokens, min_shared=min_shared)
     for ids in prompts:
         store.put(ids, FakeCache(len(ids)), torch.zeros(4))
     return store
@@ -34,9 +45,36 @@ def test_the_longest_stored_prompt_that_begins_a_prompt_is_found():
     store = store_with([1, 2], [7, 8, 9], [1, 5, 6])
     assert store.longest([1, 2, 3, 4]).ids == (1, 2)
     assert store.longest([1, 5, 6]).ids == (1, 5, 6)  # the whole prompt
-    assert store.longest([7, 8]) is None  # a stored prompt longer than the one asked
     assert store.longest([2, 1]) is None
     assert (store.hits, store.tokens_reused) == (2, 5)
+
+
+def test_a_prompt_that_shares_the_beginning_of_a_stored_text_gets_those_tokens():
+    store = store_with([1, 2, 3, 4], [1, 2, 9])
+    assert store_with([1, 2, 3, 4], min_shared=4).longest([1, 2, 3, 7]) is None  # too few
+    shared = store.longest([1, 2, 3, 7, 8])
+    assert shared.ids == (1, 2, 3) and shared.hidden is None  # the last token is read
+    assert shared.cache.layers[0].keys.flatten().tolist() == [0.0, 1.0, 2.0]  # first columns
+    assert store.longest([1, 2, 3, 4, 5]).ids == (1, 2, 3, 4)  # all of it: as before
+    # A prompt inside a stored text: all but its last token, read for its hidden state.
+    assert store.longest([1, 2]).ids == (1,)
+    assert (store.hits, store.tokens_reused) == (3, 8)
+
+
+def test_a_text_stored_without_its_hidden_state_leaves_a_prompt_its_last_token_to_read():
+    store = PrefixStore(min_shared=1)
+    store.put([1, 2, 3], FakeCache(3), None)  # what a row generated
+    assert store.longest([1, 2, 3]).ids == (1, 2)
+    assert store.longest([1, 2, 3, 4]).ids == (1, 2, 3)
+
+
+def test_a_text_past_its_sliding_window_serves_only_prompts_that_begin_with_all_of_it():
+    store = PrefixStore(min_shared=1)
+    store.put([1, 2], FakeCache(2), torch.zeros(4))
+    store.put([1, 2, 3, 4, 5], FakeCache(5, held=2), torch.zeros(4))
+    assert store.longest([1, 2, 3, 4, 5, 6]).ids == (1, 2, 3, 4, 5)
+    assert store.longest([1, 2, 3, 9]).ids == (1, 2)  # the shorter text was kept for this
+    assert len(store) == 2
 
 
 def test_a_longer_prompt_replaces_the_stored_prompts_it_begins_with():
@@ -110,6 +148,62 @@ def test_prompts_that_extend_stored_ones_give_what_reading_them_whole_gives(layo
                 torch.testing.assert_close(row, alone(ids + f[: step + 1]), atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize(("layout", "reused"), [("llama", 4), ("gemma3", 0)])
+def test_a_prompt_that_shares_a_stored_texts_beginning_reads_on_as_if_read_whole(layout, reused):
+    """Llama layout: the stored text's first columns serve the shared opening. Gemma-3 layout
+    (a sliding window of 3 tokens): the stored text of 7 tokens has dropped its first
+    columns, so it serves nothing here and the prompt is read whole."""
+    model = tiny_models()[layout]
+    generator = torch.Generator().manual_seed(5)
+
+    def tokens(n: int) -> list[int]:
+        return torch.randint(3, 50, (n,), generator=generator).tolist()
+
+    opening, one_story, another = tokens(4), tokens(3), tokens(2)
+    with torch.inference_mode():
+
+        def alone(ids: list[int]) -> torch.Tensor:
+            return model(input_ids=torch.tensor([ids])).logits[0, -1]
+
+        store = PrefixStore(min_shared=1)
+        Batch(model, pad_id=0).join([opening + one_story], store)
+        batch = Batch(model, pad_id=0)
+        logits = model.lm_head(batch.join([opening + another], store))
+        assert store.tokens_reused == reused
+        torch.testing.assert_close(logits[0], alone(opening + another), atol=1e-5, rtol=1e-4)
+        logits = model.lm_head(batch.step([7]))
+        torch.testing.assert_close(logits[0], alone([*opening, *another, 7]), atol=1e-5, rtol=1e-4)
+
+
+def test_a_finished_row_leaves_its_prompt_and_generated_tokens_in_the_store():
+    from test_generation_cores import CharTokenizer, tiny_llama
+
+    from cyoa.generation.scheduler import BatchScheduler
+    from cyoa.generation.types import Sampling
+    from cyoa.generation.vocabulary import Vocabulary
+
+    model = tiny_llama()
+    store = PrefixStore(min_shared=1)
+    scheduler = BatchScheduler(
+        model, CharTokenizer(), frozenset(), Vocabulary(model), name="tiny", prefixes=store
+    )
+    scheduler.start()
+    try:
+        prompt = "Once upon a time"
+        first = list(scheduler.stream(prompt, Sampling(max_new_tokens=6), 1))
+        # The prompt and the 5 tokens fed after it (the 6th was sampled, never fed), in one
+        # text that replaced the prompt's own; stored as the row leaves, just after its end.
+        deadline = time.monotonic() + 5
+        while store.tokens == len(prompt) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert (len(store), store.tokens) == (1, len(prompt) + 5)
+        # Read again from that text (all but the prompt's last token), the same continuation.
+        assert list(scheduler.stream(prompt, Sampling(max_new_tokens=6), 1)) == first
+        assert store.tokens_reused == len(prompt) - 1
+    finally:
+        scheduler.close()
+
+
 @pytest.mark.real_model
 @pytest.mark.parametrize("mode", ["batched", "naive"])
 def test_gemma_continues_a_story_read_before_as_one_read_whole(mode):
@@ -136,3 +230,33 @@ def test_gemma_continues_a_story_read_before_as_one_read_whole(mode):
     # Round 2 read on from round 1, then twice from round 2 itself.
     assert reusing.prefixes.hits == 3
     assert fresh.prefixes.hits == 0
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("mode", ["batched", "naive"])
+def test_a_kept_suggestion_is_not_read_again_by_the_model_that_wrote_it(mode):
+    from pathlib import Path
+
+    from cyoa.generation import load_model_cards
+    from cyoa.generation.local import TransformersBackend
+    from cyoa.generation.types import Sampling
+    from cyoa.generation.weights import ensure_converted, load_tokenizer
+
+    root = Path(__file__).resolve().parent.parent
+    card = load_model_cards(root / "models")["gemma-3-270m"]
+    cache = root / "instance" / "models"
+    fresh = TransformersBackend(card, cache, mode=mode, prefix_tokens=0)  # stores nothing
+    reusing = TransformersBackend(card, cache, mode=mode)
+    for backend in (fresh, reusing):
+        backend.load(log=lambda _: None)
+    tokenizer = load_tokenizer(ensure_converted(card, cache, log=lambda _: None))
+    round_1 = "Nobody in the town had seen the sun for three days."
+    sampling = Sampling(max_new_tokens=16)
+    suggestion = "".join(reusing.stream(round_1, sampling, 0))
+    round_2 = round_1 + suggestion.rstrip() + " The baker laughed."
+    before = reusing.prefixes.tokens_reused
+    assert list(reusing.stream(round_2, sampling, 5)) == list(fresh.stream(round_2, sampling, 5))
+    # Round 1's prompt and most of the suggestion (15 tokens were fed; the text re-read as
+    # part of the story may split into tokens differently near its end).
+    reused = reusing.prefixes.tokens_reused - before
+    assert reused >= len(tokenizer(round_1).input_ids) + 10

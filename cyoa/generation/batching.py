@@ -173,6 +173,12 @@ class Batch:
         self.cache = output.past_key_values
         return output.last_hidden_state[:, -1]
 
+    def row_cache(self, row: int) -> tuple[int, Any]:
+        """How many tokens row ``row`` has read (its prompt and the tokens fed since), and
+        its own one-row cache of them, as if it had read them alone."""
+        length = int(self.mask[row].sum())
+        return length, _row_cache(self.cache, row, length)
+
     def keep(self, rows: list[int]) -> None:
         """Keep only ``rows`` (indices, in the order given); the others leave the batch. The
         columns that are padding in every remaining row are dropped."""

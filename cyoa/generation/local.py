@@ -203,32 +203,40 @@ class TransformersBackend:
             past = None if prefix is None else prefix.cache_copy()
             input_ids = torch.tensor([ids[read:]])
             generated: list[int] = []
+            fed = list(ids[:read])  # the tokens ``past`` holds
             shown = ""
-            for _ in range(sampling.max_new_tokens):
-                if input_ids.shape[1]:
-                    output = decoder(input_ids=input_ids, past_key_values=past, use_cache=True)
-                    # Only the last position is scored (the vocabulary projection of a whole
-                    # prompt would cost more than the layers).
-                    hidden, past = output.last_hidden_state[:, -1], output.past_key_values
-                else:  # the whole prompt was read before
-                    hidden = prefix.hidden.unsqueeze(0)
-                if not generated:
-                    self.prefixes.put(ids, past, hidden[0].clone())
-                token_id = sample_rows_from_hidden(
-                    hidden, [sampling], [generator], self._vocabulary
-                )[0]
-                if token_id in self._stop_ids:
-                    return
-                generated.append(token_id)
-                text = self._tokenizer.decode(
-                    generated, skip_special_tokens=True, clean_up_tokenization_spaces=False
-                )
-                input_ids = torch.tensor([[token_id]])
-                if text.endswith(INCOMPLETE):
-                    yield ""
-                    continue
-                piece, shown = text[len(shown) :], text
-                yield piece
+            try:
+                for _ in range(sampling.max_new_tokens):
+                    if input_ids.shape[1]:
+                        output = decoder(input_ids=input_ids, past_key_values=past, use_cache=True)
+                        fed += input_ids[0].tolist()
+                        # Only the last position is scored (the vocabulary projection of a
+                        # whole prompt would cost more than the layers).
+                        hidden, past = output.last_hidden_state[:, -1], output.past_key_values
+                    else:  # the whole prompt was read before
+                        hidden = prefix.hidden.unsqueeze(0)
+                    if not generated:
+                        self.prefixes.put(ids, past, hidden[0].clone())
+                    token_id = sample_rows_from_hidden(
+                        hidden, [sampling], [generator], self._vocabulary
+                    )[0]
+                    if token_id in self._stop_ids:
+                        return
+                    generated.append(token_id)
+                    text = self._tokenizer.decode(
+                        generated, skip_special_tokens=True, clean_up_tokenization_spaces=False
+                    )
+                    input_ids = torch.tensor([[token_id]])
+                    if text.endswith(INCOMPLETE):
+                        yield ""
+                        continue
+                    piece, shown = text[len(shown) :], text
+                    yield piece
+            finally:
+                # What it generated is kept too, as the batched scheduler keeps a leaving
+                # row's (cyoa.generation.prefixes).
+                if len(fed) > len(ids):
+                    self.prefixes.put(fed, past, None)
 
 
 def _quantize_int8(model: Any) -> Any:

@@ -14,10 +14,21 @@ is the same computation split in two; only floating-point rounding differs (the 
 units in the last place as between a row alone and in a batch, which can change a sampled
 token only in a near-tie).
 
+A stored text also serves a prompt that shares only its beginning: the keys and values of a
+text's first n tokens depend on those tokens alone (attention looks only backwards), so the
+first n columns of a stored cache are the cache of those n tokens (:meth:`Prefix.truncated`).
+That is how a model reuses what it generated itself: when a row ends, its prompt and the
+tokens it generated are stored (without a last hidden state), and if the writer keeps that
+suggestion, the next round's prompt begins with the same tokens up to where the writer's
+text and the model's part ways. And writers whose stories open alike share their opening.
+A sliding-window layer keeps only its last ``window - 1`` columns, so a text longer than
+that can serve only prompts that begin with the whole of it.
+
 Memory: a stored token costs 37 KB for Gemma 3 270M (18 layers, one key-value head of 256)
 and 46 KB for SmolLM2-135M (30 layers, three heads of 64). The store keeps at most
-``max_tokens`` tokens per model, dropping the least recently used prompts first, and drops a
-prompt as soon as a longer prompt that begins with it is stored.
+``max_tokens`` tokens per model, dropping the least recently used texts first, and drops a
+text as soon as a longer one that begins with it is stored (when the longer one can be
+truncated to it).
 """
 
 from __future__ import annotations
@@ -33,12 +44,16 @@ if TYPE_CHECKING:
 # Tokens kept per model: 16 writers' stories of about 130 tokens (three rounds); about 75 MB
 # for Gemma 3 270M and 94 MB for SmolLM2-135M.
 DEFAULT_MAX_TOKENS = 2048
+# A stored text that a prompt only shares the beginning of serves it from this many shared
+# tokens on (every prompt shares at least the start-of-text token with every other).
+MIN_SHARED_TOKENS = 8
 
 
 class Prefix:
-    """A prompt's token ids, its KV cache (one row, no padding) and its last hidden state."""
+    """A text's token ids, its KV cache (one row, no padding) and its last hidden state
+    (None when it was not kept: a prompt must then read at least one token after it)."""
 
-    def __init__(self, ids: tuple[int, ...], cache: Any, hidden: torch.Tensor) -> None:
+    def __init__(self, ids: tuple[int, ...], cache: Any, hidden: torch.Tensor | None) -> None:
         self.ids = ids
         self.cache = cache
         self.hidden = hidden
@@ -50,12 +65,45 @@ class Prefix:
         cache.layers = [copy.copy(layer) for layer in self.cache.layers]
         return cache
 
+    def truncatable(self) -> bool:
+        """Whether every layer holds every token (a sliding-window layer drops the oldest once
+        the text is longer than its window), so that :meth:`truncated` is exact."""
+        return all(layer.keys.shape[-2] == len(self.ids) for layer in self.cache.layers)
+
+    def truncated(self, n: int) -> Prefix:
+        """The prefix of this text's first ``n`` tokens (its cache's first ``n`` columns; no
+        hidden state). Only when :meth:`truncatable`."""
+        if not 0 < n <= len(self.ids) or not self.truncatable():
+            raise ValueError(f"Cannot truncate a stored text of {len(self.ids)} tokens to {n}.")
+        cache = copy.copy(self.cache)
+        cache.layers = []
+        for layer in self.cache.layers:
+            layer = copy.copy(layer)
+            layer.keys, layer.values = layer.keys[:, :, :n], layer.values[:, :, :n]
+            if hasattr(layer, "cumulative_length"):  # a sliding-window layer counts its tokens
+                layer.cumulative_length = n
+            cache.layers.append(layer)
+        return Prefix(self.ids[:n], cache, None)
+
+
+def shared_length(a: tuple[int, ...], b: list[int]) -> int:
+    """How many tokens ``a`` and ``b`` have in common at their start."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
 
 class PrefixStore:
-    """The stored prompts of one model, at most ``max_tokens`` tokens in all."""
+    """The stored texts of one model, at most ``max_tokens`` tokens in all; a text that a
+    prompt only shares the beginning of serves it from ``min_shared`` shared tokens on."""
 
-    def __init__(self, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+    def __init__(
+        self, max_tokens: int = DEFAULT_MAX_TOKENS, min_shared: int = MIN_SHARED_TOKENS
+    ) -> None:
         self.max_tokens = max_tokens
+        self.min_shared = min_shared
         self._prefixes: OrderedDict[tuple[int, ...], Prefix] = OrderedDict()
         self._tokens = 0
         self._lock = threading.Lock()
@@ -71,32 +119,44 @@ class PrefixStore:
         return len(self._prefixes)
 
     def longest(self, ids: list[int]) -> Prefix | None:
-        """The longest stored prompt whose ids begin ``ids`` (or equal them), if any."""
+        """The longest beginning of ``ids`` that a stored text has read, if any: a stored
+        prompt that ``ids`` begin with (or equal), or the first tokens of a stored text that
+        shares them (:meth:`Prefix.truncated`). The prefix returned leaves at least one token
+        of ``ids`` to read unless it has the last hidden state."""
         with self._lock:
             best: Prefix | None = None
+            usable = 0
             for prefix in self._prefixes.values():
-                n = len(prefix.ids)
-                longer = best is None or n > len(best.ids)
-                if n <= len(ids) and longer and tuple(ids[:n]) == prefix.ids:
-                    best = prefix
-            if best is not None:
-                self._prefixes.move_to_end(best.ids)
-                self.hits += 1
-                self.tokens_reused += len(best.ids)
-            return best
+                n = shared_length(prefix.ids, ids)
+                if n == len(ids) and prefix.hidden is None or n == len(ids) < len(prefix.ids):
+                    n -= 1  # the last token must be read for its hidden state
+                if n == len(prefix.ids):
+                    if n > usable:
+                        best, usable = prefix, n
+                elif n > usable and n >= self.min_shared and prefix.truncatable():
+                    best, usable = prefix, n
+            if best is None:
+                return None
+            self._prefixes.move_to_end(best.ids)
+            self.hits += 1
+            self.tokens_reused += usable
+            return best if usable == len(best.ids) else best.truncated(usable)
 
-    def put(self, ids: list[int], cache: Any, hidden: torch.Tensor) -> None:
-        """Store the prompt ``ids`` with its one-row ``cache`` (copied, so the caller may go
-        on extending its own) and last hidden state ``(hidden_size,)``."""
+    def put(self, ids: list[int], cache: Any, hidden: torch.Tensor | None) -> None:
+        """Store the text ``ids`` with its one-row ``cache`` (copied, so the caller may go on
+        extending its own) and its last hidden state ``(hidden_size,)`` (None: not kept)."""
         key = tuple(ids)
         if len(key) > self.max_tokens:
             return
         prefix = Prefix(key, None, hidden)
         prefix.cache = Prefix(key, cache, hidden).cache_copy()
         with self._lock:
-            for stored in list(self._prefixes):
-                if len(stored) <= len(key) and key[: len(stored)] == stored:
-                    self._remove(stored)
+            if key in self._prefixes:
+                self._remove(key)
+            if prefix.truncatable():  # it can serve every prompt a shorter one could
+                for stored in list(self._prefixes):
+                    if len(stored) <= len(key) and key[: len(stored)] == stored:
+                        self._remove(stored)
             self._prefixes[key] = prefix
             self._tokens += len(key)
             while self._tokens > self.max_tokens:

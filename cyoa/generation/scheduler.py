@@ -71,6 +71,7 @@ class _Row:
         self.generator = torch.Generator().manual_seed(seed)
         self.pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.stopped = threading.Event()
+        self.ids: list[int] = []
         self.generated: list[int] = []
         self.shown = ""
         self.done = False
@@ -176,8 +177,9 @@ class BatchScheduler:
                 self._take_share()
                 rows = self._drop_finished(batch, rows)
                 if joining:
-                    prompts = [self.tokenizer(row.prompt).input_ids for row in joining]
-                    hidden = batch.join(prompts, self.prefixes)
+                    for row in joining:
+                        row.ids = self.tokenizer(row.prompt).input_ids
+                    hidden = batch.join([row.ids for row in joining], self.prefixes)
                     rows += joining
                     self.rows = len(rows)
                     self._advance(joining, hidden)
@@ -209,9 +211,20 @@ class BatchScheduler:
     def _drop_finished(self, batch: Batch, rows: list[_Row]) -> list[_Row]:
         keep = [i for i, row in enumerate(rows) if not row.done and not row.stopped.is_set()]
         if len(keep) != len(rows):
+            if self.prefixes is not None:
+                for i in sorted(set(range(len(rows))) - set(keep)):
+                    self._store(batch, i, rows[i])
             batch.keep(keep)
             rows = [rows[i] for i in keep]
         return rows
+
+    def _store(self, batch: Batch, index: int, row: _Row) -> None:
+        """Keep what a leaving row has read, its prompt and the tokens it generated (fed to
+        the model so far), so that a next prompt with the suggestion kept reads only what
+        follows it (:mod:`cyoa.generation.prefixes`)."""
+        length, cache = batch.row_cache(index)
+        if length > len(row.ids):
+            self.prefixes.put((row.ids + row.generated)[:length], cache, None)
 
     def _advance(self, rows: list[_Row], hidden: torch.Tensor) -> None:
         """Sample each row's next token from its last hidden state and hand its reader the
