@@ -94,6 +94,16 @@ def test_the_least_recently_used_prompts_go_first_when_the_store_is_full():
     assert store.longest(list(range(8))) is None
 
 
+def test_a_text_used_only_in_part_is_the_first_to_go_when_the_store_is_full():
+    store = store_with([3, 3, 3], [1] * 8 + [2, 2], max_tokens=14)
+    store.longest([3, 3, 3, 4])  # used whole: now the most recent
+    store.longest([1] * 8 + [5])  # used in part: its prompt will be stored on its own
+    store.put([4, 4, 4], FakeCache(3), torch.zeros(4))
+    assert store.tokens == 6
+    assert store.longest([1] * 8 + [6]) is None
+    assert store.longest([3, 3, 3, 9]).ids == (3, 3, 3)
+
+
 def test_a_stored_cache_is_a_copy_the_caller_may_go_on_extending():
     cache = FakeCache(2)
     store = PrefixStore()

@@ -137,7 +137,11 @@ class PrefixStore:
                     best, usable = prefix, n
             if best is None:
                 return None
-            self._prefixes.move_to_end(best.ids)
+            if usable == len(best.ids):
+                # Only a text used whole counts as used. One used in part (a writer's last
+                # round, a shared opening) is covered by the prompt about to be stored, so
+                # it is the first to go when the store is full.
+                self._prefixes.move_to_end(best.ids)
             self.hits += 1
             self.tokens_reused += usable
             return best if usable == len(best.ids) else best.truncated(usable)
