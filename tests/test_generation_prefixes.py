@@ -214,22 +214,35 @@ def test_a_finished_row_leaves_its_prompt_and_generated_tokens_in_the_store():
         scheduler.close()
 
 
-@pytest.mark.real_model
-@pytest.mark.parametrize("mode", ["batched", "naive"])
-def test_gemma_continues_a_story_read_before_as_one_read_whole(mode):
+def real_gemma() -> tuple:
+    """The packaged Gemma's card and the model cache."""
     from pathlib import Path
 
     from cyoa.generation import load_model_cards
-    from cyoa.generation.local import TransformersBackend
-    from cyoa.generation.types import Sampling
 
     root = Path(__file__).resolve().parent.parent
-    card = load_model_cards(root / "models")["gemma-3-270m"]
-    cache = root / "instance" / "models"
-    fresh = TransformersBackend(card, cache, mode=mode, prefix_tokens=0)  # stores nothing
+    return load_model_cards(root / "models")["gemma-3-270m"], root / "instance" / "models"
+
+
+def gemma_pair(mode: str) -> tuple:
+    """Real Gemma loaded twice in ``mode``: one that stores nothing, one that keeps what it
+    reads."""
+    from cyoa.generation.local import TransformersBackend
+
+    card, cache = real_gemma()
+    fresh = TransformersBackend(card, cache, mode=mode, prefix_tokens=0)
     reusing = TransformersBackend(card, cache, mode=mode)
     for backend in (fresh, reusing):
         backend.load(log=lambda _: None)
+    return fresh, reusing
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("mode", ["batched", "naive"])
+def test_gemma_continues_a_story_read_before_as_one_read_whole(mode):
+    from cyoa.generation.types import Sampling
+
+    fresh, reusing = gemma_pair(mode)
     round_1 = "Nobody in the town had seen the sun for three days."
     round_2 = round_1 + " The baker said it was a sign, and nobody laughed."
     sampling = Sampling(max_new_tokens=16)
@@ -245,21 +258,11 @@ def test_gemma_continues_a_story_read_before_as_one_read_whole(mode):
 @pytest.mark.real_model
 @pytest.mark.parametrize("mode", ["batched", "naive"])
 def test_a_kept_suggestion_is_not_read_again_by_the_model_that_wrote_it(mode):
-    from pathlib import Path
-
-    from cyoa.generation import load_model_cards
-    from cyoa.generation.local import TransformersBackend
     from cyoa.generation.types import Sampling
     from cyoa.generation.weights import ensure_converted, load_tokenizer
 
-    root = Path(__file__).resolve().parent.parent
-    card = load_model_cards(root / "models")["gemma-3-270m"]
-    cache = root / "instance" / "models"
-    fresh = TransformersBackend(card, cache, mode=mode, prefix_tokens=0)  # stores nothing
-    reusing = TransformersBackend(card, cache, mode=mode)
-    for backend in (fresh, reusing):
-        backend.load(log=lambda _: None)
-    tokenizer = load_tokenizer(ensure_converted(card, cache, log=lambda _: None))
+    fresh, reusing = gemma_pair(mode)
+    tokenizer = load_tokenizer(ensure_converted(*real_gemma(), log=lambda _: None))
     round_1 = "Nobody in the town had seen the sun for three days."
     sampling = Sampling(max_new_tokens=16)
     suggestion = "".join(reusing.stream(round_1, sampling, 0))
