@@ -34,6 +34,7 @@ truncated to it).
 from __future__ import annotations
 
 import copy
+import functools
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
@@ -65,15 +66,17 @@ class Prefix:
         cache.layers = [copy.copy(layer) for layer in self.cache.layers]
         return cache
 
+    @functools.cached_property
     def truncatable(self) -> bool:
         """Whether every layer holds every token (a sliding-window layer drops the oldest once
-        the text is longer than its window), so that :meth:`truncated` is exact."""
+        the text is longer than its window), so that :meth:`truncated` is exact. A stored
+        cache never changes, so this is worked out once."""
         return all(layer.keys.shape[-2] == len(self.ids) for layer in self.cache.layers)
 
     def truncated(self, n: int) -> Prefix:
         """The prefix of this text's first ``n`` tokens (its cache's first ``n`` columns; no
         hidden state). Only when :meth:`truncatable`."""
-        if not 0 < n <= len(self.ids) or not self.truncatable():
+        if not 0 < n <= len(self.ids) or not self.truncatable:
             raise ValueError(f"Cannot truncate a stored text of {len(self.ids)} tokens to {n}.")
         cache = copy.copy(self.cache)
         cache.layers = []
@@ -130,10 +133,8 @@ class PrefixStore:
                 n = shared_length(prefix.ids, ids)
                 if n == len(ids) and prefix.hidden is None or n == len(ids) < len(prefix.ids):
                     n -= 1  # the last token must be read for its hidden state
-                if n == len(prefix.ids):
-                    if n > usable:
-                        best, usable = prefix, n
-                elif n > usable and n >= self.min_shared and prefix.truncatable():
+                whole = n == len(prefix.ids)
+                if n > usable and (whole or n >= self.min_shared and prefix.truncatable):
                     best, usable = prefix, n
             if best is None:
                 return None
@@ -157,7 +158,7 @@ class PrefixStore:
         with self._lock:
             if key in self._prefixes:
                 self._remove(key)
-            if prefix.truncatable():  # it can serve every prompt a shorter one could
+            if prefix.truncatable:  # it can serve every prompt a shorter one could
                 for stored in list(self._prefixes):
                     if len(stored) <= len(key) and key[: len(stored)] == stored:
                         self._remove(stored)

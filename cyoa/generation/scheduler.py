@@ -212,8 +212,9 @@ class BatchScheduler:
         keep = [i for i, row in enumerate(rows) if not row.done and not row.stopped.is_set()]
         if len(keep) != len(rows):
             if self.prefixes is not None:
-                for i in sorted(set(range(len(rows))) - set(keep)):
-                    self._store(batch, i, rows[i])
+                for i, row in enumerate(rows):
+                    if i not in keep:
+                        self._store(batch, i, row)
             batch.keep(keep)
             rows = [rows[i] for i in keep]
         return rows
