@@ -218,6 +218,35 @@ def test_a_reader_that_stops_takes_its_row_out_and_the_others_go_on(gemma):
     assert kept_pieces == list(gemma["naive"].stream(STORY, long, 12))
 
 
+@pytest.mark.real_model
+def test_a_joining_row_samples_its_first_token_with_the_rows_already_decoding(gemma, monkeypatch):
+    """One pass over the vocabulary per scheduler iteration: the rows that step and the rows
+    that join sample together, and the joining row still gets its text alone."""
+    from cyoa.generation import scheduler
+
+    calls: list[tuple[int, ...]] = []  # the rows (their generators) of each sampling pass
+    original = scheduler.sample_rows_from_hidden
+
+    def recording(hidden, samplings, generators, vocabulary):
+        calls.append(tuple(id(generator) for generator in generators))
+        return original(hidden, samplings, generators, vocabulary)
+
+    monkeypatch.setattr(scheduler, "sample_rows_from_hidden", recording)
+    backend = gemma["batched"]
+    long = Sampling(max_new_tokens=40)
+    first = backend.stream(STORY, long, 21)
+    first_pieces = [next(first) for _ in range(3)]
+    second = backend.stream(STORY, long, 22)
+    second_pieces = list(second)
+    first_pieces += list(first)
+    (first_row,) = calls[0]
+    # The second row's first token comes from a pass that also samples the first row's.
+    joined = next(call for call in calls if call != (first_row,))
+    assert len(joined) == 2 and first_row in joined
+    assert second_pieces == list(gemma["naive"].stream(STORY, long, 22))
+    assert first_pieces == list(gemma["naive"].stream(STORY, long, 21))
+
+
 def test_sampling_rows_together_draws_what_each_row_draws_alone():
     from cyoa.generation.sampling import sample_next_token, sample_rows
 
