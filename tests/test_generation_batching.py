@@ -1,8 +1,9 @@
 """Dynamic batching: rows of one model decoded together give what each would alone.
 
-The fast tests run the batch bookkeeping (left padding, positions, rows joining and leaving a
-running KV cache, sliding-window layers) on tiny randomly initialised models built here; the
-``real_model`` tests run the scheduler with the packaged models.
+The fast tests run the batch bookkeeping (left padding, rows joining and leaving a running KV
+cache, prompts read in the same pass as the rows decoding, sliding-window layers) on tiny
+randomly initialised models built here; the ``real_model`` tests run the scheduler with the
+packaged models.
 """
 
 from __future__ import annotations
@@ -15,23 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from cyoa.generation.batching import Batch, leading_padding, left_pad, positions
+from cyoa.generation.batching import Batch, leading_padding
 from cyoa.generation.types import Sampling
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def test_left_pad_puts_every_row_s_last_token_in_the_last_column():
-    ids, mask = left_pad([[5, 6, 7], [8]], pad_id=0)
-    assert ids.tolist() == [[5, 6, 7], [0, 0, 8]]
-    assert mask.tolist() == [[1, 1, 1], [0, 0, 1]]
-    with pytest.raises(ValueError):
-        left_pad([[1], []], pad_id=0)
-
-
-def test_positions_count_only_a_row_s_own_tokens():
-    mask = torch.tensor([[1, 1, 1], [0, 0, 1], [0, 1, 1]])
-    assert positions(mask).tolist() == [[0, 1, 2], [0, 0, 0], [0, 0, 1]]
 
 
 def test_leading_padding_counts_columns_empty_in_every_row():
@@ -69,7 +57,11 @@ def tiny_models() -> dict[str, torch.nn.Module]:
 
 
 @pytest.mark.parametrize("layout", ["gemma3", "llama"])
-def test_rows_joining_and_leaving_see_exactly_what_they_would_alone(layout):
+@pytest.mark.parametrize("together", [False, True], ids=["join-then-step", "one-pass"])
+def test_rows_joining_and_leaving_see_exactly_what_they_would_alone(layout, together):
+    """Rows join a running batch either on their own (``Batch.join``, then the batch steps)
+    or packed into the same forward pass as the rows decoding (``Batch.advance``); either
+    way every row's logits are those of its tokens run alone."""
     model = tiny_models()[layout]
     generator = torch.Generator().manual_seed(1)
 
@@ -97,27 +89,62 @@ def test_rows_joining_and_leaving_see_exactly_what_they_would_alone(layout):
     order: list[str] = []
     done = {name: 0 for name in rows}  # tokens fed so far
     compared = 0
+
+    def check_fed(names: list[str], logits: torch.Tensor) -> None:
+        nonlocal compared
+        for name, row_logits in zip(names, logits, strict=True):
+            done[name] += 1
+            torch.testing.assert_close(row_logits, alone[name][done[name]], atol=1e-5, rtol=1e-4)
+            compared += 1
+
+    def check_joined(names: list[str], logits: torch.Tensor) -> None:
+        for name, row_logits in zip(names, logits, strict=True):
+            torch.testing.assert_close(row_logits, alone[name][0], atol=1e-5, rtol=1e-4)
+
     for step in range(12):
         joining = [name for name, (_, _, at) in rows.items() if at == step]
-        if joining:
-            logits = head(batch.join([rows[name][0] for name in joining]))
-            for name, row_logits in zip(joining, logits, strict=True):
-                torch.testing.assert_close(row_logits, alone[name][0], atol=1e-5, rtol=1e-4)
+        if joining and not together:
+            check_joined(joining, head(batch.join([rows[name][0] for name in joining])))
             order += joining
         # A row leaves once it has been fed all its tokens.
         staying = [i for i, name in enumerate(order) if done[name] < len(rows[name][1])]
         batch.keep(staying)
         order = [order[i] for i in staying]
-        if not order:
-            continue
-        logits = head(batch.step([rows[name][1][done[name]] for name in order]))
-        for name, row_logits in zip(order, logits, strict=True):
-            done[name] += 1
-            torch.testing.assert_close(row_logits, alone[name][done[name]], atol=1e-5, rtol=1e-4)
-            compared += 1
+        fed = [rows[name][1][done[name]] for name in order]
+        if joining and together:
+            logits = head(batch.advance(fed, [rows[name][0] for name in joining]))
+            check_fed(order, logits[: len(order)])
+            check_joined(joining, logits[len(order) :])
+            order += joining
+        elif order:
+            check_fed(order, head(batch.step(fed)))
     assert done == {name: len(fed) for name, (_, fed, _) in rows.items()}
     assert compared == sum(len(fed) for _, fed, _ in rows.values())
+    batch.keep([])
     assert batch.rows == 0
+
+
+@pytest.mark.parametrize("layout", ["gemma3", "llama"])
+def test_the_decoding_rows_of_a_packed_pass_get_a_step_s_hidden_states_bit_for_bit(layout):
+    """Packing the decoding rows' tokens into one sequence changes nothing for them. A
+    prompt read before to its last token joins without reading anything, so the pass that
+    adds it runs only the decoding rows; they must get exactly what a step gives them."""
+    from cyoa.generation.prefixes import PrefixStore
+
+    model = tiny_models()[layout]
+    prompts = [[5, 6, 7, 8, 9], [10, 11], [12, 13, 14, 15]]
+    store = PrefixStore()
+    stored = Batch(model, pad_id=0).join([[30, 31, 32]], store)
+    stepped, packed = Batch(model, pad_id=0), Batch(model, pad_id=0)
+    stepped.join(prompts)
+    packed.join(prompts)
+    expected = stepped.step([20, 21, 22])
+    got = packed.advance([20, 21, 22], [[30, 31, 32]], store)
+    assert torch.equal(got[:3], expected)
+    assert torch.equal(got[3], stored[0])
+    assert packed.rows == 4 and store.hits == 1
+    # The next step of the packed batch goes on for all four rows.
+    assert torch.equal(packed.step([23, 24, 25, 26])[:3], stepped.step([23, 24, 25]))
 
 
 def test_columns_that_are_padding_everywhere_are_dropped_when_rows_leave():

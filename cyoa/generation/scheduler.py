@@ -4,9 +4,9 @@ forward pass.
 
 :meth:`BatchScheduler.stream` has the :class:`~cyoa.generation.types.Backend` shape: it
 queues a request and yields its pieces as the scheduler thread produces them. The thread
-loops: every row in the batch feeds its last token through the model, requests that arrived
-join the batch (their prompts run through the model, after the step), and then all rows,
-old and new, sample their next token in one pass over the vocabulary. A row leaves
+loops: every row in the batch feeds its last token through the model and requests that
+arrived join the batch (their prompts' tokens packed into the same forward pass), and then
+all rows, old and new, sample their next token in one pass over the vocabulary. A row leaves
 as soon as it ends (an end-of-text token or its ``max_new_tokens``) or its reader stops
 reading (a sentence is complete, a timeout, a cancellation), so the batch is only ever as
 wide as the work in progress. Each row samples with its own settings and its own seeded
@@ -177,21 +177,22 @@ class BatchScheduler:
             try:
                 self._take_share()
                 rows = self._drop_finished(batch, rows)
-                # The rows in the batch advance by one token, the joining rows read their
-                # prompts (appended at the end of the batch), and all of them sample their
-                # next token together: one pass over the vocabulary per iteration.
-                hidden = []
-                if rows:
-                    hidden.append(batch.step([row.generated[-1] for row in rows]))
-                if joining:
-                    for row in joining:
-                        row.ids = self.tokenizer(row.prompt).input_ids
-                    hidden.append(batch.join([row.ids for row in joining], self.prefixes))
+                # The rows in the batch advance by one token and the joining rows read their
+                # prompts (appended at the end of the batch), in one pass through the layers;
+                # then all of them sample their next token together: one pass over the
+                # vocabulary per iteration.
+                for row in joining:
+                    row.ids = self.tokenizer(row.prompt).input_ids
+                if rows or joining:
+                    hidden = batch.advance(
+                        [row.generated[-1] for row in rows],
+                        [row.ids for row in joining],
+                        self.prefixes,
+                    )
                     rows += joining
                     joining = []
-                self.rows = len(rows)
-                if rows:
-                    self._advance(rows, torch.cat(hidden))
+                    self.rows = len(rows)
+                    self._advance(rows, hidden)
                     rows = self._drop_finished(batch, rows)
                 self.rows = len(rows)
             except Exception as exc:  # noqa: BLE001 - every reader of the batch gets the error
