@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from cyoa.generation import batching
 from cyoa.generation.batching import Batch, leading_padding
 from cyoa.generation.types import Sampling
 
@@ -58,10 +59,12 @@ def tiny_models() -> dict[str, torch.nn.Module]:
 
 @pytest.mark.parametrize("layout", ["gemma3", "llama"])
 @pytest.mark.parametrize("together", [False, True], ids=["join-then-step", "one-pass"])
-def test_rows_joining_and_leaving_see_exactly_what_they_would_alone(layout, together):
+def test_rows_joining_and_leaving_see_exactly_what_they_would_alone(layout, together, monkeypatch):
     """Rows join a running batch either on their own (``Batch.join``, then the batch steps)
-    or packed into the same forward pass as the rows decoding (``Batch.advance``); either
-    way every row's logits are those of its tokens run alone."""
+    or packed into the same forward pass as the rows decoding (``Batch.advance``, whose
+    rows write their keys into spare room, here two columns, so it runs out); either way
+    every row's logits are those of its tokens run alone."""
+    monkeypatch.setattr(batching, "ROOM", 2)
     model = tiny_models()[layout]
     generator = torch.Generator().manual_seed(1)
 
@@ -117,7 +120,7 @@ def test_rows_joining_and_leaving_see_exactly_what_they_would_alone(layout, toge
             check_joined(joining, logits[len(order) :])
             order += joining
         elif order:
-            check_fed(order, head(batch.step(fed)))
+            check_fed(order, head(batch.advance(fed, []) if together else batch.step(fed)))
     assert done == {name: len(fed) for name, (_, fed, _) in rows.items()}
     assert compared == sum(len(fed) for _, fed, _ in rows.values())
     batch.keep([])
@@ -125,7 +128,9 @@ def test_rows_joining_and_leaving_see_exactly_what_they_would_alone(layout, toge
 
 
 @pytest.mark.parametrize("layout", ["gemma3", "llama"])
-def test_the_decoding_rows_of_a_packed_pass_get_a_step_s_hidden_states_bit_for_bit(layout):
+def test_the_decoding_rows_of_a_packed_pass_get_a_step_s_hidden_states_bit_for_bit(
+    layout, monkeypatch
+):
     """Packing the decoding rows' tokens into one sequence changes nothing for them. A
     prompt read before to its last token joins without reading anything, so the pass that
     adds it runs only the decoding rows; they must get exactly what a step gives them."""
@@ -143,8 +148,11 @@ def test_the_decoding_rows_of_a_packed_pass_get_a_step_s_hidden_states_bit_for_b
     assert torch.equal(got[:3], expected)
     assert torch.equal(got[3], stored[0])
     assert packed.rows == 4 and store.hits == 1
-    # The next step of the packed batch goes on for all four rows.
-    assert torch.equal(packed.step([23, 24, 25, 26])[:3], stepped.step([23, 24, 25]))
+    # The next steps of the packed batch go on for all four rows, their keys written into
+    # spare room (two columns, then a copy with more) or, in a full sliding window, not.
+    monkeypatch.setattr(batching, "ROOM", 2)
+    for fed in ([23, 24, 25], [26, 27, 28], [29, 30, 31], [32, 33, 34]):
+        assert torch.equal(packed.advance([*fed, 40], [])[:3], stepped.step(fed))
 
 
 def test_columns_that_are_padding_everywhere_are_dropped_when_rows_leave():

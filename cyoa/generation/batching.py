@@ -39,6 +39,8 @@ from cyoa.generation.prefixes import PrefixStore
 
 # The name under which :func:`packed_attention` is registered with transformers.
 PACKED_ATTENTION = "cyoa_packed"
+# Spare columns a batch's cache layer gets when it grows by copying (see _append).
+ROOM = 32
 # The parts of the packed pass running now on this thread (each scheduler thread runs its own).
 _running = threading.local()
 
@@ -90,6 +92,46 @@ class _Part:
     mask: torch.Tensor | None = None
     read: int = 0
     ids: list[int] = field(default_factory=list)
+    # The decoding rows' spare room per layer (Batch._room) and their attention masks by
+    # the number of columns a layer attends to.
+    room: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    masks: dict[int, torch.Tensor] = field(default_factory=dict)
+
+
+def _append(
+    layer: Any,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    room: dict[int, tuple[torch.Tensor, torch.Tensor]],
+    index: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``layer.update(keys, values)`` for the decoding rows' one new column each, written in
+    place into spare columns after the layer's tensors (``room[index]``). Without room the
+    layer is copied once into tensors with ``ROOM`` spare columns, so the next steps do not
+    copy the whole layer (as ``torch.cat`` does at every step). A sliding-window layer whose
+    window is full drops its oldest column instead: that is left to ``layer.update``."""
+    stored = layer.keys.shape[-2]
+    window = _sliding_window(layer)
+    if window is not None and stored + 1 > window - 1:
+        return layer.update(keys, values)
+    spare = room.get(index)
+    if (
+        spare is None
+        or spare[0].data_ptr() != layer.keys.data_ptr()
+        or spare[0].shape[:2] != layer.keys.shape[:2]
+        or spare[0].shape[-2] <= stored
+    ):
+        shape = (*layer.keys.shape[:2], stored + ROOM, layer.keys.shape[-1])
+        spare = (layer.keys.new_empty(shape), layer.values.new_empty(shape))
+        spare[0][:, :, :stored] = layer.keys
+        spare[1][:, :, :stored] = layer.values
+        room[index] = spare
+    spare[0][:, :, stored] = keys[:, :, 0]
+    spare[1][:, :, stored] = values[:, :, 0]
+    layer.keys, layer.values = spare[0][:, :, : stored + 1], spare[1][:, :, : stored + 1]
+    if window is not None:
+        layer.cumulative_length += 1
+    return layer.keys, layer.values
 
 
 def packed_attention(
@@ -118,10 +160,18 @@ def packed_attention(
         layer = part.cache.layers[module.layer_idx]
         if part.mask is not None:
             # The decoding rows: a batch of one-token queries, as in Batch.step.
-            keys, values = layer.update(
-                key[:, :, stretch].transpose(0, 2), value[:, :, stretch].transpose(0, 2)
+            keys, values = _append(
+                layer,
+                key[:, :, stretch].transpose(0, 2),
+                value[:, :, stretch].transpose(0, 2),
+                part.room,
+                module.layer_idx,
             )
-            mask = part.mask[:, None, None, -keys.shape[-2] :].bool()
+            mask = part.masks.get(keys.shape[-2])
+            if mask is None:
+                mask = part.masks[keys.shape[-2]] = part.mask[
+                    :, None, None, -keys.shape[-2] :
+                ].bool()
             out, _ = sdpa_attention_forward(
                 module, query[:, :, stretch].transpose(0, 2), keys, values, mask, **kwargs
             )
@@ -163,6 +213,9 @@ class Batch:
         self.pad_id = pad_id
         self.mask: torch.Tensor | None = None
         self.cache: Any = None
+        # Per layer, the tensors with spare columns that the cache's keys and values are
+        # the first columns of (written into in place; see _append).
+        self._room: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     @property
     def rows(self) -> int:
@@ -187,16 +240,17 @@ class Batch:
 
         With ``prefixes``, a prompt that begins with a stored one reads only its remaining
         tokens, from the stored cache, and every prompt read is stored. A prompt's cache
-        is then merged into the batch's."""
-        if not prompts:
-            return self.step(tokens)
+        is then merged into the batch's. The rows' new keys and values are written into
+        spare room after the batch's cache where it has some (:func:`_append`)."""
         if tokens and len(tokens) != self.rows:
             raise ValueError(f"Expected one token for each of the {self.rows} rows.")
         parts = []
         if tokens:
             position = self.mask.sum(-1, keepdim=True)
             self.mask = torch.cat([self.mask, torch.ones_like(position)], dim=-1)
-            parts.append(_Part(self.cache, tokens, rows=len(tokens), mask=self.mask))
+            parts.append(
+                _Part(self.cache, tokens, rows=len(tokens), mask=self.mask, room=self._room)
+            )
         hidden: list[torch.Tensor | None] = [None] * len(prompts)
         joining = []
         for i, ids in enumerate(prompts):
@@ -222,6 +276,8 @@ class Batch:
                 if prefixes is not None:
                     prefixes.put(part.ids, part.cache, hidden[i])
             self._add(torch.ones((1, len(part.ids)), dtype=torch.long), part.cache)
+        if not prompts:
+            return output[: len(tokens)]
         return torch.cat([output[: len(tokens)], torch.stack(hidden)])
 
     def _empty_cache(self) -> Any:
@@ -295,11 +351,13 @@ class Batch:
             return
         if not rows:
             self.mask, self.cache = None, None
+            self._room.clear()
             return
         if rows == list(range(self.rows)):
             return
         index = torch.tensor(rows, dtype=torch.long)
         self.mask = self.mask[index]
+        self._room.clear()
         for layer in self.cache.layers:
             layer.keys = layer.keys[index]
             layer.values = layer.values[index]
@@ -325,6 +383,7 @@ class Batch:
         """Append rows (their mask and cache) to the batch, right-aligning both sides' columns
         by padding the shorter on the left."""
         width = max(self.mask.shape[1], mask.shape[1])
+        self._room.clear()
         for mine, theirs in zip(self.cache.layers, cache.layers, strict=True):
             window = _sliding_window(mine)
             stored = width if window is None else min(width, window - 1)
