@@ -84,10 +84,12 @@ def _sliding_window(layer: Any) -> int | None:
 class _Part:
     """A stretch of the packed sequence with a cache of its own: the decoding rows (one token
     each, ``rows`` of them, left-padded ``mask`` with the new column) or one joining prompt
-    (``rows`` = 1, its ``tokens`` after the ``read`` tokens its cache holds)."""
+    (``rows`` = 1, its ``tokens`` after the ``read`` tokens its cache holds). ``positions``:
+    each token's position in its own row."""
 
     cache: Any
     tokens: list[int]
+    positions: torch.Tensor
     rows: int = 1
     mask: torch.Tensor | None = None
     read: int = 0
@@ -147,7 +149,8 @@ def packed_attention(
     ``PACKED_ATTENTION``. ``query``, ``key`` and ``value`` are ``(1, heads, tokens, dim)``
     for the whole packed sequence; each part's stretch is added to its own cache and
     attends to it alone, through transformers' own SDPA attention with the mask a pass of
-    that part alone would get (``attention_mask`` is a placeholder). A sliding-window layer
+    that part alone would get (``attention_mask``, the one transformers was handed, is not
+    used: the parts' masks are made here). A sliding-window layer
     (``sliding_window``) sees only that many positions back."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
@@ -249,7 +252,14 @@ class Batch:
             position = self.mask.sum(-1, keepdim=True)
             self.mask = torch.cat([self.mask, torch.ones_like(position)], dim=-1)
             parts.append(
-                _Part(self.cache, tokens, rows=len(tokens), mask=self.mask, room=self._room)
+                _Part(
+                    self.cache,
+                    tokens,
+                    position[:, 0],
+                    rows=len(tokens),
+                    mask=self.mask,
+                    room=self._room,
+                )
             )
         hidden: list[torch.Tensor | None] = [None] * len(prompts)
         joining = []
@@ -259,15 +269,14 @@ class Batch:
             prefix = None if prefixes is None else prefixes.longest(ids)
             if prefix is not None and len(prefix.ids) == len(ids):
                 hidden[i] = prefix.hidden  # read before, to its last token
-                joining.append(_Part(prefix.cache_copy(), [], ids=ids, read=len(ids)))
+                joining.append(_Part(prefix.cache_copy(), [], torch.empty(0), ids=ids))
                 continue
             cache = self._empty_cache() if prefix is None else prefix.cache_copy()
             read = 0 if prefix is None else len(prefix.ids)
-            joining.append(_Part(cache, ids[read:], ids=ids, read=read))
+            where = torch.arange(read, len(ids))
+            joining.append(_Part(cache, ids[read:], where, ids=ids, read=read))
             parts.append(joining[-1])
-        output = self._packed_pass(
-            parts, position if tokens else None, [p for p in parts if p.mask is None]
-        )
+        output = self._packed_pass(parts)
         start = len(tokens)
         for i, part in enumerate(joining):
             if part.tokens:
@@ -285,16 +294,12 @@ class Batch:
 
         return DynamicCache(config=self.model.config)
 
-    def _packed_pass(
-        self, parts: list[_Part], decoding: torch.Tensor | None, joining: list[_Part]
-    ) -> torch.Tensor:
+    def _packed_pass(self, parts: list[_Part]) -> torch.Tensor:
         """Run ``parts`` through the layers as one sequence (:func:`packed_attention`); the
         last hidden state of each of its tokens, ``(tokens, hidden_size)``."""
         if not parts:
             return torch.empty((0, self.model.config.hidden_size))
         ids = [token for part in parts for token in part.tokens]
-        where = [] if decoding is None else [decoding[:, 0]]
-        where += [torch.arange(part.read, part.read + len(part.tokens)) for part in joining]
         config = self.model.config
         before = config._attn_implementation
         _running.parts = parts
@@ -306,7 +311,7 @@ class Batch:
                     # Each part's masks are made by packed_attention; transformers passes an
                     # already made (four-dimensional) mask through to it untouched.
                     attention_mask=torch.ones((1, 1, len(ids), 1), dtype=torch.bool),
-                    position_ids=torch.cat(where).unsqueeze(0),
+                    position_ids=torch.cat([part.positions for part in parts]).unsqueeze(0),
                     use_cache=False,
                 )
         finally:
