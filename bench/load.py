@@ -739,7 +739,18 @@ def render_markdown(results: dict[str, Any]) -> str:
                 + ", ".join(f"{r}×" for r in per_round)
             )
     lines += ["", "Targets (issue 6): " + "; ".join(TARGETS) + ".", ""]
+    if _without_pauses(results):
+        lines += [
+            "Writers without pauses: each one sends the next line as soon as the suggestions "
+            "are in, so the throughput is the server's capacity for N writers at once. The "
+            "targets are read on the run with the writers' pauses (load.md).",
+            "",
+        ]
     return "\n".join(lines)
+
+
+def _without_pauses(results: dict[str, Any]) -> bool:
+    return all(high == 0 for _, high in results["pauses"].values())
 
 
 def write_results(results: dict[str, Any], out: Path) -> Path:
@@ -757,7 +768,7 @@ def write_results(results: dict[str, Any], out: Path) -> Path:
 def write_page(results: dict[str, Any], out: Path, json_name: str) -> None:
     """The summary page of ``results`` (saved as ``json_name``) in ``out``."""
     words = re.findall(r"[A-Za-z0-9_]+", " ".join(results["card_options"]))
-    if all(high == 0 for _, high in results["pauses"].values()):
+    if _without_pauses(results):
         words.insert(0, "no-pauses")
     variant = "-".join(words)
     page = out / (f"load-{variant}.md" if variant else "load.md")
