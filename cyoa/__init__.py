@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """The Flask app. Settings come from the defaults below, then ``CYOA_*`` environment
     variables (e.g. ``CYOA_DATABASE``), then ``test_config``."""
+    from cyoa.generation.prefixes import DEFAULT_MAX_TOKENS
+
     app = Flask(__name__, root_path=str(ROOT), instance_relative_config=True)
     app.config.from_mapping(
         DATABASE=str(Path(app.instance_path) / "cyoa.sqlite"),
@@ -31,6 +33,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         LOAD_MODELS_AT_START=True,
         TORCH_THREADS=0,
         GENERATION_MODE="batched",
+        PROMPT_STORE_TOKENS=DEFAULT_MAX_TOKENS,
         MESSAGE_QUEUE="",
         TAG_SENTENCES=True,
         TAG_DELAY_SECONDS=30.0,
@@ -85,7 +88,18 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         configure_torch_threads(fixed or (cores if mode == "naive" else max(1, cores // 2)))
         if mode == "batched" and not fixed:
             share = CoreShare(cores)
-    pool = ModelPool(used, Path(app.config["MODEL_CACHE"]), generation_mode=mode, cores=share)
+    store_tokens = int(app.config["PROMPT_STORE_TOKENS"])
+    if store_tokens < 0:
+        raise ValueError(
+            f"CYOA_PROMPT_STORE_TOKENS is {store_tokens}; use 0 (keep no prompts) or more."
+        )
+    pool = ModelPool(
+        used,
+        Path(app.config["MODEL_CACHE"]),
+        generation_mode=mode,
+        cores=share,
+        prompt_store_tokens=store_tokens,
+    )
     if app.config["LOAD_MODELS_AT_START"]:
         pool.start_loading()
 

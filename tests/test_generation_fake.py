@@ -7,7 +7,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import write_setup
 
+from cyoa import create_app
 from cyoa.generation import (
     ModelCard,
     ModelCardError,
@@ -23,6 +25,8 @@ from cyoa.generation import (
     prepare_models,
 )
 from cyoa.generation.fake import FakeBackend
+from cyoa.generation.pool import make_backend
+from cyoa.generation.prefixes import DEFAULT_MAX_TOKENS
 
 REPO_MODELS = Path(__file__).resolve().parent.parent / "models"
 STORY = ["The lighthouse keeper found a letter on the rocks."]
@@ -297,6 +301,27 @@ def test_a_model_that_fails_to_load_is_reported_and_not_handed_out(tmp_path):
     assert "no-such-weights-package" in status["missing"]["error"]
     with pytest.raises(ModelNotAvailable, match="could not be loaded"):
         pool.get("missing")
+
+
+def test_a_local_model_keeps_as_many_prompt_tokens_as_the_pool_is_told(tmp_path):
+    card = ModelCard(
+        name="local",
+        display_name="A local model, not loaded",
+        backend="transformers",
+        sampling=Sampling(),
+        package="some-weights-package",
+        weights_file="model.gguf",
+        version="1.0",
+    )
+    assert make_backend(card, tmp_path).prefixes.max_tokens == DEFAULT_MAX_TOKENS
+    assert make_backend(card, tmp_path, prompt_store_tokens=4096).prefixes.max_tokens == 4096
+
+
+def test_the_prompt_store_setting_reaches_the_pool_and_a_negative_one_is_refused(tmp_path):
+    app = create_app({**write_setup(tmp_path), "PROMPT_STORE_TOKENS": 4096})
+    assert app.extensions["cyoa"]["pool"].prompt_store_tokens == 4096
+    with pytest.raises(ValueError, match="CYOA_PROMPT_STORE_TOKENS is -1"):
+        create_app({**write_setup(tmp_path), "PROMPT_STORE_TOKENS": -1})
 
 
 def test_pool_refuses_an_unknown_backend(tmp_path):

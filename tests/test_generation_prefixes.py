@@ -83,25 +83,75 @@ def test_a_longer_prompt_replaces_the_stored_prompts_it_begins_with():
     assert store.longest([1, 2, 3, 9]).ids == (1, 2, 3)
 
 
-def test_the_least_recently_used_prompts_go_first_when_the_store_is_full():
-    store = store_with([1, 1, 1], [2, 2, 2], max_tokens=7)
-    store.longest([1, 1, 1, 5])  # used: now the most recent
+class Clock:
+    """Test stand-in for the store's clock: the time is what the test sets."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_new_text_is_not_stored_while_every_stored_one_is_in_use():
+    clock = Clock()
+    store = PrefixStore(max_tokens=7, min_shared=1, clock=clock)
+    store.put([1, 1, 1], FakeCache(3), torch.zeros(4))
+    store.put([2, 2, 2], FakeCache(3), torch.zeros(4))
+    clock.now = 599.0
     store.put([3, 3, 3], FakeCache(3), torch.zeros(4))
-    assert store.tokens == 6
-    assert store.longest([2, 2, 2]) is None
-    assert store.longest([1, 1, 1]) is not None and store.longest([3, 3, 3]) is not None
+    assert store.tokens == 6 and store.longest([3, 3, 3]) is None
+    assert store.longest([1, 1, 1]) is not None and store.longest([2, 2, 2]) is not None
     store.put(list(range(8)), FakeCache(8), torch.zeros(4))  # longer than the store: skipped
     assert store.longest(list(range(8))) is None
 
 
-def test_a_text_used_only_in_part_is_the_first_to_go_when_the_store_is_full():
-    store = store_with([3, 3, 3], [1] * 8 + [2, 2], max_tokens=14)
-    store.longest([3, 3, 3, 4])  # used whole: now the most recent
-    store.longest([1] * 8 + [5])  # used in part: its prompt will be stored on its own
+def test_texts_unused_for_ten_minutes_make_room_the_least_recently_used_first():
+    clock = Clock()
+    store = PrefixStore(max_tokens=14, min_shared=1, clock=clock)
+    store.put([1] * 8 + [2, 2], FakeCache(10), torch.zeros(4))
+    store.put([3, 3, 3], FakeCache(3), torch.zeros(4))
+    clock.now = 300.0
+    store.longest([1] * 8 + [5])  # used in part: that does not keep it in use
+    store.longest([3, 3, 3, 4])  # used whole: in use again
+    clock.now = 650.0
     store.put([4, 4, 4], FakeCache(3), torch.zeros(4))
     assert store.tokens == 6
     assert store.longest([1] * 8 + [6]) is None
     assert store.longest([3, 3, 3, 9]).ids == (3, 3, 3)
+    assert store.longest([4, 4, 4, 9]).ids == (4, 4, 4)
+
+
+def test_a_text_not_stored_leaves_the_texts_it_would_have_replaced():
+    store = store_with([1, 2, 3], [9, 9, 9, 9], max_tokens=7)
+    store.put([1, 2, 3, 4, 5], FakeCache(5), None, prompt_length=3)  # 2 tokens too many
+    assert store.tokens == 7
+    assert store.longest([1, 2, 3, 7]).ids == (1, 2, 3)
+
+
+def test_the_next_rounds_prompt_drops_the_branches_generated_after_the_last_rounds():
+    story = [1, 2, 3, 4]
+    store = store_with(story, [9, 9, 9])  # a round's prompt, and another writer's story
+    store.put(story + [5, 6], FakeCache(6), None, prompt_length=4)  # the kept suggestion
+    store.put(story + [7, 8], FakeCache(6), None, prompt_length=4)  # the one not kept
+    assert len(store) == 3 and store.tokens == 15  # both branches stay within the round
+    # Next round: the story with the kept suggestion (edited after 5) and a new line.
+    next_round = story + [5, 0, 3]
+    assert store.longest(next_round).ids == (1, 2, 3, 4, 5)
+    store.put(next_round, FakeCache(7), torch.zeros(4))
+    assert len(store) == 2 and store.tokens == 10  # both branches are gone
+    assert store.longest([9, 9, 9, 1]).ids == (9, 9, 9)  # the other writer's story stays
+    assert store.longest(story + [7, 8, 1]).ids == (1, 2, 3, 4)  # served by the new prompt
+
+
+def test_a_branch_is_kept_when_the_new_text_does_not_extend_its_prompt():
+    store = store_with([1, 2, 3, 4])
+    store.put([1, 2, 3, 4, 5, 6], FakeCache(6), None, prompt_length=4)
+    store.put([1, 2, 7, 7, 7], FakeCache(5), torch.zeros(4))  # shares only part of it
+    assert store.longest([1, 2, 3, 4, 5, 6, 0]).ids == (1, 2, 3, 4, 5, 6)
+    past_window = [1, 2, 3, 4, 8, 8]  # extends its prompt, but cannot be truncated
+    store.put(past_window, FakeCache(6, held=2), torch.zeros(4))
+    assert store.longest([1, 2, 3, 4, 5, 6, 0]).ids == (1, 2, 3, 4, 5, 6)
 
 
 def test_a_stored_cache_is_a_copy_the_caller_may_go_on_extending():

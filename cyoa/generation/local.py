@@ -236,7 +236,7 @@ class TransformersBackend:
                 # What it generated is kept too, as the batched scheduler keeps a leaving
                 # row's (cyoa.generation.prefixes).
                 if len(fed) > len(ids):
-                    self.prefixes.put(fed, past, None)
+                    self.prefixes.put(fed, past, None, len(ids))
 
 
 def _quantize_int8(model: Any) -> Any:

@@ -14,6 +14,7 @@ from cyoa.generation.cores import CoreShare
 from cyoa.generation.fake import FakeBackend
 from cyoa.generation.local import BATCHED, TransformersBackend
 from cyoa.generation.openai_backend import OpenAIBackend
+from cyoa.generation.prefixes import DEFAULT_MAX_TOKENS
 from cyoa.generation.types import Backend, ModelCard
 from cyoa.generation.weights import ensure_converted
 
@@ -31,13 +32,17 @@ def make_backend(
     cache_dir: Path,
     generation_mode: str = BATCHED,
     cores: CoreShare | None = None,
+    prompt_store_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> TransformersBackend | FakeBackend | OpenAIBackend:
     """The backend the card names: ``transformers`` (packaged weights, converted into
     ``cache_dir``), ``openai`` (a remote OpenAI-compatible server) or ``fake`` (tests only).
-    Nothing is loaded yet. ``generation_mode`` is how a local model generates and ``cores``
-    the cores local models share in batched mode (see :class:`TransformersBackend`)."""
+    Nothing is loaded yet. ``generation_mode`` is how a local model generates, ``cores``
+    the cores local models share in batched mode and ``prompt_store_tokens`` how many tokens
+    of prompts read before a local model keeps (see :class:`TransformersBackend`)."""
     if card.backend == "transformers":
-        return TransformersBackend(card, cache_dir, mode=generation_mode, cores=cores)
+        return TransformersBackend(
+            card, cache_dir, mode=generation_mode, cores=cores, prefix_tokens=prompt_store_tokens
+        )
     if card.backend == "openai":
         return OpenAIBackend(card)
     if card.backend == "fake":
@@ -55,7 +60,8 @@ class ModelPool:
     ``ready`` or ``failed`` (with the error). :meth:`get` waits for a model to be ready.
     ``generation_mode`` (``batched`` or ``naive``) is passed to every local model, and so is
     ``cores``: the cores they share in batched mode (None: each uses the process's torch
-    thread setting).
+    thread setting), and ``prompt_store_tokens``: the tokens of prompts read before that each
+    keeps (:mod:`cyoa.generation.prefixes`).
     """
 
     def __init__(
@@ -64,10 +70,12 @@ class ModelPool:
         cache_dir: Path,
         generation_mode: str = BATCHED,
         cores: CoreShare | None = None,
+        prompt_store_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
         self.cache_dir = Path(cache_dir)
+        self.prompt_store_tokens = prompt_store_tokens
         self._backends = {
-            name: make_backend(card, self.cache_dir, generation_mode, cores)
+            name: make_backend(card, self.cache_dir, generation_mode, cores, prompt_store_tokens)
             for name, card in cards.items()
         }
         self._state = {name: PENDING for name in cards}

@@ -230,7 +230,7 @@ class BatchScheduler:
         follows it (:mod:`cyoa.generation.prefixes`)."""
         length, cache = batch.row_cache(index)
         if length > len(row.ids):
-            self.prefixes.put((row.ids + row.generated)[:length], cache, None)
+            self.prefixes.put((row.ids + row.generated)[:length], cache, None, len(row.ids))
 
     def _advance(self, rows: list[_Row], hidden: torch.Tensor) -> None:
         """Sample each row's next token from its last hidden state and hand its reader the
