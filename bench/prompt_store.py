@@ -20,9 +20,10 @@ then stored; when the suggestion is done, the prompt and the suggestion are stor
 row that leaves).
 
 Reported for each store size: the share of all prompt tokens read (not served by the store)
-and the mean tokens read per prompt in round 5, with the store as it is and with a store
-that keeps a story's dead branches until it is full (the store before step 27), each the
-mean over several seeds. Nothing here is timed: on one thread Gemma 3 270M reads 120 tokens
+and the mean tokens read per prompt in round 5, with the store as it is and as it was
+before step 27 (a story's dead branches kept until the store is full, and the least
+recently used text dropped to make room for each new one), each the mean over several
+seeds. Nothing here is timed: on one thread Gemma 3 270M reads 120 tokens
 of prompt in about 230 ms (layer-steps.md), and every row of its batch waits while it does.
 """
 

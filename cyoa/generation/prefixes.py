@@ -40,7 +40,7 @@ whose writer needs it last (after reading, editing and writing a line), so when 
 writers' stories outgrow the store, keeping the texts already stored serves some writers
 every round, where dropping the least recently used would evict each story just before
 its writer comes back and serve almost none (bench/results/prompt-store.md: 16 writers'
-whole stories in 2,048 tokens, 51% of prompt tokens read instead of 84%).
+whole stories in 2,048 tokens, 50% of prompt tokens read instead of 85%).
 """
 
 from __future__ import annotations
