@@ -283,16 +283,21 @@ def test_pool_get_of_an_unknown_model_is_a_clear_error(tmp_path):
         pool.get("nope")
 
 
-def test_a_model_that_fails_to_load_is_reported_and_not_handed_out(tmp_path):
-    broken = ModelCard(
-        name="missing",
-        display_name="Weights not installed",
+def local_card(name: str, package: str) -> ModelCard:
+    """A card for a local (transformers) model whose weights package is ``package``."""
+    return ModelCard(
+        name=name,
+        display_name=f"Local model {name}",
         backend="transformers",
         sampling=Sampling(),
-        package="no-such-weights-package",
-        weights_file="none.gguf",
+        package=package,
+        weights_file="model.gguf",
         version="1.0",
     )
+
+
+def test_a_model_that_fails_to_load_is_reported_and_not_handed_out(tmp_path):
+    broken = local_card("missing", package="no-such-weights-package")
     pool = ModelPool({"missing": broken, "fake-a": fake_card("fake-a")}, tmp_path)
     assert not pool.wait_ready(timeout=30)
     status = pool.status()
@@ -304,15 +309,7 @@ def test_a_model_that_fails_to_load_is_reported_and_not_handed_out(tmp_path):
 
 
 def test_a_local_model_keeps_as_many_prompt_tokens_as_the_pool_is_told(tmp_path):
-    card = ModelCard(
-        name="local",
-        display_name="A local model, not loaded",
-        backend="transformers",
-        sampling=Sampling(),
-        package="some-weights-package",
-        weights_file="model.gguf",
-        version="1.0",
-    )
+    card = local_card("local", package="some-weights-package")  # not loaded here
     assert make_backend(card, tmp_path).prefixes.max_tokens == DEFAULT_MAX_TOKENS
     assert make_backend(card, tmp_path, prompt_store_tokens=4096).prefixes.max_tokens == 4096
 
