@@ -8,9 +8,22 @@ import os
 import random
 
 import pytest
-from conftest import write_setup
+from conftest import FAKE_CARD, write_setup
+from test_generation_prefixes import FakeCache
 
-from bench.load import NO_PAUSES, RoundTiming, Server, free_port, pace_bound, summarize, write_story
+from bench.load import (
+    NO_PAUSES,
+    RoundTiming,
+    Server,
+    free_port,
+    pace_bound,
+    replay_alone,
+    summarize,
+    write_story,
+)
+from cyoa.generation import load_model_card
+from cyoa.generation.fake import FakeBackend
+from cyoa.generation.prefixes import PrefixStore
 
 pytestmark = pytest.mark.load_client
 
@@ -77,3 +90,50 @@ def test_the_writers_pace_keeps_their_own_time_between_rounds_and_drops_every_wa
 
 def test_one_writer_with_one_round_has_no_pace_to_measure():
     assert pace_bound([_round_timing(0, 1, 5.0, 9.0)]) is None
+
+
+class StoringBackend(FakeBackend):
+    """Test stand-in for a local model: it keeps each prompt it reads in a real prompt store
+    and notes, per prompt, how many words of it the store already held."""
+
+    def __init__(self, card):
+        super().__init__(card)
+        self.prefixes = PrefixStore(min_shared=1)
+        self.read_before: list[int] = []
+
+    def stream(self, prompt, sampling, seed):
+        words = [len(word) for word in prompt.split()]  # the stand-in's token ids
+        stored = self.prefixes.longest(words)
+        self.read_before.append(0 if stored is None else len(stored.ids))
+        self.prefixes.put(words, FakeCache(len(words)), None)
+        return super().stream(prompt, sampling, seed)
+
+
+def test_each_thread_count_replays_the_rounds_from_empty_prompt_stores(tmp_path):
+    """The 1-writer "alone" times: with 1 and then 2 threads, round 1 reads its whole prompt
+    (nothing stored yet, though the pass before read the same prompt) and round 2 only what
+    its story added after round 1's prompt."""
+    card = FAKE_CARD.format(name="fake-a", options="delay_seconds = 0.001")
+    (tmp_path / "fake-a.toml").write_text(card)
+    backend = StoringBackend(load_model_card(tmp_path / "fake-a.toml"))
+
+    class Pool:
+        def get(self, name):
+            return backend
+
+    story = ["The lighthouse keeper found a letter.", "It was wet."]
+    timings = [
+        RoundTiming(0, 1, "w0", story[:1], both_s=2.0),
+        RoundTiming(0, 2, "w0", story, both_s=3.0),
+    ]
+    rows = [
+        {"round": number, "participant": "w0", "model": "fake-a", "system": "a",
+         "sampling": "{}", "seed": 7}
+        for number in (1, 2)
+    ]  # fmt: skip
+    result = replay_alone(Pool(), rows, timings, [1, 2])
+    first_prompt = len(story[0].split())
+    assert backend.read_before == [0, first_prompt, 0, first_prompt]
+    assert [r["round"] for r in result] == [1, 2]
+    assert set(result[1]["alone_s"]) == {"1 thread", "2 threads"}
+    assert result[1]["both_s"] == 3.0

@@ -83,6 +83,17 @@ def test_a_longer_prompt_replaces_the_stored_prompts_it_begins_with():
     assert store.longest([1, 2, 3, 9]).ids == (1, 2, 3)
 
 
+def test_a_cleared_store_serves_nothing_and_takes_texts_again():
+    store = store_with([1, 2], [7, 8, 9])
+    store.longest([1, 2, 3])
+    store.clear()
+    assert len(store) == 0 and store.tokens == 0
+    assert store.longest([1, 2, 3]) is None
+    store.put([7, 8], FakeCache(2), torch.zeros(4))
+    assert store.longest([7, 8, 9]).ids == (7, 8) and store.tokens == 2
+    assert store.hits == 2  # the counts of what it served before stay
+
+
 class Clock:
     """Test stand-in for the store's clock: the time is what the test sets."""
 

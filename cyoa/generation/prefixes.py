@@ -154,6 +154,12 @@ class PrefixStore:
     def __len__(self) -> int:
         return len(self._prefixes)
 
+    def clear(self) -> None:
+        """Forget every stored text (the counts of hits and reused tokens stay)."""
+        with self._lock:
+            self._prefixes.clear()
+            self._tokens = 0
+
     def longest(self, ids: list[int]) -> Prefix | None:
         """The longest beginning of ``ids`` that a stored text has read, if any: a stored
         prompt that ``ids`` begin with (or equal), or the first tokens of a stored text that
