@@ -8,6 +8,7 @@ import os
 import random
 
 import pytest
+import torch
 from conftest import FAKE_CARD, write_setup
 from test_generation_prefixes import FakeCache
 
@@ -131,7 +132,11 @@ def test_each_thread_count_replays_the_rounds_from_empty_prompt_stores(tmp_path)
          "sampling": "{}", "seed": 7}
         for number in (1, 2)
     ]  # fmt: skip
-    result = replay_alone(Pool(), rows, timings, [1, 2])
+    threads = torch.get_num_threads()
+    try:
+        result = replay_alone(Pool(), rows, timings, [1, 2])
+    finally:
+        torch.set_num_threads(threads)  # the replay sets the process's thread count
     first_prompt = len(story[0].split())
     assert backend.read_before == [0, first_prompt, 0, first_prompt]
     assert [r["round"] for r in result] == [1, 2]
