@@ -5,10 +5,19 @@ join a running batch.
 A batch is a :class:`Batch`: one left-padded attention mask of shape ``(rows, columns)`` and
 one ``DynamicCache`` whose layers hold ``(rows, heads, stored, head_dim)`` keys and values.
 Every row's real tokens end at the last column; a row's padding is on its left and masked
-out, and its positions count only its own tokens, so what a row attends to (and so its text)
-is the same as if it were decoded alone, up to floating-point rounding of the batched
-matrix products. A sliding-window layer stores only the last ``window - 1`` columns; that is
-kept consistent when rows leave (:meth:`Batch.keep`) or join (:meth:`Batch.join`).
+out, and its positions count only its own tokens. A sliding-window layer stores only the last
+``window - 1`` columns; that is kept consistent when rows leave (:meth:`Batch.keep`) or join
+(:meth:`Batch.join`).
+
+A row's hidden states do not depend on its batch: each decoding row attends to its own columns
+in an attention call of its own (a padded row's sums would run over more columns and round
+differently), and everything else works row by row. The linear layers compute each row the
+same way whatever the number of rows in bfloat16 (``linear_layers = "bfloat16"``, blocks of
+16 rows, :mod:`cyoa.generation.packing`), so there a row's states are the same bit for bit
+alone and in any batch; in float32, oneDNN's product for a lone row can differ from a batch's
+in the last bit. Naive mode runs each continuation as a batch of one row, so a seed gives the
+same text in both modes. Bit for bit matters with bfloat16: rounding an input to bfloat16
+turns a difference in the last float32 bit into one in the eighth.
 
 Prompts join in the same forward pass as the rows decoding (:meth:`Batch.advance`): the
 decoding rows' one new token each and the joining prompts' tokens go through the layers as one
@@ -18,8 +27,7 @@ about 60 ms, and a prompt's tokens about 2.4 ms each on top), so a row joining a
 batch costs its tokens only. Only attention is computed apart, part by part, in
 :func:`packed_attention`: the decoding rows against the batch's cache, each joining prompt
 against its own (a stored beginning of it, or none), with the mask that part's own pass would
-use. Each part gets what a pass of its own gives, up to floating-point rounding; the decoding
-rows bit for bit.
+use. Each part gets what a pass of its own gives (up to the rounding said above).
 
 Only :class:`Batch` runs the model's layers; it returns each row's last hidden state, and the
 caller scores the vocabulary (:mod:`cyoa.generation.vocabulary`), samples and decodes.
@@ -94,10 +102,10 @@ class _Part:
     mask: torch.Tensor | None = None
     read: int = 0
     ids: list[int] = field(default_factory=list)
-    # The decoding rows' spare room per layer (Batch._room) and their attention masks by
-    # the number of columns a layer attends to.
+    # The decoding rows' spare room per layer (Batch._room) and how many columns each row
+    # has (its real tokens, the new one included; set at the first layer).
     room: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
-    masks: dict[int, torch.Tensor] = field(default_factory=dict)
+    lengths: list[int] | None = None
 
 
 def _append(
@@ -170,15 +178,25 @@ def packed_attention(
                 part.room,
                 module.layer_idx,
             )
-            mask = part.masks.get(keys.shape[-2])
-            if mask is None:
-                mask = part.masks[keys.shape[-2]] = part.mask[
-                    :, None, None, -keys.shape[-2] :
-                ].bool()
-            out, _ = sdpa_attention_forward(
-                module, query[:, :, stretch].transpose(0, 2), keys, values, mask, **kwargs
-            )
-            outputs.append(out.transpose(0, 1))
+            queries = query[:, :, stretch].transpose(0, 2)
+            if part.lengths is None:
+                part.lengths = part.mask.sum(-1).tolist()
+            stored = keys.shape[-2]
+            # Each row attends to its own columns only, in a call of its own: the same
+            # arithmetic as alone (a padded row's sums would run over more columns). torch's
+            # attention is called directly: one call per row and layer, so its cost counts.
+            rows = [
+                torch.nn.functional.scaled_dot_product_attention(
+                    queries[row : row + 1],
+                    keys[row : row + 1, :, stored - min(length, stored) :],
+                    values[row : row + 1, :, stored - min(length, stored) :],
+                    scale=kwargs.get("scaling"),
+                    enable_gqa=True,
+                )
+                for row, length in enumerate(part.lengths)
+            ]
+            # (1, heads, 1, dim) per row → (1, rows, heads, dim), as the prompts' parts give.
+            outputs.append(torch.cat(rows).permute(2, 0, 1, 3))
         else:
             keys, values = layer.update(key[:, :, stretch], value[:, :, stretch])
             end = part.read + width
@@ -327,21 +345,10 @@ class Batch:
 
     def step(self, tokens: list[int]) -> torch.Tensor:
         """Feed one new token per row (in row order); returns each row's last hidden state,
-        ``(rows, hidden_size)``."""
+        ``(rows, hidden_size)``: :meth:`advance` with no prompt joining."""
         if self.mask is None or len(tokens) != self.rows:
             raise ValueError(f"Expected one token for each of the {self.rows} rows.")
-        position = self.mask.sum(-1, keepdim=True)
-        self.mask = torch.cat([self.mask, torch.ones_like(position)], dim=-1)
-        with torch.inference_mode():
-            output = self.decoder(
-                input_ids=torch.tensor(tokens, dtype=torch.long).unsqueeze(-1),
-                attention_mask=self.mask,
-                position_ids=position,
-                past_key_values=self.cache,
-                use_cache=True,
-            )
-        self.cache = output.past_key_values
-        return output.last_hidden_state[:, -1]
+        return self.advance(tokens, [])
 
     def row_cache(self, row: int) -> tuple[int, Any]:
         """How many tokens row ``row`` has read (its prompt and the tokens fed since), and
