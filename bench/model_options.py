@@ -38,11 +38,12 @@ STORIES = (
     ["Nobody in the town had seen the sun for three days."],
     ["The robot woke up in a field of sunflowers with no memory of how it got there."],
 )
+# Each variant's options replace the card's own (the shipped cards set linear_layers).
 VARIANTS = {
-    "float32": {},
-    "bfloat16 linear layers": {"linear_layers": "bfloat16"},
-    "bfloat16": {"dtype": "bfloat16"},
-    "int8": {"quantize": "int8"},
+    "float32": {"linear_layers": "float32"},
+    "bfloat16 linear layers (as shipped)": {"linear_layers": "bfloat16"},
+    "bfloat16": {"dtype": "bfloat16", "linear_layers": "float32"},
+    "int8": {"quantize": "int8", "linear_layers": "float32"},
 }
 
 
