@@ -187,6 +187,26 @@ def test_with_bfloat16_layers_a_row_s_states_are_bit_for_bit_its_own_in_any_batc
             assert torch.equal(mine, theirs), (name, position)
 
 
+@pytest.mark.skipif(not bfloat16_available(), reason="no native bfloat16 products on this CPU")
+@pytest.mark.parametrize("layout", ["gemma3", "llama"])
+def test_with_bfloat16_layers_a_prompt_read_on_from_a_stored_beginning_is_as_read_whole(layout):
+    """A writer's next prompt is read on from the stored one; reading it whole (a replay, or
+    another model's store) must give the same states bit for bit, and so the same text."""
+    from cyoa.generation.prefixes import PrefixStore
+
+    model = tiny_models(**WIDE_HEADS)[layout]
+    assert pack_linear_layers(model.get_decoder(), torch.bfloat16)
+    generator = torch.Generator().manual_seed(3)
+    prompt = torch.randint(3, 50, (44,), generator=generator).tolist()
+    store = PrefixStore()
+    Batch(model, pad_id=0).join([prompt[:27]], store)
+    read_on, read_whole = Batch(model, pad_id=0), Batch(model, pad_id=0)
+    assert torch.equal(read_on.join([prompt], store), read_whole.join([prompt]))
+    assert store.hits == 1
+    for token in (7, 19, 4, 33):
+        assert torch.equal(read_on.step([token]), read_whole.step([token]))
+
+
 @pytest.mark.parametrize("layout", ["gemma3", "llama"])
 def test_the_decoding_rows_of_a_packed_pass_get_a_step_s_hidden_states_bit_for_bit(
     layout, monkeypatch
