@@ -594,8 +594,8 @@ def model_cache() -> Path:
 
 def bench_models(workdir: Path, options: list[str]) -> Path:
     """The model cards, with ``options`` (``key=value``, the value a TOML value such as
-    ``"bfloat16"``) set in each card's ``[options]`` table (replacing the card's own line for
-    that key); the cards folder itself when there are none."""
+    ``"bfloat16"``) added to each card's ``[options]`` table; the cards folder itself when
+    there are none."""
     if not options:
         return ROOT / "models"
     folder = workdir / "models"
@@ -605,11 +605,7 @@ def bench_models(workdir: Path, options: list[str]) -> Path:
         tables = [line.strip() for line in text.splitlines() if line.startswith("[")]
         if tables[-1:] != ["[options]"]:
             raise SystemExit(f"{card}: [options] must be the card's last table to add options.")
-        keys = {option.split("=", 1)[0].strip() for option in options}
-        head, _, table = text.rpartition("[options]")
-        kept = [line for line in table.splitlines() if line.split("=", 1)[0].strip() not in keys]
-        lines = [*kept, *options]
-        (folder / card.name).write_text(head + "[options]" + "\n".join(lines).rstrip("\n") + "\n")
+        (folder / card.name).write_text(text.rstrip("\n") + "\n" + "\n".join(options) + "\n")
     return folder
 
 
@@ -828,8 +824,7 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help='set in every model card\'s [options], e.g. dtype="bfloat16" with '
-        'linear_layers="float32" (a key the card sets is replaced)',
+        help='added to every model card\'s [options], e.g. dtype="bfloat16"',
     )
     parser.add_argument(
         "--render", type=Path, metavar="JSON", help="only write the summary page of a results file"

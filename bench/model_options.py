@@ -1,16 +1,15 @@
-"""Speed and text quality of the model card options (``linear_layers``, ``dtype``,
-``quantize``), per model.
+"""Speed and text quality of the model card options (``dtype``, ``quantize``), per model.
 
     .venv/bin/python bench/model_options.py    # bench/results/model-options.{md,json}
 
-For each packaged model and each variant (float32, ``linear_layers = "bfloat16"``,
-``dtype = "bfloat16"``, ``quantize = "int8"``; ``--variants`` picks some beside float32), with
-one torch thread: the time of one decoding step for a batch of 1 and of 16 rows, scoring and
-sampling included (a 25-token prompt, then 8 steps of sampled tokens, mean; for a screened
-vocabulary also with the whole vocabulary scored), the perplexity of a fixed 80-token story
-text and the mean KL divergence of the next-token distributions from float32's (nats; 0 = the
-same model), whether batched rows give exactly their text alone (6 rows, 30 tokens, seeds
-0–5), and a few seeded one-sentence suggestions to read side by side.
+For each packaged model and each variant (float32 as shipped, ``dtype = "bfloat16"``,
+``quantize = "int8"``), with one torch thread: the time of one decoding step for a batch of 1
+and of 16 rows, scoring and sampling included (a 25-token prompt, then 8 steps of sampled
+tokens, mean; for a screened vocabulary also with the whole vocabulary scored), the
+perplexity of a fixed 80-token
+story text and the mean KL divergence of the next-token distributions from float32's (nats;
+0 = the same model), whether batched rows give exactly their text alone (6 rows, 30 tokens,
+seeds 0–5), and a few seeded one-sentence suggestions to read side by side.
 """
 
 from __future__ import annotations
@@ -38,13 +37,7 @@ STORIES = (
     ["Nobody in the town had seen the sun for three days."],
     ["The robot woke up in a field of sunflowers with no memory of how it got there."],
 )
-# Each variant's options replace the card's own (the shipped cards set linear_layers).
-VARIANTS = {
-    "float32": {"linear_layers": "float32"},
-    "bfloat16 linear layers (as shipped)": {"linear_layers": "bfloat16"},
-    "bfloat16": {"dtype": "bfloat16", "linear_layers": "float32"},
-    "int8": {"quantize": "int8", "linear_layers": "float32"},
-}
+VARIANTS = {"float32": {}, "bfloat16": {"dtype": "bfloat16"}, "int8": {"quantize": "int8"}}
 
 
 def _step_ms(model: Any, vocabulary: Any, card: Any, prompt: list[int], rows: int) -> float:
@@ -136,15 +129,7 @@ def measure(name: str, variant: str, options: dict[str, str], cache: Path) -> di
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument(
-        "--variants",
-        nargs="+",
-        choices=list(VARIANTS)[1:],
-        default=list(VARIANTS)[1:],
-        help="which options to measure beside float32, the reference (default: all)",
-    )
     args = parser.parse_args(argv)
-    variants = ["float32", *args.variants]
     import torch
 
     torch.set_num_threads(1)
@@ -152,8 +137,8 @@ def main(argv: list[str] | None = None) -> None:
     results = []
     for name in ("gemma-3-270m", "smollm2-135m-instruct"):
         reference = None
-        for variant in variants:
-            result = measure(name, variant, VARIANTS[variant], cache)
+        for variant, options in VARIANTS.items():
+            result = measure(name, variant, options, cache)
             logprobs = result.pop("logprobs")
             if reference is None:
                 reference = logprobs

@@ -16,7 +16,6 @@ from bench.load import (
     NO_PAUSES,
     RoundTiming,
     Server,
-    bench_models,
     free_port,
     pace_bound,
     replay_alone,
@@ -143,13 +142,3 @@ def test_each_thread_count_replays_the_rounds_from_empty_prompt_stores(tmp_path)
     assert [r["round"] for r in result] == [1, 2]
     assert set(result[1]["alone_s"]) == {"1 thread", "2 threads"}
     assert result[1]["both_s"] == 3.0
-
-
-def test_a_card_option_set_for_the_benchmark_replaces_the_card_s_own_line_for_that_key(tmp_path):
-    from cyoa.generation import load_model_cards
-
-    folder = bench_models(tmp_path, ['dtype = "bfloat16"', 'linear_layers = "float32"'])
-    cards = load_model_cards(folder)
-    assert cards and all(
-        card.options == {"dtype": "bfloat16", "linear_layers": "float32"} for card in cards.values()
-    )

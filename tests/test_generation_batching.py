@@ -18,7 +18,6 @@ import torch
 
 from cyoa.generation import batching
 from cyoa.generation.batching import Batch, leading_padding
-from cyoa.generation.packing import bfloat16_available, pack_linear_layers
 from cyoa.generation.types import Sampling
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,24 +38,15 @@ TINY_SHAPE = dict(
     head_dim=8,
     max_position_embeddings=64,
 )
-# SmolLM2's attention shape (9 heads of 64 sharing 3 key-value heads).
-WIDE_HEADS = dict(
-    hidden_size=576,
-    intermediate_size=1536,
-    num_attention_heads=9,
-    num_key_value_heads=3,
-    head_dim=64,
-)
 
 
-def tiny_models(**shape: object) -> dict[str, torch.nn.Module]:
+def tiny_models() -> dict[str, torch.nn.Module]:
     """Two tiny random models: Gemma-3 layout (sliding window of 3 tokens beside full
-    attention, so a few steps cross the window) and Llama layout (SmolLM2's); ``shape``
-    changes TINY_SHAPE."""
+    attention, so a few steps cross the window) and Llama layout (SmolLM2's)."""
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    shape = {**TINY_SHAPE, **shape}
+    shape = TINY_SHAPE
     gemma = Gemma3TextConfig(
         num_hidden_layers=3,
         sliding_window=3,
@@ -135,76 +125,6 @@ def test_rows_joining_and_leaving_see_exactly_what_they_would_alone(layout, toge
     assert compared == sum(len(fed) for _, fed, _ in rows.values())
     batch.keep([])
     assert batch.rows == 0
-
-
-@pytest.mark.skipif(not bfloat16_available(), reason="no native bfloat16 products on this CPU")
-@pytest.mark.parametrize("layout", ["gemma3", "llama"])
-def test_with_bfloat16_layers_a_row_s_states_are_bit_for_bit_its_own_in_any_batch(layout):
-    """With the linear layers in bfloat16 (``linear_layers = "bfloat16"``) a difference in
-    the last float32 bit can round to one in the eighth, so a row must be computed exactly
-    as alone: rows of different lengths joining and leaving a running batch get, bit for
-    bit, the hidden states a batch of that row alone gives (what naive mode runs). The
-    heads are as wide as the packaged models' and the prompts as long as a story's opening:
-    smaller ones would not show a padded row's attention rounding differently."""
-    model = tiny_models(**WIDE_HEADS)[layout]
-    assert pack_linear_layers(model.get_decoder(), torch.bfloat16)
-    generator = torch.Generator().manual_seed(2)
-
-    def tokens(n: int) -> list[int]:
-        return torch.randint(3, 50, (n,), generator=generator).tolist()
-
-    # Each row: its prompt, the tokens it is then fed, and the step at which it joins.
-    rows = {
-        "a": (tokens(36), tokens(7), 0),
-        "b": (tokens(9), tokens(8), 1),
-        "c": (tokens(51), tokens(4), 1),
-        "d": (tokens(23), tokens(5), 5),
-    }
-
-    def alone(prompt: list[int], fed: list[int]) -> list[torch.Tensor]:
-        batch = Batch(model, pad_id=0)
-        return [batch.join([prompt])[0]] + [batch.advance([t], [])[0] for t in fed]
-
-    expected = {name: alone(prompt, fed) for name, (prompt, fed, _) in rows.items()}
-    got: dict[str, list[torch.Tensor]] = {name: [] for name in rows}
-    batch = Batch(model, pad_id=0)
-    order: list[str] = []
-    for step in range(14):
-        staying = [i for i, n in enumerate(order) if len(got[n]) <= len(rows[n][1])]
-        batch.keep(staying)
-        order = [order[i] for i in staying]
-        joining = [name for name, (_, _, at) in rows.items() if at == step]
-        if not order and not joining:
-            continue
-        fed = [rows[n][1][len(got[n]) - 1] for n in order]
-        hidden = batch.advance(fed, [rows[n][0] for n in joining])
-        order += joining
-        for name, state in zip(order, hidden, strict=True):
-            got[name].append(state)
-    for name in rows:
-        assert len(got[name]) == len(expected[name]), name
-        for position, (mine, theirs) in enumerate(zip(got[name], expected[name], strict=True)):
-            assert torch.equal(mine, theirs), (name, position)
-
-
-@pytest.mark.skipif(not bfloat16_available(), reason="no native bfloat16 products on this CPU")
-@pytest.mark.parametrize("layout", ["gemma3", "llama"])
-def test_with_bfloat16_layers_a_prompt_read_on_from_a_stored_beginning_is_as_read_whole(layout):
-    """A writer's next prompt is read on from the stored one; reading it whole (a replay, or
-    another model's store) must give the same states bit for bit, and so the same text."""
-    from cyoa.generation.prefixes import PrefixStore
-
-    model = tiny_models(**WIDE_HEADS)[layout]
-    assert pack_linear_layers(model.get_decoder(), torch.bfloat16)
-    generator = torch.Generator().manual_seed(3)
-    prompt = torch.randint(3, 50, (44,), generator=generator).tolist()
-    store = PrefixStore()
-    Batch(model, pad_id=0).join([prompt[:27]], store)
-    read_on, read_whole = Batch(model, pad_id=0), Batch(model, pad_id=0)
-    assert torch.equal(read_on.join([prompt], store), read_whole.join([prompt]))
-    assert store.hits == 1
-    for token in (7, 19, 4, 33):
-        assert torch.equal(read_on.step([token]), read_whole.step([token]))
 
 
 @pytest.mark.parametrize("layout", ["gemma3", "llama"])

@@ -2,8 +2,8 @@
 
 The scheduler tests decode with a tiny random Llama-layout model and a one-character-per-token
 test tokenizer (``CharTokenizer``, below), and read the thread count torch uses inside each
-forward pass; the ``real_model`` test checks on Gemma 3 that packed layers, in float32 and in
-bfloat16, give a row the same hidden state whatever the batch and the thread count.
+forward pass; the ``real_model`` test checks on Gemma 3 that packed layers give a row the
+same hidden state whatever the batch and the thread count.
 """
 
 from __future__ import annotations
@@ -17,24 +17,13 @@ import torch
 from test_generation_batching import TINY_SHAPE
 
 from cyoa.generation.cores import CoreShare, threads_each
-from cyoa.generation.local import TransformersBackend
-from cyoa.generation.packing import (
-    BLOCK_ROWS,
-    PackedLinear,
-    bfloat16_available,
-    pack_linear_layers,
-    pack_model,
-    packing_available,
-)
+from cyoa.generation.packing import PackedLinear, pack_linear_layers, pack_model, packing_available
 from cyoa.generation.scheduler import BatchScheduler
 from cyoa.generation.types import Sampling
 from cyoa.generation.vocabulary import Vocabulary
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_packing = pytest.mark.skipif(not packing_available(), reason="torch built without oneDNN")
-needs_bfloat16 = pytest.mark.skipif(
-    not bfloat16_available(), reason="no native bfloat16 products on this CPU"
-)
 
 
 @pytest.mark.parametrize(
@@ -160,87 +149,6 @@ def test_a_packed_linear_layer_computes_the_same_product(bias, shape):
     assert packed(x).shape == (*shape[:-1], 96)
 
 
-@needs_bfloat16
-@pytest.mark.parametrize("bias", [True, False])
-def test_a_bfloat16_packed_layer_is_the_product_within_bfloat16_rounding(bias):
-    """Rounding the input and the weight to bfloat16 (8 significant bits, a relative error of
-    at most 2⁻⁹ each) and the output again (2⁻⁹ of it) bounds the error of every entry by
-    about 2⁻⁸ · Σ|x||w| + 2⁻⁹ |y|; the sums themselves run in float32."""
-    torch.manual_seed(3)
-    linear = torch.nn.Linear(64, 96, bias=bias)
-    packed = PackedLinear(linear, torch.bfloat16)
-    x = torch.randn(3, 7, 64) * 4
-    with torch.inference_mode():
-        weight = linear.weight.double()
-        bias_ = None if linear.bias is None else linear.bias.double()
-        exact = torch.nn.functional.linear(x.double(), weight, bias_).float()
-        got = packed(x)
-        scale = x.abs() @ linear.weight.abs().T
-    assert got.dtype == torch.float32 and got.shape == (3, 7, 96)
-    assert packed.packed_weight.dtype == torch.bfloat16
-    bound = 2**-8 * scale + 2**-9 * exact.abs() + 1e-6
-    assert ((got - exact).abs() <= bound).all()
-    assert not torch.equal(got, exact)  # it is bfloat16: not the float32 product
-
-
-@needs_bfloat16
-def test_a_bfloat16_packed_layer_gives_a_row_the_same_product_in_any_batch_and_threads():
-    """oneDNN's bfloat16 kernels sum in an order that depends on the number of rows; the
-    layer multiplies blocks of exactly BLOCK_ROWS rows, so a row's product does not depend
-    on how many rows share the call, where it sits among them or how many threads run."""
-    torch.manual_seed(4)
-    layer = PackedLinear(torch.nn.Linear(640, 2048, bias=False), torch.bfloat16)
-    rows = torch.randn(70, 640) * 3
-    before = torch.get_num_threads()
-    try:
-        with torch.inference_mode():
-            torch.set_num_threads(1)
-            reference = layer(rows)
-            for threads in (1, 2):
-                torch.set_num_threads(threads)
-                for count in (1, 2, 5, BLOCK_ROWS, BLOCK_ROWS + 1, 40, 70):
-                    assert torch.equal(layer(rows[:count]), reference[:count]), (threads, count)
-                for row in (0, 9, 33, 69):
-                    assert torch.equal(layer(rows[row : row + 1]), reference[row : row + 1])
-                    others = torch.cat([torch.randn(6, 640), rows[row : row + 1]])
-                    assert torch.equal(layer(others)[6], reference[row])
-    finally:
-        torch.set_num_threads(before)
-
-
-@needs_bfloat16
-def test_packing_in_bfloat16_replaces_the_same_layers_and_continues_text_within_rounding():
-    plain, packed = tiny_llama(), tiny_llama()
-    # The decoder's 14 linear layers (lm_head is not in it).
-    assert pack_linear_layers(packed.get_decoder(), torch.bfloat16) == 14
-    layers = [m for m in packed.modules() if isinstance(m, PackedLinear)]
-    assert layers and all(layer.packed_weight.dtype == torch.bfloat16 for layer in layers)
-    ids = torch.tensor([[5, 9, 2, 33, 17, 8]])
-    with torch.inference_mode():
-        torch.testing.assert_close(
-            packed(input_ids=ids).logits, plain(input_ids=ids).logits, atol=0.05, rtol=0.05
-        )
-
-
-@pytest.mark.parametrize(
-    ("options", "message"),
-    [
-        ({"linear_layers": "float16"}, 'linear_layers must be "float32" or "bfloat16"'),
-        ({"linear_layers": "bfloat16", "dtype": "bfloat16"}, "leave out dtype and quantize"),
-        ({"linear_layers": "bfloat16", "quantize": "int8"}, "leave out dtype and quantize"),
-    ],
-)
-def test_a_card_s_linear_layers_option_is_checked_before_anything_loads(options, message):
-    from dataclasses import replace
-
-    from cyoa.generation import load_model_cards
-
-    card = load_model_cards(ROOT / "models")["smollm2-135m-instruct"]
-    card = replace(card, options=options)
-    with pytest.raises(ValueError, match=message):
-        TransformersBackend(card, ROOT / "instance" / "no-models-needed")
-
-
 @needs_packing
 def test_packing_replaces_every_float32_linear_layer_and_no_other():
     model = tiny_llama()
@@ -286,10 +194,7 @@ def test_packing_a_model_keeps_its_tied_output_layer_and_owns_every_other_weight
 
 @pytest.mark.real_model
 @needs_packing
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
-def test_gemma_s_packed_layers_give_a_row_the_same_state_whatever_its_batch_and_threads(dtype):
-    if dtype == torch.bfloat16 and not bfloat16_available():
-        pytest.skip("no native bfloat16 products on this CPU")
+def test_gemma_s_packed_layers_give_a_row_the_same_state_whatever_its_batch_and_threads():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from cyoa.generation import load_model_cards
@@ -300,7 +205,7 @@ def test_gemma_s_packed_layers_give_a_row_the_same_state_whatever_its_batch_and_
     folder = ensure_converted(card, cache)
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()
-    assert pack_linear_layers(model.get_decoder(), dtype) == 18 * 7
+    assert pack_linear_layers(model.get_decoder()) == 18 * 7
     texts = [
         "The lighthouse keeper found a letter on the rocks. It was addressed to him.",
         "Nobody in the town had seen the sun for three days, and the baker was worried.",

@@ -199,9 +199,7 @@ def test_gemma_reads_its_blocks_and_gives_the_float32_checkpoint_s_states_and_lo
     weight = plain.get_input_embeddings().weight.detach()
     matrix = model.get_input_embeddings().matrix
     assert torch.equal(torch.cat([rows for _, rows in matrix.chunks()]), weight)
-    # The checkpoint's layers packed as the app packs them (bfloat16 as the card ships).
-    layers = next(m for m in model.modules() if isinstance(m, PackedLinear)).dtype
-    pack_model(plain, layers)
+    pack_model(plain)
     ids = backend._tokenizer(
         "The lighthouse keeper found a letter on the rocks. It was addressed to him.",
         return_tensors="pt",

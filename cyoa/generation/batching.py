@@ -5,30 +5,21 @@ join a running batch.
 A batch is a :class:`Batch`: one left-padded attention mask of shape ``(rows, columns)`` and
 one ``DynamicCache`` whose layers hold ``(rows, heads, stored, head_dim)`` keys and values.
 Every row's real tokens end at the last column; a row's padding is on its left and masked
-out, and its positions count only its own tokens. A sliding-window layer stores only the last
-``window - 1`` columns; that is kept consistent when rows leave (:meth:`Batch.keep`) or join
-(:meth:`Batch.join`).
-
-A row's hidden states do not depend on its batch, nor on how its prompt was read (whole, or
-on from a stored beginning): every token attends, in an attention call of its own, to exactly
-the positions it sees (a masked call for many rows or tokens would sum over padding and in
-blocks set by the others, and round differently), and everything else works row by row. The
-linear layers compute each row the same way whatever the number of rows in bfloat16
-(``linear_layers = "bfloat16"``, blocks of 16 rows, :mod:`cyoa.generation.packing`), so there
-a row's states are the same bit for bit in every case; in float32, oneDNN's product for a
-lone row can differ from a batch's in the last bit. Naive mode runs each continuation as a
-batch of one row, so a seed gives the same text in both modes. Bit for bit matters with
-bfloat16: rounding an input to bfloat16 turns a difference in the last float32 bit into one
-in the eighth.
+out, and its positions count only its own tokens, so what a row attends to (and so its text)
+is the same as if it were decoded alone, up to floating-point rounding of the batched
+matrix products. A sliding-window layer stores only the last ``window - 1`` columns; that is
+kept consistent when rows leave (:meth:`Batch.keep`) or join (:meth:`Batch.join`).
 
 Prompts join in the same forward pass as the rows decoding (:meth:`Batch.advance`): the
 decoding rows' one new token each and the joining prompts' tokens go through the layers as one
 packed sequence, so the layers' weights are read from memory once for both. On one thread a
 decoding step and a prompt read each cost about one pass over the weights (Gemma 3 270M:
 about 60 ms, and a prompt's tokens about 2.4 ms each on top), so a row joining a running
-batch costs its tokens only. Only attention is computed apart, token by token, in
-:func:`packed_attention`: the decoding rows against the batch's cache, each joining prompt's
-tokens against its own (a stored beginning of it, or none).
+batch costs its tokens only. Only attention is computed apart, part by part, in
+:func:`packed_attention`: the decoding rows against the batch's cache, each joining prompt
+against its own (a stored beginning of it, or none), with the mask that part's own pass would
+use. Each part gets what a pass of its own gives, up to floating-point rounding; the decoding
+rows bit for bit.
 
 Only :class:`Batch` runs the model's layers; it returns each row's last hidden state, and the
 caller scores the vocabulary (:mod:`cyoa.generation.vocabulary`), samples and decodes.
@@ -103,10 +94,10 @@ class _Part:
     mask: torch.Tensor | None = None
     read: int = 0
     ids: list[int] = field(default_factory=list)
-    # The decoding rows' spare room per layer (Batch._room) and how many columns each row
-    # has (its real tokens, the new one included; set at the first layer).
+    # The decoding rows' spare room per layer (Batch._room) and their attention masks by
+    # the number of columns a layer attends to.
     room: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
-    lengths: list[int] | None = None
+    masks: dict[int, torch.Tensor] = field(default_factory=dict)
 
 
 def _append(
@@ -145,15 +136,6 @@ def _append(
     return layer.keys, layer.values
 
 
-def _attend(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: Any) -> Any:
-    """One query ``(1, heads, 1, dim)`` against exactly the keys and values it sees: every
-    token's attention, decoding or reading a prompt, is this one call, so its result does not
-    depend on what else is computed beside it."""
-    return torch.nn.functional.scaled_dot_product_attention(
-        query, keys, values, scale=scale, enable_gqa=True
-    )
-
-
 def packed_attention(
     module: Any,
     query: torch.Tensor,
@@ -165,19 +147,13 @@ def packed_attention(
 ) -> tuple[torch.Tensor, None]:
     """Attention for a packed pass (:meth:`Batch.advance`), registered with transformers as
     ``PACKED_ATTENTION``. ``query``, ``key`` and ``value`` are ``(1, heads, tokens, dim)``
-    for the whole packed sequence; each part's stretch is added to its own cache, and each
-    of its tokens attends, in a call of its own (:func:`_attend`), to the positions it sees:
-    its own and those before it in its row, or only the last ``sliding_window`` of them in a
-    sliding-window layer. ``attention_mask``, the one transformers was handed, is not used.
+    for the whole packed sequence; each part's stretch is added to its own cache and
+    attends to it alone, through transformers' own SDPA attention with the mask a pass of
+    that part alone would get (``attention_mask``, the one transformers was handed, is not
+    used: the parts' masks are made here). A sliding-window layer
+    (``sliding_window``) sees only that many positions back."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    One call per token costs Python time (measured: about 0.5 ms a layer for 16 decoding
-    rows, against 0.4 ms for one masked call), but a masked call for many rows or many
-    prompt tokens sums over padding and over columns in blocks that depend on the others, so
-    a token's result would change with its batch, or with whether its prompt was read in one
-    piece or on from a stored beginning; with bfloat16 layers that changes texts."""
-    if kwargs.get("softcap") is not None:
-        raise ValueError("Packed attention does not support a soft cap on attention scores.")
-    scale = kwargs.get("scaling")
     outputs = []
     start = 0
     for part in _running.parts:
@@ -186,7 +162,7 @@ def packed_attention(
         start += width
         layer = part.cache.layers[module.layer_idx]
         if part.mask is not None:
-            # The decoding rows: one new token each, against their own columns of the cache.
+            # The decoding rows: a batch of one-token queries, as in Batch.step.
             keys, values = _append(
                 layer,
                 key[:, :, stretch].transpose(0, 2),
@@ -194,41 +170,27 @@ def packed_attention(
                 part.room,
                 module.layer_idx,
             )
-            queries = query[:, :, stretch].transpose(0, 2)
-            if part.lengths is None:
-                part.lengths = part.mask.sum(-1).tolist()
-            stored = keys.shape[-2]
-            rows = [
-                _attend(
-                    queries[row : row + 1],
-                    keys[row : row + 1, :, stored - min(length, stored) :],
-                    values[row : row + 1, :, stored - min(length, stored) :],
-                    scale,
-                )
-                for row, length in enumerate(part.lengths)
-            ]
-            # (1, heads, 1, dim) per row → (1, rows, heads, dim).
-            outputs.append(torch.cat(rows).permute(2, 0, 1, 3))
+            mask = part.masks.get(keys.shape[-2])
+            if mask is None:
+                mask = part.masks[keys.shape[-2]] = part.mask[
+                    :, None, None, -keys.shape[-2] :
+                ].bool()
+            out, _ = sdpa_attention_forward(
+                module, query[:, :, stretch].transpose(0, 2), keys, values, mask, **kwargs
+            )
+            outputs.append(out.transpose(0, 1))
         else:
-            # A prompt's tokens after the ``read`` ones its cache holds; ``keys`` hold
-            # positions ``first`` to the prompt's end.
             keys, values = layer.update(key[:, :, stretch], value[:, :, stretch])
-            first = part.read + width - keys.shape[-2]
-            tokens = []
-            for token in range(width):
-                position = part.read + token
-                low = first if sliding_window is None else max(first, position - sliding_window + 1)
-                seen = slice(low - first, position - first + 1)
-                tokens.append(
-                    _attend(
-                        query[:, :, start - width + token : start - width + token + 1],
-                        keys[:, :, seen],
-                        values[:, :, seen],
-                        scale,
-                    )
-                )
-            # (1, heads, 1, dim) per token → (1, tokens, heads, dim).
-            outputs.append(torch.cat(tokens, dim=2).transpose(1, 2))
+            end = part.read + width
+            asked = torch.arange(part.read, end).unsqueeze(-1)
+            seen = torch.arange(end - keys.shape[-2], end).unsqueeze(0)
+            mask = seen <= asked
+            if sliding_window is not None:
+                mask &= seen > asked - sliding_window
+            out, _ = sdpa_attention_forward(
+                module, query[:, :, stretch], keys, values, mask[None, None], **kwargs
+            )
+            outputs.append(out)
     return torch.cat(outputs, dim=1), None
 
 
@@ -365,10 +327,21 @@ class Batch:
 
     def step(self, tokens: list[int]) -> torch.Tensor:
         """Feed one new token per row (in row order); returns each row's last hidden state,
-        ``(rows, hidden_size)``: :meth:`advance` with no prompt joining."""
+        ``(rows, hidden_size)``."""
         if self.mask is None or len(tokens) != self.rows:
             raise ValueError(f"Expected one token for each of the {self.rows} rows.")
-        return self.advance(tokens, [])
+        position = self.mask.sum(-1, keepdim=True)
+        self.mask = torch.cat([self.mask, torch.ones_like(position)], dim=-1)
+        with torch.inference_mode():
+            output = self.decoder(
+                input_ids=torch.tensor(tokens, dtype=torch.long).unsqueeze(-1),
+                attention_mask=self.mask,
+                position_ids=position,
+                past_key_values=self.cache,
+                use_cache=True,
+            )
+        self.cache = output.past_key_values
+        return output.last_hidden_state[:, -1]
 
     def row_cache(self, row: int) -> tuple[int, Any]:
         """How many tokens row ``row`` has read (its prompt and the tokens fed since), and

@@ -25,7 +25,6 @@ BATCHED, NAIVE = "batched", "naive"
 GENERATION_MODES = (BATCHED, NAIVE)
 QUANTIZE_OPTIONS = ("", "int8")
 DTYPES = ("float32", "bfloat16")
-LINEAR_LAYERS = ("float32", "bfloat16")
 # Naive mode: one generation at a time in the whole process, whichever model it uses.
 _ALONE = threading.Lock()
 # Warm-up at load: two tokens of a short continuation, so that the first writer does not pay
@@ -72,10 +71,7 @@ class TransformersBackend:
     so its text, then depends on its batch); ``quantize = "int8"`` quantizes every linear
     layer to 8-bit integers at load (dynamic quantization, per output channel). Their speed
     and their effect on the text are measured in bench/results/model-options.md. In float32
-    the layers' weights are packed for oneDNN at load (:mod:`cyoa.generation.packing`);
-    ``linear_layers = "bfloat16"`` packs them in bfloat16 and multiplies in fixed blocks of
-    rows, so the rest of the model stays float32 and a row's text still does not depend on its
-    batch (on a CPU without native bfloat16 the layers stay float32, with a warning).
+    the layers' weights are packed for oneDNN at load (:mod:`cyoa.generation.packing`).
     """
 
     def __init__(
@@ -101,17 +97,6 @@ class TransformersBackend:
             raise ValueError(
                 f'Model card {card.name!r}: options.dtype must be "float32" or "bfloat16" '
                 f"(found {self.dtype!r})."
-            )
-        self.linear_layers = card.options.get("linear_layers", "float32")
-        if self.linear_layers not in LINEAR_LAYERS:
-            raise ValueError(
-                f'Model card {card.name!r}: options.linear_layers must be "float32" or '
-                f'"bfloat16" (found {self.linear_layers!r}).'
-            )
-        if self.linear_layers == "bfloat16" and (self.quantize or self.dtype != "float32"):
-            raise ValueError(
-                f'Model card {card.name!r}: options.linear_layers = "bfloat16" packs float32 '
-                "layers; leave out dtype and quantize with it."
             )
         self.card = card
         self.cache_dir = Path(cache_dir)
@@ -146,7 +131,7 @@ class TransformersBackend:
             from transformers import AutoModelForCausalLM
 
             from cyoa.generation.embeddings import use_blocks
-            from cyoa.generation.packing import bfloat16_available, pack_model
+            from cyoa.generation.packing import pack_model
             from cyoa.generation.scheduler import BatchScheduler
             from cyoa.generation.vocabulary import SCREEN_FROM_ENTRIES, Vocabulary
 
@@ -164,16 +149,7 @@ class TransformersBackend:
                     # A smaller one (SmolLM2's) is multiplied whole at every step: packed for
                     # oneDNN, with the embeddings from the blocks.
                     use_blocks(model, folder, packed_output=True)
-                layers = torch.float32
-                if self.linear_layers == "bfloat16":
-                    if bfloat16_available():
-                        layers = torch.bfloat16
-                    else:
-                        log(
-                            f"{self.card.name}: this CPU has no native bfloat16 products; "
-                            "its linear layers stay float32 (options.linear_layers)."
-                        )
-                pack_model(model, layers)
+                pack_model(model)
             self._stop_ids, banned = _special_tokens(model, tokenizer)
             self._vocabulary = Vocabulary(model, banned)
             self._tokenizer = tokenizer
@@ -212,27 +188,35 @@ class TransformersBackend:
         return self._stream_alone(prompt, sampling, seed)
 
     def _stream_alone(self, prompt: str, sampling: Sampling, seed: int) -> Iterator[str]:
-        """Naive mode: the whole continuation while holding the process-wide lock, as a batch
-        of one row: the same arithmetic as a row of the batched scheduler, so a seed gives the
-        same text in either mode."""
+        """Naive mode: the whole continuation while holding the process-wide lock."""
         import torch
 
-        from cyoa.generation.batching import Batch
         from cyoa.generation.sampling import sample_rows_from_hidden
         from cyoa.generation.scheduler import INCOMPLETE
 
         generator = torch.Generator().manual_seed(seed)
+        decoder = self._model.get_decoder()
         with _ALONE, torch.inference_mode():
             ids = self._tokenizer(prompt).input_ids
-            # A prompt that begins with a stored one reads only the rest, and is stored.
-            batch = Batch(self._model, pad_id=0)
-            hidden = batch.join([ids], self.prefixes)
+            prefix = self.prefixes.longest(ids)
+            read = 0 if prefix is None else len(prefix.ids)
+            past = None if prefix is None else prefix.cache_copy()
+            input_ids = torch.tensor([ids[read:]])
             generated: list[int] = []
+            fed = list(ids[:read])  # the tokens ``past`` holds
             shown = ""
             try:
                 for _ in range(sampling.max_new_tokens):
-                    if generated:
-                        hidden = batch.advance([generated[-1]], [])
+                    if input_ids.shape[1]:
+                        output = decoder(input_ids=input_ids, past_key_values=past, use_cache=True)
+                        fed += input_ids[0].tolist()
+                        # Only the last position is scored (the vocabulary projection of a
+                        # whole prompt would cost more than the layers).
+                        hidden, past = output.last_hidden_state[:, -1], output.past_key_values
+                    else:  # the whole prompt was read before
+                        hidden = prefix.hidden.unsqueeze(0)
+                    if not generated:
+                        self.prefixes.put(ids, past, hidden[0].clone())
                     token_id = sample_rows_from_hidden(
                         hidden, [sampling], [generator], self._vocabulary
                     )[0]
@@ -242,6 +226,7 @@ class TransformersBackend:
                     text = self._tokenizer.decode(
                         generated, skip_special_tokens=True, clean_up_tokenization_spaces=False
                     )
+                    input_ids = torch.tensor([[token_id]])
                     if text.endswith(INCOMPLETE):
                         yield ""
                         continue
@@ -250,9 +235,8 @@ class TransformersBackend:
             finally:
                 # What it generated is kept too, as the batched scheduler keeps a leaving
                 # row's (cyoa.generation.prefixes).
-                length, cache = batch.row_cache(0)
-                if length > len(ids):
-                    self.prefixes.put((ids + generated)[:length], cache, None, len(ids))
+                if len(fed) > len(ids):
+                    self.prefixes.put(fed, past, None, len(ids))
 
 
 def _quantize_int8(model: Any) -> Any:

@@ -15,22 +15,11 @@ models). :func:`pack_model` therefore copies the remaining tensors into the proc
 memory, which unmaps the file.
 
 The result is the same product in float32 (it differs from MKL's by float32 rounding, about
-1e-4 on hidden states of magnitude 10–100). Measured on both packaged models: a row's hidden
-state is bit for bit the same alone or in a batch, and with one thread or two, which MKL's
-product does not give (up to 9e-5 apart).
-
-A packed layer can also multiply in bfloat16 (``pack_model(model, torch.bfloat16)``, the model
-card option ``linear_layers = "bfloat16"``): the weight is stored in bfloat16, each input row
-is rounded to bfloat16, oneDNN sums the products in float32 (with AMX or AVX-512-BF16 where
-the CPU has them) and the output is rounded to bfloat16, then given back in float32; the rest
-of the model (norms, attention, the output layer) stays float32. oneDNN chooses its kernel,
-and with it the order of the sums, by the number of rows, so a row's bfloat16 product would
-depend on how many rows share its call (measured: up to one bfloat16 step apart). The layer
-therefore always multiplies blocks of exactly :data:`BLOCK_ROWS` rows, the last one padded
-with zeros: a row is computed the same way whatever its batch, its place in it and the number
-of threads (tested). Measured on this machine (bench/results/load.md, step 30): the layers
-of a 16-row decoding step on one thread about 2× faster than float32, a one-row step about
-1.1–1.3×, and half the memory.
+1e-4 on hidden states of magnitude 10–100). Measured on both packaged models: the hidden
+states of prompts read together are bit for bit those of each read alone, with one thread or
+two, which MKL's product does not give (up to 9e-5 apart). A lone row's one-token step can
+still differ in the last bit (oneDNN's one-row kernel for a 2,048-wide input), so decoding
+alone and in a batch agree to float32 rounding (bench/results/load.md, step 30).
 
 Only float32 layers are packed (the ``bfloat16`` and ``int8`` card options have their own
 kernels), and only where torch was built with oneDNN; elsewhere the model is left as it is.
@@ -46,10 +35,6 @@ import torch
 # writers (the layout serves any number of rows; measured from 1 to 16).
 EXPECTED_ROWS = 16
 
-# The rows of every bfloat16 product (see above): 16 is the smallest block oneDNN's bfloat16
-# kernels fill (AMX tiles hold 16 rows), so a lone row costs about what 16 do.
-BLOCK_ROWS = 16
-
 
 def packing_available() -> bool:
     """Whether this torch has oneDNN and its linear-layer packing operators."""
@@ -63,64 +48,26 @@ def packing_available() -> bool:
     return True
 
 
-def bfloat16_available() -> bool:
-    """Whether oneDNN multiplies bfloat16 natively on this CPU (AVX-512-BF16 or AMX); elsewhere
-    it would emulate it, slower than float32."""
-    if not packing_available():
-        return False
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
 class PackedLinear(torch.nn.Module):
     """``linear`` (a float32 ``nn.Linear``) with its weight reordered for oneDNN: the same
-    function, ``x @ weight.T + bias``, for float32 inputs of any number of leading dimensions.
+    function, ``x @ weight.T + bias``, for inputs of any number of leading dimensions."""
 
-    With ``dtype=torch.bfloat16`` the weight is kept and multiplied in bfloat16, in blocks of
-    :data:`BLOCK_ROWS` rows (see the module's notes); the bias is added in float32."""
-
-    def __init__(self, linear: torch.nn.Linear, dtype: torch.dtype = torch.float32) -> None:
+    def __init__(self, linear: torch.nn.Linear) -> None:
         super().__init__()
-        if dtype not in (torch.float32, torch.bfloat16):
-            raise ValueError(f"A packed layer multiplies in float32 or bfloat16, not {dtype}.")
         self.in_features = linear.in_features
         self.out_features = linear.out_features
-        self.dtype = dtype
-        weight = linear.weight.detach().to(dtype)
-        rows = EXPECTED_ROWS if dtype == torch.float32 else BLOCK_ROWS
-        self.register_buffer("packed_weight", torch.ops.mkldnn._reorder_linear_weight(weight, rows))
+        weight = linear.weight.detach()
+        self.register_buffer(
+            "packed_weight", torch.ops.mkldnn._reorder_linear_weight(weight, EXPECTED_ROWS)
+        )
         bias = None if linear.bias is None else linear.bias.detach()
         self.register_buffer("bias", bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.dtype == torch.float32:
-            return torch.ops.mkldnn._linear_pointwise(
-                x, self.packed_weight, self.bias, "none", [], ""
-            )
-        return self._in_blocks(x)
-
-    def _in_blocks(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.reshape(-1, self.in_features).to(torch.bfloat16)
-        count = rows.shape[0]
-        padding = -count % BLOCK_ROWS
-        if padding:
-            rows = torch.cat([rows, rows.new_zeros(padding, self.in_features)])
-        products = [
-            torch.ops.mkldnn._linear_pointwise(block, self.packed_weight, None, "none", [], "")
-            for block in rows.split(BLOCK_ROWS)
-        ]
-        out = (products[0] if len(products) == 1 else torch.cat(products))[:count].float()
-        if self.bias is not None:
-            out = out + self.bias
-        return out.reshape(*x.shape[:-1], self.out_features)
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
 
     def extra_repr(self) -> str:
-        precision = "" if self.dtype == torch.float32 else f", {BLOCK_ROWS}-row bfloat16 blocks"
-        return (
-            f"in_features={self.in_features}, out_features={self.out_features}, packed{precision}"
-        )
+        return f"in_features={self.in_features}, out_features={self.out_features}, packed"
 
 
 class PackedMatrix:
@@ -139,12 +86,12 @@ class PackedMatrix:
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")
 
 
-def pack_model(model: torch.nn.Module, dtype: torch.dtype = torch.float32) -> int:
-    """Pack the linear layers of ``model``'s decoder (a transformers causal LM) to multiply in
-    ``dtype``, then own every other weight outright (see above); returns how many layers were
-    packed. The output layer is not packed: it is often tied to the input embeddings, and the
-    vocabulary screen (:mod:`cyoa.generation.vocabulary`) reads it."""
-    packed = pack_linear_layers(model.get_decoder(), dtype)
+def pack_model(model: torch.nn.Module) -> int:
+    """Pack the linear layers of ``model``'s decoder (a transformers causal LM), then own every
+    other weight outright (see above); returns how many layers were packed. The output layer
+    is not packed: it is often tied to the input embeddings, and the vocabulary screen
+    (:mod:`cyoa.generation.vocabulary`) reads it."""
+    packed = pack_linear_layers(model.get_decoder())
     if packed:
         with torch.no_grad():
             for tensor in [*model.parameters(), *model.buffers()]:
@@ -153,20 +100,18 @@ def pack_model(model: torch.nn.Module, dtype: torch.dtype = torch.float32) -> in
     return packed
 
 
-def pack_linear_layers(module: torch.nn.Module, dtype: torch.dtype = torch.float32) -> int:
-    """Replace every float32 ``nn.Linear`` inside ``module`` by a :class:`PackedLinear` that
-    multiplies in ``dtype``, in place; returns how many were replaced (0 where
-    :func:`packing_available` is false, and for bfloat16 where :func:`bfloat16_available` is
-    false).
+def pack_linear_layers(module: torch.nn.Module) -> int:
+    """Replace every float32 ``nn.Linear`` inside ``module`` by a :class:`PackedLinear`, in
+    place; returns how many were replaced (0 where :func:`packing_available` is false).
 
     Pass a model's decoder, not the whole model: the output layer of a model that ties it to
     its input embeddings would otherwise be stored twice."""
-    if not packing_available() or (dtype == torch.bfloat16 and not bfloat16_available()):
+    if not packing_available():
         return 0
     replaced = 0
     for parent in list(module.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is torch.nn.Linear and child.weight.dtype == torch.float32:
-                setattr(parent, name, PackedLinear(child, dtype))
+                setattr(parent, name, PackedLinear(child))
                 replaced += 1
     return replaced
