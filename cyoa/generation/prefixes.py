@@ -204,7 +204,7 @@ class PrefixStore:
         prefix.cache = Prefix(key, cache, hidden).cache_copy()
         with self._lock:
             # A truncatable text serves every prompt a shorter one that it begins with could.
-            covered = self.covered_by(prefix) if prefix.truncatable else []
+            covered = self._covered_by(prefix) if prefix.truncatable else []
             if key in self._prefixes and key not in covered:
                 covered.append(key)
             room = self.max_tokens - self._tokens + sum(len(k) for k in covered)
@@ -223,12 +223,12 @@ class PrefixStore:
             self._prefixes[key] = prefix
             self._tokens += len(key)
 
-    def covered_by(self, new: Prefix) -> list[tuple[int, ...]]:
+    def _covered_by(self, new: Prefix) -> list[tuple[int, ...]]:
         """The stored texts that ``new`` (a truncatable text about to be stored) makes
         useless: those it begins with, and the branches a row generated after a prompt that
         ``new``'s prompt extends (the same story's earlier round; see the module docstring).
         A branch generated after the same prompt (the other system of a same-model pair) is
-        not covered: the writer may keep either suggestion."""
+        not covered: the writer may keep either suggestion. The caller holds the lock."""
         covered = []
         for key, stored in self._prefixes.items():
             begins_new = len(key) <= len(new.ids) and new.ids[: len(key)] == key
