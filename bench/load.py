@@ -185,8 +185,17 @@ class Server:
                 self.process.wait()
 
 
+def host_steal_seconds() -> float | None:
+    """CPU seconds the hypervisor has given to other guests since boot, summed over this
+    machine's CPUs (the ``steal`` column of /proc/stat), or None where it is not counted."""
+    return getattr(psutil.cpu_times(), "steal", None)
+
+
 class Monitor:
-    """Samples a process's memory (RSS) every ``interval`` seconds; CPU from its times."""
+    """Samples a process's memory (RSS) every ``interval`` seconds; CPU from its times, and
+    the CPU time the host took from this machine meanwhile (:func:`host_steal_seconds`): on a
+    shared virtual machine that time was lost to every process, so a run that lost much of it
+    is slower for reasons of its own."""
 
     def __init__(self, pid: int, interval: float = 0.1) -> None:
         self.process = psutil.Process(pid)
@@ -205,6 +214,7 @@ class Monitor:
     def __enter__(self) -> Monitor:
         self.peak_rss = self.rss()
         self.cpu_start = self._cpu()
+        self.steal_start = host_steal_seconds()
         self.wall_start = time.monotonic()
         self._thread.start()
         return self
@@ -213,6 +223,10 @@ class Monitor:
         self._stop.set()
         self._thread.join()
         self.cpu_seconds = self._cpu() - self.cpu_start
+        steal = host_steal_seconds()
+        self.steal_seconds = (
+            None if steal is None or self.steal_start is None else steal - self.steal_start
+        )
         self.wall_seconds = time.monotonic() - self.wall_start
 
     def _run(self) -> None:
@@ -442,6 +456,8 @@ def summarize(timings: list[RoundTiming], monitor: Monitor | None) -> dict[str, 
             "cpu_s_per_suggestion": _round(monitor.cpu_seconds / max(1, suggestions)),
             "peak_rss_mb": round(monitor.peak_rss / 2**20),
         }
+        if monitor.steal_seconds is not None:
+            summary["host_steal_s"] = round(monitor.steal_seconds, 1)
     return summary
 
 
@@ -721,6 +737,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         ("cpu_cores_avg", "CPU cores in use (avg)"),
         ("cpu_s_per_suggestion", "CPU s per suggestion"),
         ("peak_rss_mb", "peak RSS (MB)"),
+        ("host_steal_s", "CPU s taken by the host (steal)"),
         ("load_average_before", "load average before"),
     ]
     counts = sorted({int(n) for result in modes.values() for n in result["runs"]})

@@ -1,23 +1,27 @@
 """The load benchmark (bench/load.py): its simulated writer, run once against a real server
-process with the fake models (it consents, connects, writes a round and times it), and the
-writers' pace it reports beside the throughput."""
+process with the fake models (it consents, connects, writes a round and times it), the
+writers' pace it reports beside the throughput, and the CPU time the host took meanwhile."""
 
 from __future__ import annotations
 
 import os
 import random
+from types import SimpleNamespace
 
 import pytest
 import torch
 from conftest import FAKE_CARD, write_setup
 from test_generation_prefixes import FakeCache
 
+from bench import load
 from bench.load import (
     NO_PAUSES,
+    Monitor,
     RoundTiming,
     Server,
     free_port,
     pace_bound,
+    render_markdown,
     replay_alone,
     summarize,
     write_story,
@@ -91,6 +95,47 @@ def test_the_writers_pace_keeps_their_own_time_between_rounds_and_drops_every_wa
 
 def test_one_writer_with_one_round_has_no_pace_to_measure():
     assert pace_bound([_round_timing(0, 1, 5.0, 9.0)]) is None
+
+
+def test_a_run_reports_the_cpu_time_the_host_took_while_it_ran(monkeypatch):
+    """On a shared virtual machine the hypervisor gives some of this machine's CPU time to
+    other guests (/proc/stat's steal column, summed over CPUs, through psutil). The monitor
+    reports how much of it went while the run ran: here the counter moves from 100.0 to
+    112.5 s, so the run lost 12.5 CPU-s, and the summary page says so. Where the counter is
+    missing (not Linux) the figure is left out, not made up."""
+    counter = iter([100.0, 112.5])
+    monkeypatch.setattr(load.psutil, "cpu_times", lambda: SimpleNamespace(steal=next(counter)))
+    with Monitor(os.getpid(), interval=0.01) as monitor:
+        pass
+    assert monitor.steal_seconds == pytest.approx(12.5)
+    summary = summarize([_round_timing(0, 1, 5.0, 9.0)], monitor)
+    assert summary["host_steal_s"] == 12.5
+    results = {
+        "command": "python bench/load.py --writers 1 --modes batched",
+        "finished": "2026-11-22 10:00",
+        "machine": {"cpus": 2, "memory_gb": 23.5, "python": "3.11.7"},
+        "load_average_start": [0.1, 0.1, 0.1],
+        "load_average_end": [0.2, 0.1, 0.1],
+        "rounds_per_writer": 1,
+        "pauses": {"start": [0.0, 3.0]},
+        "experiment": "gemma-vs-smollm",
+        "card_options": [],
+        "modes": {
+            "batched": {
+                "startup_to_ready_s": 9.0,
+                "rss_at_ready_mb": 2100,
+                "runs": {"1": {"summary": summary}},
+            }
+        },
+        "throughput_ratio": {},
+    }
+    assert "| CPU s taken by the host (steal) | 12.5 |" in render_markdown(results)
+
+    monkeypatch.setattr(load.psutil, "cpu_times", lambda: SimpleNamespace(user=1.0))
+    with Monitor(os.getpid(), interval=0.01) as monitor:
+        pass
+    assert monitor.steal_seconds is None
+    assert "host_steal_s" not in summarize([_round_timing(0, 1, 5.0, 9.0)], monitor)
 
 
 class StoringBackend(FakeBackend):
