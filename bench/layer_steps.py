@@ -58,7 +58,7 @@ def _mean_ms(run: Any, repeats: int, warmup: int) -> float:
 
 
 def _step_ms(model: Any, prompt: list[int], rows: int) -> float:
-    from cyoa.generation.batching import Batch
+    from cyoa.generation.engine.batching import Batch
 
     batch = Batch(model, pad_id=0)
     batch.join([prompt] * rows)
@@ -67,7 +67,7 @@ def _step_ms(model: Any, prompt: list[int], rows: int) -> float:
 
 
 def _read_ms(model: Any, prompt: list[int], rows: int) -> float:
-    from cyoa.generation.batching import Batch
+    from cyoa.generation.engine.batching import Batch
 
     return _mean_ms(lambda: Batch(model, pad_id=0).join([prompt] * rows), repeats=3, warmup=1)
 
@@ -77,9 +77,9 @@ def measure(name: str, cache: Path) -> list[dict[str, Any]]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from cyoa.generation import load_model_cards
-    from cyoa.generation.batching import Batch
-    from cyoa.generation.packing import PackedLinear, pack_model
-    from cyoa.generation.vocabulary import SCREEN_FROM_ENTRIES
+    from cyoa.generation.engine.batching import Batch
+    from cyoa.generation.engine.packing import PackedLinear, pack_model
+    from cyoa.generation.engine.vocabulary import SCREEN_FROM_ENTRIES
     from cyoa.generation.weights import ensure_converted, force_offline
 
     force_offline()

@@ -45,8 +45,8 @@ def _step_ms(model: Any, vocabulary: Any, card: Any, prompt: list[int], rows: in
     included (the mean of 8 steps after 2 of warm-up), in milliseconds."""
     import torch
 
-    from cyoa.generation.batching import Batch
-    from cyoa.generation.sampling import sample_rows_from_hidden
+    from cyoa.generation.engine.batching import Batch
+    from cyoa.generation.engine.sampling import sample_rows_from_hidden
 
     batch = Batch(model, pad_id=0)
     generators = [torch.Generator().manual_seed(row) for row in range(rows)]
@@ -67,17 +67,17 @@ def measure(name: str, variant: str, options: dict[str, str], cache: Path) -> di
     import torch
 
     from cyoa.generation import System, generate_suggestion, load_model_cards
+    from cyoa.generation.engine.vocabulary import Vocabulary
     from cyoa.generation.local import TransformersBackend
     from cyoa.generation.types import Sampling
-    from cyoa.generation.vocabulary import Vocabulary
 
     card = load_model_cards(ROOT / "models")[name]
     card = replace(card, options={**card.options, **options})
     backends = {mode: TransformersBackend(card, cache, mode=mode) for mode in ("naive", "batched")}
     for backend in backends.values():
         backend.load(log=lambda _: None)
-    naive = backends["naive"]
-    model, tokenizer = naive._model, naive._tokenizer
+    naive = backends["naive"].local_model
+    model, tokenizer = naive.model, naive.tokenizer
     ids = tokenizer(TEXT, return_tensors="pt").input_ids
     with torch.inference_mode():
         logprobs = torch.log_softmax(model(ids).logits[0].float(), -1)
@@ -85,10 +85,10 @@ def measure(name: str, variant: str, options: dict[str, str], cache: Path) -> di
 
     steps = {}
     prompt = ids[0, :25].tolist()
-    vocabularies = {"": naive._vocabulary}
-    if naive._vocabulary.screen:
+    vocabularies = {"": naive.vocabulary}
+    if naive.vocabulary.screen:
         vocabularies["_full_vocabulary"] = Vocabulary(
-            model, banned=naive._vocabulary.banned, screen=False
+            model, banned=naive.vocabulary.banned, screen=False
         )
     for suffix, vocabulary in vocabularies.items():
         for rows in (1, 16):

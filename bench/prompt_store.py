@@ -4,7 +4,8 @@ study's length, with the store as the app runs it (load.md step 27).
     .venv/bin/python bench/prompt_store.py    # bench/results/prompt-store.{md,json}
 
 The load benchmark's lines are short (its stories stay under 200 tokens in five rounds), so
-it cannot show what a study's longer turns do to :class:`~cyoa.generation.prefixes.PrefixStore`.
+it cannot show what a study's longer turns do to the engine's
+:class:`~cyoa.generation.engine.prefixes.PrefixStore`.
 This simulates them, without a model: the real store, holding stand-in caches of the right
 length (no keys or values), receives what the scheduler gives it in a study of W writers and
 the two-model experiment, in the order the writers' rounds interleave.
@@ -42,7 +43,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cyoa.generation.prefixes import (  # noqa: E402
+from cyoa.generation.engine.prefixes import (  # noqa: E402
     DEFAULT_MAX_TOKENS,
     MIN_SHARED_TOKENS,
     Prefix,

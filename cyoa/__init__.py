@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """The Flask app. Settings come from the defaults below, then ``CYOA_*`` environment
     variables (e.g. ``CYOA_DATABASE``), then ``test_config``."""
-    from cyoa.generation.prefixes import DEFAULT_MAX_TOKENS
+    from cyoa.generation.engine import DEFAULT_PROMPT_STORE_TOKENS
 
     app = Flask(__name__, root_path=str(ROOT), instance_relative_config=True)
     app.config.from_mapping(
@@ -33,7 +33,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         LOAD_MODELS_AT_START=True,
         TORCH_THREADS=0,
         GENERATION_MODE="batched",
-        PROMPT_STORE_TOKENS=DEFAULT_MAX_TOKENS,
+        PROMPT_STORE_TOKENS=DEFAULT_PROMPT_STORE_TOKENS,
         MESSAGE_QUEUE="",
         TAG_SENTENCES=True,
         TAG_DELAY_SECONDS=30.0,
@@ -52,8 +52,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from cyoa import store
     from cyoa.experiments import load_experiments
     from cyoa.generation import ModelPool, configure_torch_threads, load_model_cards
-    from cyoa.generation.cores import CoreShare
-    from cyoa.generation.local import GENERATION_MODES
+    from cyoa.generation.engine import GENERATION_MODES, CoreShare
     from cyoa.realtime import client_manager, socketio
     from cyoa.study import pages, sockets
     from cyoa.study.runner import SuggestionRunner

@@ -27,8 +27,8 @@ from bench.load import (
     write_story,
 )
 from cyoa.generation import load_model_card
+from cyoa.generation.engine.prefixes import PrefixStore
 from cyoa.generation.fake import FakeBackend
-from cyoa.generation.prefixes import PrefixStore
 
 pytestmark = pytest.mark.load_client
 

@@ -4,7 +4,7 @@ prompt tokens it counts as read, on a case worked out by hand."""
 from __future__ import annotations
 
 from bench.prompt_store import ROUNDS, StoreBefore, _Cache, study_events, tokens_read
-from cyoa.generation.prefixes import PrefixStore
+from cyoa.generation.engine.prefixes import PrefixStore
 
 
 def test_a_simulated_writers_prompts_grow_round_by_round_and_rows_follow_them():

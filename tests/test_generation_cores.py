@@ -16,11 +16,16 @@ import pytest
 import torch
 from test_generation_batching import TINY_SHAPE
 
-from cyoa.generation.cores import CoreShare, threads_each
-from cyoa.generation.packing import PackedLinear, pack_linear_layers, pack_model, packing_available
-from cyoa.generation.scheduler import BatchScheduler
+from cyoa.generation.engine.cores import CoreShare, threads_each
+from cyoa.generation.engine.packing import (
+    PackedLinear,
+    pack_linear_layers,
+    pack_model,
+    packing_available,
+)
+from cyoa.generation.engine.scheduler import BatchScheduler
+from cyoa.generation.engine.vocabulary import Vocabulary
 from cyoa.generation.types import Sampling
-from cyoa.generation.vocabulary import Vocabulary
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_packing = pytest.mark.skipif(not packing_available(), reason="torch built without oneDNN")

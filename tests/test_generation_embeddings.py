@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cyoa.generation.embeddings import (
+from cyoa.generation.engine.embeddings import (
     FILE_NAME,
     BlockEmbedding,
     BlockLinear,
@@ -24,8 +24,8 @@ from cyoa.generation.embeddings import (
     save_blocks,
     use_blocks,
 )
-from cyoa.generation.packing import PackedLinear, packing_available
-from cyoa.generation.vocabulary import Vocabulary
+from cyoa.generation.engine.packing import PackedLinear, packing_available
+from cyoa.generation.engine.vocabulary import Vocabulary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -183,24 +183,24 @@ def test_gemma_reads_its_blocks_and_gives_the_float32_checkpoint_s_states_and_lo
     from transformers import AutoModelForCausalLM
 
     from cyoa.generation import load_model_cards
+    from cyoa.generation.engine.packing import pack_model
     from cyoa.generation.local import TransformersBackend
-    from cyoa.generation.packing import pack_model
     from cyoa.generation.weights import ensure_converted
 
     card = load_model_cards(ROOT / "models")["gemma-3-270m"]
     folder = ensure_converted(card, MODEL_CACHE)
     backend = TransformersBackend(card, MODEL_CACHE, mode="naive")
-    backend.load(log=lambda _: None)
-    model = backend._model
+    local = backend.load(log=lambda _: None)
+    model = local.model
     assert isinstance(model.get_input_embeddings(), BlockEmbedding)
-    assert backend._vocabulary.screen and backend._vocabulary.weight is None
+    assert local.vocabulary.screen and local.vocabulary.weight is None
 
     plain = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()
     weight = plain.get_input_embeddings().weight.detach()
     matrix = model.get_input_embeddings().matrix
     assert torch.equal(torch.cat([rows for _, rows in matrix.chunks()]), weight)
     pack_model(plain)
-    ids = backend._tokenizer(
+    ids = local.tokenizer(
         "The lighthouse keeper found a letter on the rocks. It was addressed to him.",
         return_tensors="pt",
     ).input_ids
@@ -223,12 +223,12 @@ def test_smollm2_multiplies_a_packed_output_layer_and_a_row_s_logits_do_not_depe
 
     card = load_model_cards(ROOT / "models")["smollm2-135m-instruct"]
     backend = TransformersBackend(card, MODEL_CACHE, mode="naive")
-    backend.load(log=lambda _: None)
-    model, vocabulary = backend._model, backend._vocabulary
+    local = backend.load(log=lambda _: None)
+    model, vocabulary = local.model, local.vocabulary
     assert isinstance(model.get_input_embeddings(), BlockEmbedding)
     assert isinstance(model.get_output_embeddings(), PackedLinear)
     assert not vocabulary.screen
-    ids = backend._tokenizer(
+    ids = local.tokenizer(
         "The lighthouse keeper found a letter on the rocks. It was addressed to him, in his "
         "dead wife's handwriting, and the wind was getting stronger.",
         return_tensors="pt",

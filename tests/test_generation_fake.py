@@ -24,9 +24,9 @@ from cyoa.generation import (
     load_model_cards,
     prepare_models,
 )
+from cyoa.generation.engine.prefixes import DEFAULT_MAX_TOKENS
 from cyoa.generation.fake import FakeBackend
 from cyoa.generation.pool import make_backend
-from cyoa.generation.prefixes import DEFAULT_MAX_TOKENS
 
 REPO_MODELS = Path(__file__).resolve().parent.parent / "models"
 STORY = ["The lighthouse keeper found a letter on the rocks."]

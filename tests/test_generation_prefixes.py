@@ -13,8 +13,8 @@ import pytest
 import torch
 from test_generation_batching import tiny_models
 
-from cyoa.generation.batching import Batch
-from cyoa.generation.prefixes import PrefixStore
+from cyoa.generation.engine.batching import Batch
+from cyoa.generation.engine.prefixes import PrefixStore
 
 
 class FakeLayer:
@@ -249,9 +249,9 @@ def test_a_prompt_that_shares_a_stored_texts_beginning_reads_on_as_if_read_whole
 def test_a_finished_row_leaves_its_prompt_and_generated_tokens_in_the_store():
     from test_generation_cores import CharTokenizer, tiny_llama
 
-    from cyoa.generation.scheduler import BatchScheduler
+    from cyoa.generation.engine.scheduler import BatchScheduler
+    from cyoa.generation.engine.vocabulary import Vocabulary
     from cyoa.generation.types import Sampling
-    from cyoa.generation.vocabulary import Vocabulary
 
     model = tiny_llama()
     store = PrefixStore(min_shared=1)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from cyoa.generation.sampling import candidates, sample_next_token
+from cyoa.generation.engine.sampling import candidates, sample_next_token
 from cyoa.generation.types import Sampling
 
 # Probabilities 0.5, 0.25, 0.125, 0.0625, 0.0625 for tokens 0..4.

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from cyoa.generation.sampling import candidates, sample_rows, sample_rows_from_hidden
+from cyoa.generation.engine.sampling import candidates, sample_rows, sample_rows_from_hidden
+from cyoa.generation.engine.vocabulary import Vocabulary, screening_bound
 from cyoa.generation.types import Sampling
-from cyoa.generation.vocabulary import Vocabulary, screening_bound
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -185,17 +185,17 @@ def test_gemma_s_screened_top_40_are_its_float32_top_40_on_real_text():
 
     card = load_model_cards(ROOT / "models")["gemma-3-270m"]
     backend = TransformersBackend(card, MODEL_CACHE, mode="naive")
-    backend.load(log=lambda _: None)
-    vocabulary = backend._vocabulary
+    local = backend.load(log=lambda _: None)
+    vocabulary = local.vocabulary
     assert vocabulary.screen
-    full = Vocabulary(backend._model, banned=vocabulary.banned, screen=False)
+    full = Vocabulary(local.model, banned=vocabulary.banned, screen=False)
     text = (
         "The lighthouse keeper found a letter on the rocks. It was addressed to him, in his "
         "dead wife's handwriting. He sat down on the wet stone and read it twice."
     )
-    ids = backend._tokenizer(text, return_tensors="pt").input_ids
+    ids = local.tokenizer(text, return_tensors="pt").input_ids
     with torch.inference_mode():
-        hidden = backend._model.get_decoder()(input_ids=ids).last_hidden_state[0]
+        hidden = local.model.get_decoder()(input_ids=ids).last_hidden_state[0]
     top_ids, top = vocabulary.top_logits(hidden, 40)
     expected_top, expected_ids = torch.topk(full.logits(hidden), 40, dim=-1)
     assert vocabulary.fallbacks == 0

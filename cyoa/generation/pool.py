@@ -10,11 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cyoa.generation.cores import CoreShare
+from cyoa.generation.engine import BATCHED, DEFAULT_PROMPT_STORE_TOKENS, CoreShare
 from cyoa.generation.fake import FakeBackend
-from cyoa.generation.local import BATCHED, TransformersBackend
+from cyoa.generation.local import TransformersBackend
 from cyoa.generation.openai_backend import OpenAIBackend
-from cyoa.generation.prefixes import DEFAULT_MAX_TOKENS
 from cyoa.generation.types import Backend, ModelCard
 from cyoa.generation.weights import ensure_converted
 
@@ -32,7 +31,7 @@ def make_backend(
     cache_dir: Path,
     generation_mode: str = BATCHED,
     cores: CoreShare | None = None,
-    prompt_store_tokens: int = DEFAULT_MAX_TOKENS,
+    prompt_store_tokens: int = DEFAULT_PROMPT_STORE_TOKENS,
 ) -> TransformersBackend | FakeBackend | OpenAIBackend:
     """The backend the card names: ``transformers`` (packaged weights, converted into
     ``cache_dir``), ``openai`` (a remote OpenAI-compatible server) or ``fake`` (tests only).
@@ -61,7 +60,7 @@ class ModelPool:
     ``generation_mode`` (``batched`` or ``naive``) is passed to every local model, and so is
     ``cores``: the cores they share in batched mode (None: each uses the process's torch
     thread setting), and ``prompt_store_tokens``: the tokens of prompts read before that each
-    keeps (:mod:`cyoa.generation.prefixes`).
+    keeps (:mod:`cyoa.generation.engine`).
     """
 
     def __init__(
@@ -70,7 +69,7 @@ class ModelPool:
         cache_dir: Path,
         generation_mode: str = BATCHED,
         cores: CoreShare | None = None,
-        prompt_store_tokens: int = DEFAULT_MAX_TOKENS,
+        prompt_store_tokens: int = DEFAULT_PROMPT_STORE_TOKENS,
     ) -> None:
         self.cache_dir = Path(cache_dir)
         self.prompt_store_tokens = prompt_store_tokens

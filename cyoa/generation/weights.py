@@ -20,13 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cyoa.generation.engine import save_exact_blocks
 from cyoa.generation.types import ModelCard
 
 # Written last into a converted checkpoint: its presence means the conversion finished, and
 # its content says from which weights, so a changed card triggers a new conversion.
 MARKER = "cyoa-converted.json"
 # The layout of a converted checkpoint; a cache written in an older layout is converted again.
-# 2: the tied embedding matrix is also saved as exact 8-bit blocks (cyoa.generation.embeddings).
+# 2: the tied embedding matrix is also saved as exact 8-bit blocks (cyoa.generation.engine).
 LAYOUT = 2
 # Short text whose logits must match between the GGUF model and its saved copy.
 _PROBE = "The lighthouse keeper found a letter on the rocks."
@@ -203,8 +204,6 @@ def _convert(card: ModelCard, gguf: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from cyoa.generation.embeddings import save_blocks
-
     options = {"gguf_file": gguf.name, "local_files_only": True}
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **options)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, dtype=torch.float32, **options)
@@ -215,7 +214,7 @@ def _convert(card: ModelCard, gguf: Path, out: Path) -> None:
         del model.config.quantization_config
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    save_blocks(model, out)
+    save_exact_blocks(model, out)
 
     reloaded = AutoModelForCausalLM.from_pretrained(out, local_files_only=True)
     probe = tokenizer(_PROBE, return_tensors="pt").input_ids

@@ -14,7 +14,7 @@ import torch
 from cyoa.generation.types import Sampling
 
 if TYPE_CHECKING:
-    from cyoa.generation.vocabulary import Vocabulary
+    from cyoa.generation.engine.vocabulary import Vocabulary
 
 
 def candidates(

@@ -8,12 +8,12 @@ token, more than its 18 layers together. Top-k sampling needs the k largest logi
 
 1. **Screen.** Every score is computed in bfloat16 (the output matrix and the hidden state
    rounded to bfloat16, products summed in float32, the result rounded to bfloat16), with the
-   bfloat16 matrix laid out once for oneDNN (:class:`~cyoa.generation.packing.PackedMatrix`):
+   bfloat16 matrix laid out once for oneDNN (:class:`~cyoa.generation.engine.packing.PackedMatrix`):
    Gemma, one thread, 29 ms for 1 to 16 rows, against 53 ms (1 row) and 161 ms (16 rows) for
    the float32 product. The ``k + margin`` best screened tokens are the candidates.
 2. **Score exactly.** The candidates' logits are computed in float32 from the float32 matrix
    rows (read from its exact 8-bit blocks where the model keeps them, see
-   :mod:`cyoa.generation.embeddings`), as the full product would, and the k best are kept.
+   :mod:`cyoa.generation.engine.embeddings`), as the full product would, and the k best are kept.
 3. **Prove.** For every token ``j``, ``|z_j - s_j| ≤ B`` where ``z_j`` is its float32 logit,
    ``s_j`` its screened score and ``B`` the bound of :func:`screening_bound`. A token left out
    of the candidates has ``s_j ≤ c`` (``c`` the lowest candidate's screened score), so
@@ -44,8 +44,8 @@ from typing import Any
 
 import torch
 
-from cyoa.generation.embeddings import BlockLinear
-from cyoa.generation.packing import PackedMatrix, packing_available
+from cyoa.generation.engine.embeddings import BlockLinear
+from cyoa.generation.engine.packing import PackedMatrix, packing_available
 
 # bfloat16 keeps 8 significant bits: rounding to it changes a number by at most 2^-8 of it.
 BFLOAT16_UNIT_ROUNDOFF = 2.0**-8
@@ -65,7 +65,7 @@ class Vocabulary:
 
     ``screen`` says whether :meth:`top_logits` may screen in bfloat16 (by default: when the
     output layer is a float32 linear layer, or the exact 8-bit blocks of one
-    (:class:`~cyoa.generation.embeddings.BlockLinear`), with at least ``SCREEN_FROM_ENTRIES``
+    (:class:`~cyoa.generation.engine.embeddings.BlockLinear`), with at least ``SCREEN_FROM_ENTRIES``
     entries).
     """
 

@@ -22,7 +22,7 @@ rescoring of the vocabulary screen's few hundred candidates read rows, as before
 product (nucleus-only sampling, or a row the screen could not prove) de-quantizes 4,096 rows
 at a time: 133 ms for one row instead of 53 ms, 195 ms for 16 rows instead of 161 ms. So the
 output layer reads the blocks only where the vocabulary is screened
-(:mod:`cyoa.generation.vocabulary`); elsewhere it is packed.
+(:mod:`cyoa.generation.engine.vocabulary`); elsewhere it is packed.
 
 Reference: ggml (llama.cpp), ``quantize_row_q8_0_ref`` and ``dequantize_row_q8_0`` in
 ``ggml-quants.c`` (the Q8_0 format: 32 values, ``d = max|x| / 127``, ``q = round(x / d)``).
@@ -183,14 +183,14 @@ def use_blocks(model: Any, folder: Path, min_entries: int = 0, packed_output: bo
     entries).
 
     With ``packed_output``, the output layer is the float32 matrix laid out for oneDNN
-    instead (:class:`~cyoa.generation.packing.PackedLinear`): for a matrix small enough to be
+    instead (:class:`~cyoa.generation.engine.packing.PackedLinear`): for a matrix small enough to be
     multiplied whole at every step (SmolLM2's 49,152 × 576), where a row's logits are then
     bit for bit the same alone or in a batch, and 16 rows cost 14.5 ms instead of 23 ms (one
     thread; load.md, step 18). The embeddings still come from the blocks, so the matrix is
     held once in float32 (packed) and once in 8 bits, not twice in float32."""
     from safetensors.torch import load_file
 
-    from cyoa.generation.packing import PackedLinear, packing_available
+    from cyoa.generation.engine.packing import PackedLinear, packing_available
 
     path = Path(folder) / FILE_NAME
     weight = tied_matrix(model)

@@ -11,7 +11,7 @@ as soon as it ends (an end-of-text token or its ``max_new_tokens``) or its reade
 reading (a sentence is complete, a timeout, a cancellation), so the batch is only ever as
 wide as the work in progress. Each row samples with its own settings and its own seeded
 :class:`torch.Generator`, so its text does not depend on which other rows share the batch
-(up to floating-point rounding of the batched products; see :mod:`cyoa.generation.batching`).
+(up to floating-point rounding of the batched products; see :mod:`cyoa.generation.engine.batching`).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import Any
 
 import torch
 
-from cyoa.generation.batching import Batch
-from cyoa.generation.cores import CoreShare
-from cyoa.generation.prefixes import PrefixStore
-from cyoa.generation.sampling import sample_rows_from_hidden
+from cyoa.generation.engine.batching import Batch
+from cyoa.generation.engine.cores import CoreShare
+from cyoa.generation.engine.prefixes import PrefixStore
+from cyoa.generation.engine.sampling import sample_rows_from_hidden
+from cyoa.generation.engine.vocabulary import Vocabulary
 from cyoa.generation.types import Sampling
-from cyoa.generation.vocabulary import Vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,9 @@ class _Row:
 class BatchScheduler:
     """Dynamic batching for one loaded model (``model``, ``tokenizer``); ``stop_ids`` end a
     row; ``vocabulary`` scores the next token (and never a banned one). With ``cores``, the
-    thread uses its share of the cores for each step (:mod:`cyoa.generation.cores`);
+    thread uses its share of the cores for each step (:mod:`cyoa.generation.engine.cores`);
     without, the process's torch thread setting. With ``prefixes``, a prompt that begins
-    with one read before reads only the rest (:mod:`cyoa.generation.prefixes`). Call
+    with one read before reads only the rest (:mod:`cyoa.generation.engine.prefixes`). Call
     :meth:`start` once before streaming."""
 
     def __init__(
@@ -227,7 +227,7 @@ class BatchScheduler:
     def _store(self, batch: Batch, index: int, row: _Row) -> None:
         """Keep what a leaving row has read, its prompt and the tokens it generated (fed to
         the model so far), so that a next prompt with the suggestion kept reads only what
-        follows it (:mod:`cyoa.generation.prefixes`)."""
+        follows it (:mod:`cyoa.generation.engine.prefixes`)."""
         length, cache = batch.row_cache(index)
         if length > len(row.ids):
             self.prefixes.put((row.ids + row.generated)[:length], cache, None, len(row.ids))

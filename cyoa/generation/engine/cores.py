@@ -11,7 +11,7 @@ torch's thread count is per calling thread (each scheduler thread sets its own O
 size), so the models do not disturb each other's setting. When a second model starts
 working during the first's step, that step finishes with its old share (one step, about
 0.1 s, with one thread more than cores). With the packed float32 layers
-(:mod:`cyoa.generation.packing`) a row's hidden state is the same whatever the thread count,
+(:mod:`cyoa.generation.engine.packing`) a row's hidden state is the same whatever the thread count,
 so sharing changes no text.
 """
 

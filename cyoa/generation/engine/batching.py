@@ -22,7 +22,7 @@ use. Each part gets what a pass of its own gives, up to floating-point rounding;
 rows bit for bit.
 
 Only :class:`Batch` runs the model's layers; it returns each row's last hidden state, and the
-caller scores the vocabulary (:mod:`cyoa.generation.vocabulary`), samples and decodes.
+caller scores the vocabulary (:mod:`cyoa.generation.engine.vocabulary`), samples and decodes.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from cyoa.generation.prefixes import PrefixStore
+from cyoa.generation.engine.prefixes import PrefixStore
 
 # The name under which :func:`packed_attention` is registered with transformers.
 PACKED_ATTENTION = "cyoa_packed"

@@ -74,7 +74,7 @@ class PackedMatrix:
     """``x @ weight.T`` (no bias) through oneDNN, for a float32 or bfloat16 ``weight``
     reordered once; the reordered copy replaces the weight (the caller drops its own).
 
-    Used for the bfloat16 screen of the vocabulary (:mod:`cyoa.generation.vocabulary`):
+    Used for the bfloat16 screen of the vocabulary (:mod:`cyoa.generation.engine.vocabulary`):
     Gemma's 262,144 × 640 matrix, one thread, 1 to 16 rows: 29 ms against 50 ms for
     ``torch.nn.functional.linear`` on the plain bfloat16 matrix (the same scores: oneDNN sums
     the bfloat16 products in float32 either way)."""
@@ -90,7 +90,7 @@ def pack_model(model: torch.nn.Module) -> int:
     """Pack the linear layers of ``model``'s decoder (a transformers causal LM), then own every
     other weight outright (see above); returns how many layers were packed. The output layer
     is not packed: it is often tied to the input embeddings, and the vocabulary screen
-    (:mod:`cyoa.generation.vocabulary`) reads it."""
+    (:mod:`cyoa.generation.engine.vocabulary`) reads it."""
     packed = pack_linear_layers(model.get_decoder())
     if packed:
         with torch.no_grad():
