@@ -14,7 +14,8 @@ from typing import Any
 
 from flask import Flask
 
-ROOT = Path(__file__).resolve().parent.parent
+from cyoa.paths import ROOT
+
 log = logging.getLogger(__name__)
 
 
@@ -30,6 +31,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         EXPERIMENTS_DIR=str(ROOT / "experiments"),
         MODEL_CACHE=str(Path(app.instance_path) / "models"),
         DEFAULT_EXPERIMENT="gemma-vs-smollm",
+        HOST="127.0.0.1",
+        PORT=5000,
         LOAD_MODELS_AT_START=True,
         TORCH_THREADS=0,
         GENERATION_MODE="batched",
@@ -121,10 +124,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     research.init_app(app, socketio)
 
-    from cyoa import cli, security
+    from cyoa import security
 
     security.init_app(app)
-    cli.init_app(app)
     return app
 
 

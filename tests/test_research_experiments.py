@@ -6,17 +6,14 @@ import io
 import json
 from collections import Counter
 
-import click
 import pytest
 from click.testing import CliRunner
 from conftest import FAKE_CARD, RESEARCHER_PASSWORD, Researcher, Writer, write_setup
 
 from cyoa import ROOT, create_app, store
 from cyoa.cli import cli
-from cyoa.research.commands import register_commands
+from cyoa.cli import research as research_commands
 from cyoa.research.forms import form_defaults
-
-register_commands(cli)
 
 
 def status_of(app, exp_id: str) -> str:
@@ -246,9 +243,11 @@ def test_experiments_are_created_and_switched_from_the_command_line(app, runner,
 
 def test_every_researcher_verb_is_documented():
     research = (ROOT / "docs" / "research.md").read_text()
-    group = click.Group()
-    register_commands(group)
-    for name, command in group.commands.items():
+    for command in (
+        research_commands.create_researcher_command,
+        research_commands.experiment_group,
+    ):
+        name = command.name
         subcommands = getattr(command, "commands", None)
         for verb in [f"{name} {sub}" for sub in subcommands] if subcommands else [name]:
             assert f"python -m cyoa {verb} " in research, verb

@@ -14,9 +14,6 @@ from conftest import SURVEY_ANSWERS, Researcher, Writer, write_setup
 from cyoa import create_app, store
 from cyoa.cli import cli
 from cyoa.research import exports
-from cyoa.research.commands import register_commands
-
-register_commands(cli)
 
 FORMULA = '=HYPERLINK("http://evil.example","click me now")'
 LINE = "-2+3 is how this writer's line begins."

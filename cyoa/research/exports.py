@@ -32,9 +32,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from sqlite_utils import Database
 
-from cyoa import ROOT
+from cyoa import store
+from cyoa.analysis.data import AnalysisError, experiment_pairs, experiment_systems
+from cyoa.analysis.tsv import export_cyoa_tsv
 from cyoa.experiments import Experiment
 from cyoa.metrics.edit import edit_metrics_many
+from cyoa.paths import ROOT
+from cyoa.research.card import evaluation_card
 from cyoa.research.progress import DROPOUT_MINUTES, seconds_between, session_status
 
 FORMATS = ("csv", "jsonl", "parquet", "cyoa-tsv", "bundle")
@@ -396,22 +400,48 @@ def export_table(
     return _WRITERS[fmt](table_rows(db, exp_id, table, now), TABLES[table])
 
 
-def cyoa_tsv(db: Database, exp: Experiment, pair: tuple[str, str] | None = None) -> bytes:
+def cyoa_tsv(db: Database, exp_id: str, pair: tuple[str, str] | None = None) -> bytes:
     """The layout of the original CYOA evaluation script
     (:func:`cyoa.analysis.tsv.export_cyoa_tsv`): the writers of one pair of systems (``pair``
     is needed when the experiment has more than two)."""
-    from cyoa.analysis.data import AnalysisError
-    from cyoa.analysis.tsv import export_cyoa_tsv
-
-    if pair is None and len(exp.systems) != 2:
+    systems = experiment_systems(db, exp_id) if store.get_experiment(db, exp_id) else []
+    if pair is None and len(systems) > 2:
         raise ExportError(
-            f"The CYOA TSV layout holds two systems (Model and Baseline); '{exp.id}' has "
-            f"{len(exp.systems)}: the bundle has one TSV per pair that writers compared."
+            f"The CYOA TSV layout holds two systems (Model and Baseline); '{exp_id}' has "
+            f"{len(systems)}: name a pair (--pair A B), or take the bundle, which has one TSV "
+            "per pair that writers compared."
         )
     try:
-        return export_cyoa_tsv(db, exp.id, pair).encode("utf-8")
+        return export_cyoa_tsv(db, exp_id, pair).encode("utf-8")
     except AnalysisError as exc:
         raise ExportError(str(exc)) from exc
+
+
+def export(
+    db: Database,
+    exp_id: str,
+    fmt: str,
+    *,
+    table: str = "preference",
+    pair: tuple[str, str] | None = None,
+    experiment: Experiment | None = None,
+    now: datetime | None = None,
+) -> bytes:
+    """Every export of a stored experiment, by format: one of :data:`TABLE_FORMATS` (one
+    ``table``), ``cyoa-tsv`` (one ``pair`` of systems) or ``bundle`` (everything; needs the
+    loaded ``experiment``). The web downloads and the ``export`` verb both come here."""
+    if store.get_experiment(db, exp_id) is None:
+        raise ExportError(f"There is no experiment '{exp_id}' in this database.")
+    if fmt == "bundle":
+        if experiment is None:
+            raise ExportError(
+                f"Experiment '{exp_id}' cannot be loaded (see the log): its models or spec are "
+                "missing, so there is no bundle. The single tables can still be exported."
+            )
+        return bundle(db, experiment, store.get_evaluation_details(db, exp_id), now)
+    if fmt == "cyoa-tsv":
+        return cyoa_tsv(db, exp_id, pair)
+    return export_table(db, exp_id, table, fmt, now)
 
 
 def bundle(
@@ -420,8 +450,6 @@ def bundle(
     """A zip with every table as CSV and Parquet, the CYOA TSV (``cyoa.tsv``; with more than
     two systems ``cyoa-<a>-vs-<b>.tsv`` per pair that writers compared), the data dictionary,
     the experiment spec (JSON) and the evaluation card (Markdown)."""
-    from cyoa.research.card import evaluation_card
-
     now = now or datetime.now(UTC)
     tables = {name: table_rows(db, exp.id, name, now) for name in TABLES}
     out = io.BytesIO()
@@ -430,12 +458,10 @@ def bundle(
             archive.writestr(f"{name}.csv", to_csv(rows, TABLES[name]))
             archive.writestr(f"{name}.parquet", to_parquet(rows, TABLES[name]))
         if len(exp.systems) == 2:
-            archive.writestr("cyoa.tsv", cyoa_tsv(db, exp))
+            archive.writestr("cyoa.tsv", cyoa_tsv(db, exp.id))
         else:
-            from cyoa.analysis.data import experiment_pairs
-
             for a, b in experiment_pairs(db, exp.id):
-                archive.writestr(f"cyoa-{a}-vs-{b}.tsv", cyoa_tsv(db, exp, (a, b)))
+                archive.writestr(f"cyoa-{a}-vs-{b}.tsv", cyoa_tsv(db, exp.id, (a, b)))
         archive.writestr("data-dictionary.md", (ROOT / "docs" / "data-dictionary.md").read_bytes())
         archive.writestr(
             "experiment-spec.json", json.dumps(exp.source, indent=2, ensure_ascii=False) + "\n"

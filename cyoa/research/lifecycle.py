@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import tomllib
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -22,7 +21,6 @@ from sqlite_utils import Database
 from cyoa import store
 from cyoa.experiments import Experiment, SpecError, experiment_from_dict
 from cyoa.generation.types import ModelCard
-from cyoa.research.progress import DROPOUT_MINUTES, Progress, summarize
 
 SPEC_MAX_BYTES = 256 * 1024
 STATUS_VERBS = {"open": "opened", "paused": "paused", "closed": "closed"}
@@ -144,31 +142,3 @@ def participant_links(base_url: str, exp_id: str) -> list[ParticipantLink]:
             "No id: each browser gets its own story (kept in its cookie).",
         ),
     ]
-
-
-def experiment_progress(
-    db: Database,
-    exp: Experiment,
-    now: datetime | None = None,
-    dropout_minutes: float = DROPOUT_MINUTES,
-) -> Progress:
-    """The experiment's :class:`~cyoa.research.progress.Progress`, read from the database."""
-    row = store.get_experiment(db, exp.id)
-    sessions = db.query(
-        "SELECT phase, started_at, updated_at, finished_at, system_a, system_b"
-        " FROM sessions WHERE experiment_id = ?",
-        [exp.id],
-    )
-    rounds = db.query(
-        "SELECT round_started_at, turn_submitted_at FROM rounds WHERE experiment_id = ?",
-        [exp.id],
-    )
-    return summarize(
-        exp.id,
-        row["status"] if row else "closed",
-        exp.target_writers,
-        sessions,
-        rounds,
-        now or datetime.now(UTC),
-        dropout_minutes,
-    )

@@ -19,8 +19,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+
+from flask import current_app
+from sqlite_utils import Database
+
+from cyoa import store
+from cyoa.experiments import Experiment
 
 DROPOUT_MINUTES = 30.0
 
@@ -145,3 +151,38 @@ def format_seconds(seconds: float | None) -> str:
         hours, minutes = divmod(minutes, 60)
         return f"{hours} h {minutes:02d} min"
     return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
+
+
+def experiment_progress(
+    db: Database,
+    exp: Experiment,
+    now: datetime | None = None,
+    dropout_minutes: float = DROPOUT_MINUTES,
+) -> Progress:
+    """The experiment's :class:`Progress`, read from the database."""
+    row = store.get_experiment(db, exp.id)
+    sessions = db.query(
+        "SELECT phase, started_at, updated_at, finished_at, system_a, system_b"
+        " FROM sessions WHERE experiment_id = ?",
+        [exp.id],
+    )
+    rounds = db.query(
+        "SELECT round_started_at, turn_submitted_at FROM rounds WHERE experiment_id = ?",
+        [exp.id],
+    )
+    return summarize(
+        exp.id,
+        row["status"] if row else "closed",
+        exp.target_writers,
+        sessions,
+        rounds,
+        now or datetime.now(UTC),
+        dropout_minutes,
+    )
+
+
+def progress_payload(db: Database, exp: Experiment) -> dict[str, Any]:
+    """The experiment's progress as the dashboard script reads it, with the app's dropout
+    setting (``RESEARCH_DROPOUT_MINUTES``)."""
+    dropout = current_app.extensions["research"]["dropout_minutes"]
+    return experiment_progress(db, exp, dropout_minutes=dropout).to_dict()

@@ -17,7 +17,9 @@ from typing import Any
 from flask import Flask, current_app
 from flask_socketio import SocketIO, join_room
 
+from cyoa.realtime import socketio
 from cyoa.research.auth import current_researcher
+from cyoa.research.progress import progress_payload
 
 log = logging.getLogger(__name__)
 # Saved drafts change neither progress nor results, and come often while writers type.
@@ -32,8 +34,6 @@ def room(exp_id: str) -> str:
 
 
 def on_join(data: Any) -> dict[str, Any]:
-    from cyoa.research.views import progress_payload
-
     if current_researcher() is None:
         return {"ok": False, "error": "Please log in as a researcher and reload the page."}
     exp_id = data.get("experiment") if isinstance(data, dict) else None
@@ -54,9 +54,6 @@ def push_update(app: Flask, exp_id: str, session_id: str, event_type: str) -> No
     and swallows its own errors, so a writer's action never fails because of it)."""
     if event_type in QUIET_EVENTS:
         return
-    from cyoa.realtime import socketio
-    from cyoa.research.views import progress_payload
-
     try:
         with app.app_context():
             study = app.extensions["cyoa"]["study"]

@@ -18,7 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
-from cyoa import ROOT
+from cyoa.paths import ROOT
 
 log = logging.getLogger(__name__)
 

@@ -38,8 +38,9 @@ from cyoa.research.forms import (
     spec_from_form,
     system_rows,
 )
-from cyoa.research.progress import format_seconds
+from cyoa.research.progress import format_seconds, progress_payload
 from cyoa.research.replay import build_replay
+from cyoa.research.sockets import push_update
 
 bp = Blueprint("research", __name__, url_prefix="/research")
 bp.before_request(auth.check_csrf)
@@ -89,12 +90,6 @@ def _experiment(exp_id: str):
     if exp is None:
         abort(404)
     return exp
-
-
-def progress_payload(db, exp) -> dict[str, Any]:
-    """The experiment's progress as the dashboard script reads it."""
-    dropout = _research()["dropout_minutes"]
-    return lifecycle.experiment_progress(db, exp, dropout_minutes=dropout).to_dict()
 
 
 # --- login ----------------------------------------------------------------------------
@@ -269,8 +264,6 @@ def set_status(exp_id: str):
         flash(str(exc), "error")
     else:
         flash(f"Experiment '{exp.id}' is {lifecycle.STATUS_VERBS[status]}.")
-        from cyoa.research.sockets import push_update
-
         push_update(current_app._get_current_object(), exp.id, "", "status_changed")
     return redirect(url_for("research.experiment", exp_id=exp.id))
 
@@ -381,20 +374,15 @@ def download(exp_id: str, name: str):
     exp = _experiment(exp_id)
     now = datetime.now(UTC)
     stem, _, extension = name.rpartition(".")
+    if name in ("bundle.zip", "cyoa.tsv"):
+        fmt, table = ("bundle" if name == "bundle.zip" else "cyoa-tsv"), ""
+    elif stem in exports.TABLES and extension in exports.TABLE_FORMATS:
+        fmt, table = extension, stem
+    else:
+        abort(404)
     with _db() as db:
         try:
-            if name == "bundle.zip":
-                fmt, table = "bundle", ""
-                details = store.get_evaluation_details(db, exp.id)
-                data = exports.bundle(db, exp, details, now)
-            elif name == "cyoa.tsv":
-                fmt, table = "cyoa-tsv", ""
-                data = exports.cyoa_tsv(db, exp)
-            elif stem in exports.TABLES and extension in exports.TABLE_FORMATS:
-                fmt, table = extension, stem
-                data = exports.export_table(db, exp.id, table, fmt, now)
-            else:
-                abort(404)
+            data = exports.export(db, exp.id, fmt, table=table, experiment=exp, now=now)
         except exports.ExportError as exc:
             flash(str(exc), "error")
             return redirect(url_for("research.experiment", exp_id=exp.id, _anchor="downloads"))

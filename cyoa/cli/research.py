@@ -1,10 +1,8 @@
-"""Command-line verbs of the researcher's workspace, added to the ``cyoa`` group by
-:func:`register_commands`:
+"""Command-line verbs of the researcher's workspace:
 
 - ``create-researcher NAME``: a researcher account (password prompted twice on a terminal,
   else read from the first line of standard input);
 - ``experiment create FILE`` / ``experiment open|pause|close ID`` / ``experiment list``;
-- ``export EXPERIMENT --format csv|jsonl|parquet|bundle [--table T] --out PATH``.
 """
 
 from __future__ import annotations
@@ -14,18 +12,10 @@ from pathlib import Path
 
 import click
 
-
-def _db(ctx: click.Context, create: bool = False):
-    """The verb's database (``--db`` or the app's); with ``create`` a missing file is made."""
-    from cyoa import store
-    from cyoa.cli import database_path
-
-    path = database_path(ctx)
-    if not create and not path.exists():
-        raise click.ClickException(f"There is no database at {path}: check --db.")
-    db = store.connect(path)
-    store.init_db(db)
-    return db
+from cyoa.cli.context import get_app, open_existing, open_or_create
+from cyoa.experiments import SpecError
+from cyoa.research.auth import AccountError, create_researcher
+from cyoa.research.lifecycle import LifecycleError, create_experiment, parse_spec, set_status
 
 
 def _password(name: str) -> str:
@@ -41,10 +31,8 @@ def _password(name: str) -> str:
 @click.pass_context
 def create_researcher_command(ctx: click.Context, name: str) -> None:
     """Create a researcher account NAME (for the pages under /research/)."""
-    from cyoa.research.auth import AccountError, create_researcher
-
     password = _password(name)
-    db = _db(ctx, create=True)
+    db = open_or_create(ctx)
     try:
         create_researcher(db, name, password)
     except AccountError as exc:
@@ -64,12 +52,8 @@ def experiment_group() -> None:
 @click.pass_context
 def experiment_create_command(ctx: click.Context, file: Path) -> None:
     """Store the spec FILE (TOML or JSON) as a new, paused experiment."""
-    from cyoa.cli import get_app
-    from cyoa.experiments import SpecError
-    from cyoa.research.lifecycle import create_experiment, parse_spec
-
     cards = get_app(ctx).extensions["cyoa"]["cards"]
-    db = _db(ctx, create=True)
+    db = open_or_create(ctx)
     try:
         raw = parse_spec(file.read_text(encoding="utf-8"), str(file))
         exp = create_experiment(db, raw, cards, where=str(file))
@@ -87,9 +71,7 @@ def _status_command(status: str, verb: str):
     @click.argument("experiment_id")
     @click.pass_context
     def command(ctx: click.Context, experiment_id: str) -> None:
-        from cyoa.research.lifecycle import LifecycleError, set_status
-
-        db = _db(ctx)
+        db = open_existing(ctx)
         try:
             set_status(db, experiment_id, status)
         except LifecycleError as exc:
@@ -115,7 +97,7 @@ experiment_group.command("close")(
 @click.pass_context
 def experiment_list_command(ctx: click.Context) -> None:
     """Print every stored experiment with its status and number of sessions."""
-    db = _db(ctx)
+    db = open_existing(ctx)
     try:
         rows = list(
             db.query(
@@ -127,36 +109,3 @@ def experiment_list_command(ctx: click.Context) -> None:
         db.close()
     for row in rows:
         click.echo(f"{row['id']}\t{row['status']}\t{row['sessions']} sessions\t{row['title']}")
-
-
-def export_data(ctx: click.Context, experiment: str, fmt: str, table: str) -> bytes:
-    """The bytes of one export of a stored experiment (csv, jsonl, parquet: one table;
-    bundle: a zip with everything). Used by ``python -m cyoa export``."""
-    from cyoa import store
-    from cyoa.research import exports
-
-    db = _db(ctx)
-    try:
-        if store.get_experiment(db, experiment) is None:
-            raise click.ClickException(f"There is no experiment '{experiment}' in this database.")
-        if fmt == "bundle":
-            from cyoa.cli import get_app
-
-            study = get_app(ctx).extensions["cyoa"]["study"]
-            exp = study.experiment(experiment)
-            if exp is None:
-                raise click.ClickException(
-                    f"Experiment '{experiment}' cannot be loaded (see the log): no bundle."
-                )
-            return exports.bundle(db, exp, store.get_evaluation_details(db, experiment))
-        return exports.export_table(db, experiment, table, fmt)
-    except exports.ExportError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        db.close()
-
-
-def register_commands(cli_group: click.Group) -> None:
-    """Add the researcher verbs to the ``cyoa`` command group."""
-    cli_group.add_command(create_researcher_command)
-    cli_group.add_command(experiment_group)

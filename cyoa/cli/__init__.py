@@ -1,0 +1,43 @@
+"""Command-line verbs: ``python -m cyoa VERB`` (also ``flask --app app cyoa VERB``).
+
+Every verb works on the app's database by default and on another with ``--db PATH``. This
+module is the one place that puts the verbs in the ``cyoa`` group; each lives in the module
+named for its part (setup, analysis, research, export).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cyoa.cli import analysis, export, research, setup
+
+
+@click.group(name="cyoa", help="CYOA: collaborative story writing for model evaluation.")
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="SQLite database to use instead of the app's (instance/cyoa.sqlite).",
+)
+@click.pass_context
+def cli(ctx: click.Context, db_path: Path | None) -> None:
+    ctx.ensure_object(dict)
+    ctx.obj["db_path"] = db_path
+
+
+for command in (
+    setup.init_db_command,
+    setup.prepare_models_command,
+    setup.links_command,
+    analysis.analyze_command,
+    analysis.metrics_command,
+    analysis.import_tsv_command,
+    analysis.tag_command,
+    research.create_researcher_command,
+    research.experiment_group,
+    export.export_command,
+):
+    cli.add_command(command)

@@ -1,0 +1,55 @@
+"""What every verb needs: the app (built on demand) and the database it works on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from flask import Flask
+from flask.cli import ScriptInfo
+from sqlite_utils import Database
+
+from cyoa import create_app, store
+
+
+def get_app(ctx: click.Context) -> Flask:
+    """The app for a verb: the one Flask's CLI loaded, or a new one (models not loaded)."""
+    root = ctx.find_root()
+    if "app" not in root.meta:
+        overrides: dict[str, object] = {"LOAD_MODELS_AT_START": False}
+        db_path = (ctx.find_object(dict) or {}).get("db_path")
+        if db_path:
+            overrides["DATABASE"] = str(db_path)
+        info = ctx.find_object(ScriptInfo)
+        if info is not None:
+            app = info.load_app()
+            app.config.update(overrides)
+        else:
+            app = create_app(overrides)
+        root.meta["app"] = app
+    return root.meta["app"]
+
+
+def database_path(ctx: click.Context) -> Path:
+    """The database a verb works on: ``--db`` if given (no app is built), else the app's."""
+    db_path = (ctx.find_object(dict) or {}).get("db_path")
+    if db_path:
+        return Path(db_path)
+    return Path(get_app(ctx).config["DATABASE"])
+
+
+def open_existing(ctx: click.Context) -> Database:
+    """The verb's database, which must exist, with its tables brought up to date."""
+    path = database_path(ctx)
+    if not path.exists():
+        raise click.ClickException(f"There is no database at {path}: check --db.")
+    db = store.connect(path)
+    store.init_db(db)
+    return db
+
+
+def open_or_create(ctx: click.Context) -> Database:
+    """The verb's database, created if missing, with its tables brought up to date."""
+    db = store.connect(database_path(ctx))
+    store.init_db(db)
+    return db

@@ -1,0 +1,74 @@
+"""The ``export`` verb: every table of a stored experiment, in every format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cyoa.cli.context import get_app, open_existing
+from cyoa.research import exports
+
+
+@click.command("export")
+@click.argument("experiment")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "jsonl", "parquet", "cyoa-tsv", "bundle"]),
+    required=True,
+    help=(
+        "csv, jsonl, parquet: one table (see --table); cyoa-tsv: the layout of the original "
+        "CYOA evaluation script; bundle: a zip with every table, the data dictionary, the "
+        "spec and the evaluation card."
+    ),
+)
+@click.option(
+    "--table",
+    type=click.Choice(["preference", "sessions", "events", "survey"]),
+    default="preference",
+    show_default=True,
+    help="For csv, jsonl, parquet: preference = one row per writer × round.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="File to write ('-' for standard output).",
+)
+@click.option(
+    "--pair",
+    nargs=2,
+    default=None,
+    metavar="SYSTEM SYSTEM",
+    help="For cyoa-tsv: the two systems to export, for an experiment of more than two.",
+)
+@click.pass_context
+def export_command(
+    ctx: click.Context,
+    experiment: str,
+    fmt: str,
+    table: str,
+    out: Path,
+    pair: tuple[str, str] | None,
+) -> None:
+    """Write a stored EXPERIMENT's data (see docs/data-dictionary.md, "Exports")."""
+    db = open_existing(ctx)
+    try:
+        experiment_spec = (
+            get_app(ctx).extensions["cyoa"]["study"].experiment(experiment)
+            if fmt == "bundle"
+            else None
+        )
+        data = exports.export(
+            db, experiment, fmt, table=table, pair=pair, experiment=experiment_spec
+        )
+    except exports.ExportError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        db.close()
+    if str(out) == "-":
+        click.get_binary_stream("stdout").write(data)
+    else:
+        out.write_bytes(data)
+        click.echo(f"Wrote {out}.", err=True)
