@@ -16,6 +16,7 @@ from cyoa import store
 from cyoa.analysis.tsv import WriterRow
 from cyoa.experiments import DEFAULT_LIKERT, DEFAULT_OPEN, LIKERT_LABELS
 from cyoa.study import flow
+from cyoa.study.recording import SessionRecorder
 
 FIRST, SECOND = "alpha", "beta"
 
@@ -74,29 +75,7 @@ def add_writer(
         first_event={"experiment": exp_id, "systems": list(pair), "limits": {}},
     )
     session = store.get_session(db, session_id)
-    state = flow.State(limits=flow.Limits(rounds=rounds))
-    seq = 1
-
-    def record(event_type: str, payload: dict, extra: dict | None = None) -> None:
-        nonlocal state, seq
-        state = flow.apply(state, flow.Event(event_type, payload))
-        if event_type in ("suggestion_completed", "suggestion_failed"):
-            # As the study does: set on the event that lets the writer choose.
-            payload["one_suggestion_only"] = int(
-                state.phase == flow.Phase.CHOOSING and len(state.current.suggestions) < 2
-            )
-        seq += 1
-        store.record_event(
-            db,
-            session,
-            seq,
-            event_type,
-            payload,
-            phase=state.phase.value,
-            current_round=state.current.number,
-            extra=extra,
-        )
-
+    record = SessionRecorder(db, session, flow.State(limits=flow.Limits(rounds=rounds)))
     models = {name: f"m-{name}" for name in pair}
     with store.write_transaction(db):
         for number, turn in enumerate(turns, start=1):
@@ -148,7 +127,7 @@ def add_writer(
             }
             record("suggestion_chosen", {"round": number, "slot": slot, "switch": False}, extra)
             record("turn_submitted", {"round": number, "slot": slot, "text": turn.final}, extra)
-        if survey is not None and state.phase == flow.Phase.SURVEY:
+        if survey is not None and record.state.phase == flow.Phase.SURVEY:
             questions = {item: ("likert", text, LIKERT_LABELS) for item, text in DEFAULT_LIKERT}
             questions |= {item: ("open", text, LIKERT_LABELS) for item, text in DEFAULT_OPEN}
             record("survey_submitted", survey, {"questions": questions})

@@ -44,6 +44,7 @@ from cyoa import store
 from cyoa.analysis.data import AnalysisError, StudyData, load_study
 from cyoa.experiments import LIKERT_LABELS
 from cyoa.study import flow
+from cyoa.study.recording import SessionRecorder
 
 ROUND_GROUPS = ("modelLines", "baselineLines", "userLines", "userEdits", "isModelAccepted")
 ACCEPTED_COLUMN = "isModelAccepted"
@@ -329,23 +330,7 @@ def _import_writer(
     )
     session = store.get_session(db, session_id)
     # The phase after each event comes from the study's own rules, as when writers write.
-    state = flow.State(limits=flow.Limits(rounds=rounds))
-    seq = 1
-
-    def record(event_type: str, payload: dict, extra: dict | None = None) -> None:
-        nonlocal state, seq
-        state = flow.apply(state, flow.Event(event_type, payload))
-        seq += 1
-        store.record_event(
-            db,
-            session,
-            seq,
-            event_type,
-            payload,
-            phase=state.phase.value,
-            current_round=state.current.number,
-            extra=extra,
-        )
+    record = SessionRecorder(db, session, flow.State(limits=flow.Limits(rounds=rounds)))
 
     with store.write_transaction(db):
         for index in range(rounds):

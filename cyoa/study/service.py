@@ -19,6 +19,7 @@ from typing import Any
 
 from cyoa import store
 from cyoa.experiments import Experiment, validate_survey
+from cyoa.study import recording
 from cyoa.study.assignment import assign_pair, balanced_slot_plan, slot_systems
 from cyoa.study.flow import (
     SLOTS,
@@ -26,7 +27,6 @@ from cyoa.study.flow import (
     Phase,
     RuleError,
     State,
-    apply,
     check,
     is_slot,
     replay,
@@ -218,20 +218,12 @@ class Study:
                 state, last_seq = self._fold(db, session)
                 payload, extra = self._enrich(db, exp, session, state, event_type, payload)
                 event = check(state, event_type, payload)
-                new_state = apply(state, event)
-                if event_type in ("suggestion_completed", "suggestion_failed"):
-                    rnd = new_state.current
-                    event.payload["one_suggestion_only"] = int(
-                        new_state.phase == Phase.CHOOSING and len(rnd.suggestions) < len(SLOTS)
-                    )
-                store.record_event(
+                new_state = recording.record(
                     db,
                     session,
                     last_seq + 1,
-                    event.type,
-                    event.payload,
-                    phase=new_state.phase.value,
-                    current_round=new_state.current.number,
+                    state,
+                    event,
                     client_action_id=client_action_id,
                     extra=extra,
                 )
