@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,8 +18,11 @@ from typing import Any
 
 from sqlite_utils import Database
 
-SCHEMA_VERSION = 1
 BUSY_TIMEOUT_SECONDS = 10.0
+
+
+class SchemaError(RuntimeError):
+    """The database cannot be brought to this code's schema (e.g. it is newer)."""
 
 
 def now() -> str:
@@ -49,15 +52,45 @@ def write_transaction(db: Database) -> Iterator[Database]:
 
 
 def init_db(db: Database) -> None:
-    """Create every table and index that does not exist yet, and switch on WAL mode. Safe
-    when several worker processes start at once on a new database: one creates the tables
-    while the others wait for the write lock, then find them."""
+    """Bring the database to :data:`SCHEMA_VERSION`, creating it when new, and switch on WAL
+    mode (see :func:`migrate`). Safe when several worker processes start at once: one
+    migrates while the others wait for the write lock, then find nothing left to do."""
     db.enable_wal()
     with write_transaction(db):
-        _create_tables(db)
+        migrate(db)
 
 
-def _create_tables(db: Database) -> None:
+def schema_version(db: Database) -> int:
+    """The schema version the database records (SQLite's ``user_version``; 0 when new)."""
+    return db.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(db: Database, migrations: Sequence[Callable[[Database], None]] | None = None) -> int:
+    """Apply the migrations the database has not had yet, in order, and record the new
+    version; returns it. Call inside :func:`write_transaction`: SQLite's schema changes are
+    transactional, so a migration that fails leaves the database as it was.
+
+    ``migrations[n - 1]`` takes a database from version ``n - 1`` to ``n``. Version 1 is the
+    first schema; databases written before migrations existed were also marked 1 while their
+    tables grew one "create if missing" at a time, so the version-1 step (which only creates
+    what is missing) runs again on a version-1 database. A database newer than the code is
+    refused: running older code on it could lose what the newer code stores."""
+    steps = MIGRATIONS if migrations is None else migrations
+    version = schema_version(db)
+    if version > len(steps):
+        raise SchemaError(
+            f"This database has schema version {version}, newer than this CYOA's "
+            f"({len(steps)}). Update CYOA (git pull) before using it."
+        )
+    first = 0 if version <= 1 else version
+    for step in steps[first:]:
+        step(db)
+    db.execute(f"PRAGMA user_version = {len(steps)}")
+    return len(steps)
+
+
+def _version_1(db: Database) -> None:
+    """The first schema: sessions and their events, the co-writing tables, researchers."""
     t = db.table
     if not t("experiments").exists():
         t("experiments").create(
@@ -247,7 +280,6 @@ def _create_tables(db: Database) -> None:
             not_null={"worker_id", "claimed_at", "heartbeat_at"},
         )
     create_sentence_tags(db)
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def create_sentence_tags(db: Database) -> None:
@@ -259,6 +291,11 @@ def create_sentence_tags(db: Database) -> None:
             pk=("tagger", "sentence"),
             not_null={"nouns", "verbs"},
         )
+
+
+# The schema's history: each step takes the database one version further (see migrate).
+MIGRATIONS: tuple[Callable[[Database], None], ...] = (_version_1,)
+SCHEMA_VERSION = len(MIGRATIONS)
 
 
 # --- experiments and participants -------------------------------------------------------

@@ -1,0 +1,110 @@
+"""The database's schema is upgraded in place, in order, in one transaction, losing nothing.
+
+Studies run for weeks: a new version of CYOA must open a database written by an older one
+with every session, event and answer intact.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from sqlite_utils import Database
+
+from cyoa import store
+from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment
+
+
+def version_1_database(path) -> Database:
+    """A database as version 1 of the schema wrote it, with two writers' whole sessions."""
+    db = store.connect(path)
+    with store.write_transaction(db):
+        store.migrate(db, store.MIGRATIONS[:1])
+    assert store.schema_version(db) == 1
+    make_experiment(db)
+    for writer in ("w1", "w2"):
+        turns = [
+            Turn(
+                line=f"{writer} line {n}.",
+                suggestions={FIRST: f"First says {n}.", SECOND: f"Second says {n}."},
+                slot1=FIRST if n % 2 else SECOND,
+                chosen=FIRST,
+                final=f"First says {n}, edited.",
+            )
+            for n in range(1, 6)
+        ]
+        add_writer(db, writer, turns, {"happy": 4})
+    return db
+
+
+def snapshot(db: Database, tables: list[str]) -> dict[str, list[tuple]]:
+    return {name: sorted(map(tuple, db.execute(f"SELECT * FROM [{name}]"))) for name in tables}
+
+
+def test_a_version_1_database_full_of_sessions_is_upgraded_and_loses_nothing(tmp_path):
+    db = version_1_database(tmp_path / "old.sqlite")
+    tables = db.table_names()
+    before = snapshot(db, tables)
+    assert len(before["events"]) > 40 and len(before["rounds"]) == 10
+    db.close()
+
+    upgraded = store.connect(tmp_path / "old.sqlite")
+    store.init_db(upgraded)
+    assert store.schema_version(upgraded) == store.SCHEMA_VERSION
+    assert snapshot(upgraded, tables) == before
+    # Opening it again changes nothing more.
+    store.init_db(upgraded)
+    assert snapshot(upgraded, tables) == before
+
+
+def test_migrations_run_in_order_once_each(tmp_path):
+    applied: list[str] = []
+
+    def add_notes(db: Database) -> None:
+        applied.append("notes")
+        db.execute("ALTER TABLE sessions ADD COLUMN notes TEXT")
+
+    def fill_notes(db: Database) -> None:
+        applied.append("fill")
+        db.execute("UPDATE sessions SET notes = 'kept: ' || id")
+
+    db = version_1_database(tmp_path / "db.sqlite")
+    steps = (*store.MIGRATIONS[:1], add_notes, fill_notes)
+    with store.write_transaction(db):
+        assert store.migrate(db, steps) == 3
+    with store.write_transaction(db):
+        store.migrate(db, steps)
+    assert applied == ["notes", "fill"]
+    assert store.schema_version(db) == 3
+    notes = [row[0] for row in db.execute("SELECT notes FROM sessions")]
+    assert len(notes) == 2 and all(note.startswith("kept: ") for note in notes)
+
+
+def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path):
+    def add_table(db: Database) -> None:
+        db.execute("CREATE TABLE half_done (id INTEGER)")
+
+    def broken(db: Database) -> None:
+        db.execute("INSERT INTO no_such_table VALUES (1)")
+
+    db = version_1_database(tmp_path / "db.sqlite")
+    before = snapshot(db, db.table_names())
+    with pytest.raises(sqlite3.OperationalError), store.write_transaction(db):
+        store.migrate(db, (*store.MIGRATIONS[:1], add_table, broken))
+    assert store.schema_version(db) == 1
+    assert "half_done" not in db.table_names()
+    assert snapshot(db, db.table_names()) == before
+
+
+def test_a_database_newer_than_the_code_is_refused_with_what_to_do(tmp_path):
+    db = store.connect(tmp_path / "new.sqlite")
+    db.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION + 1}")
+    with pytest.raises(store.SchemaError, match="Update CYOA"):
+        store.init_db(db)
+
+
+def test_a_new_database_gets_every_table_at_the_current_version(tmp_path):
+    db = store.connect(tmp_path / "fresh.sqlite")
+    store.init_db(db)
+    assert store.schema_version(db) == store.SCHEMA_VERSION
+    assert {"experiments", "sessions", "events", "rounds", "suggestions"} <= set(db.table_names())
