@@ -1,5 +1,5 @@
 """What one forward pass of each packaged model costs: decoding steps and prompt reads,
-with the layers' weights as loaded and packed for oneDNN (load.md, steps 11 and 13).
+with the layers' weights as loaded and packed for oneDNN (docs/performance-log.md, steps 11 and 13).
 
     .venv/bin/python bench/layer_steps.py    # bench/results/layer-steps.{md,json}
 
@@ -13,7 +13,7 @@ For each model (float32, as the app loads it, converted weights from ``instance/
 - for a model whose vocabulary is not screened (SmolLM2), the whole output layer (every
   token's logit) for 1, 4 and 16 rows on 1 thread, the mean of 20 products after 2: as
   loaded it is MKL's product, packed it is the app's (the float32 matrix packed for oneDNN,
-  load.md step 18).
+  docs/performance-log.md, step 18).
 
 Both with the weights as transformers loads them and after :func:`pack_model`, measured
 alternately 3 times each, the best kept. Run it on a quiet machine: the figures are

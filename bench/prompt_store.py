@@ -1,5 +1,5 @@
 """How much of the writers' prompts the prompt store serves over whole stories of a real
-study's length, with the store as the app runs it (load.md step 27).
+study's length, with the store as the app runs it (docs/performance-log.md, step 27).
 
     .venv/bin/python bench/prompt_store.py    # bench/results/prompt-store.{md,json}
 

@@ -24,6 +24,7 @@ from bench.load import (
     render_markdown,
     replay_alone,
     summarize,
+    write_results,
     write_story,
 )
 from cyoa.generation import load_model_card
@@ -153,6 +154,50 @@ class StoringBackend(FakeBackend):
         self.read_before.append(0 if stored is None else len(stored.ids))
         self.prefixes.put(words, FakeCache(len(words)), None)
         return super().stream(prompt, sampling, seed)
+
+
+def _minimal_results(stamp: str, card_options: list[str], pauses: list[float]) -> dict:
+    summary = summarize([_round_timing(0, 1, 5.0, 9.0)], None)
+    return {
+        "command": "python bench/load.py --writers 1 --modes batched",
+        "stamp": stamp,
+        "finished": "2026-11-22 10:00",
+        "machine": {"cpus": 2, "memory_gb": 23.5, "python": "3.11.7"},
+        "load_average_start": [0.1, 0.1, 0.1],
+        "load_average_end": [0.2, 0.1, 0.1],
+        "rounds_per_writer": 1,
+        "pauses": {"start": pauses},
+        "experiment": "gemma-vs-smollm",
+        "card_options": card_options,
+        "modes": {
+            "batched": {
+                "startup_to_ready_s": 9.0,
+                "rss_at_ready_mb": 2100,
+                "runs": {"1": {"summary": summary}},
+            }
+        },
+        "throughput_ratio": {},
+    }
+
+
+def test_a_run_replaces_its_page_s_latest_json_keeps_the_notes_and_keeps_each_run_aside(
+    tmp_path,
+):
+    first = write_results(_minimal_results("20261125-100000", [], [0.0, 3.0]), tmp_path)
+    assert first == tmp_path / "load.json"
+    page = tmp_path / "load.md"
+    page.write_text(page.read_text() + "\n## Notes\n\nWhy these figures matter.\n")
+    write_results(_minimal_results("20261125-110000", [], [0.0, 3.0]), tmp_path)
+    assert '"stamp": "20261125-110000"' in (tmp_path / "load.json").read_text()
+    assert "[load.json](load.json)" in page.read_text()
+    assert "Why these figures matter." in page.read_text()
+    runs = sorted(path.name for path in (tmp_path / "runs").iterdir())
+    assert runs == ["load-20261125-100000.json", "load-20261125-110000.json"]
+    variant = write_results(
+        _minimal_results("20261125-120000", ['dtype = "bfloat16"'], [0.0, 0.0]), tmp_path
+    )
+    assert variant.name == "load-no-pauses-dtype-bfloat16.json"
+    assert (tmp_path / "load-no-pauses-dtype-bfloat16.md").exists()
 
 
 def test_each_thread_count_replays_the_rounds_from_empty_prompt_stores(tmp_path):

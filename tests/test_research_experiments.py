@@ -251,3 +251,21 @@ def test_every_researcher_verb_is_documented():
         subcommands = getattr(command, "commands", None)
         for verb in [f"{name} {sub}" for sub in subcommands] if subcommands else [name]:
             assert f"python -m cyoa {verb} " in research, verb
+
+
+def test_links_print_the_address_the_app_serves_on_unless_told_another(app, runner):
+    env = {
+        "CYOA_MODELS_DIR": app.config["MODELS_DIR"],
+        "CYOA_EXPERIMENTS_DIR": app.config["EXPERIMENTS_DIR"],
+        "CYOA_HOST": "0.0.0.0",
+        "CYOA_PORT": "8123",
+    }
+    served = runner.invoke(cli, ["--db", app.config["DATABASE"], "links"], env=env)
+    assert served.exit_code == 0, served.output
+    assert "fake-ab: http://0.0.0.0:8123/s/fake-ab" in served.output
+    told = runner.invoke(
+        cli,
+        ["--db", app.config["DATABASE"], "links", "--base-url", "https://cyoa.example/"],
+        env=env,
+    )
+    assert "fake-ab: https://cyoa.example/s/fake-ab" in told.output
