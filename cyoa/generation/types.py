@@ -98,6 +98,7 @@ class Backend(Protocol):
 
     def stream(self, prompt: str, sampling: Sampling, seed: int) -> Iterator[str]:
         """Yield the continuation of ``prompt`` piece by piece (each piece a decoded token or
-        a few), sampled with ``sampling`` and seeded with ``seed`` so the same call gives the
-        same text. The caller may stop iterating early (e.g. at a sentence end)."""
+        a few), sampled with ``sampling`` and seeded with ``seed`` so the same call on the
+        same machine gives the same text (for a remote backend, where its server honours the
+        seed). The caller may stop iterating early (e.g. at a sentence end)."""
         ...

@@ -1,9 +1,9 @@
 """Packaged model weights: finding the GGUF file inside its Python package and converting it,
 once, into a plain transformers checkpoint in the model cache.
 
-Reading a GGUF file de-quantizes every tensor (~20 s for SmolLM2-135M, ~60 s for
-Gemma-3-270M on two cores); the converted checkpoint then loads in 2–4 s. Nothing here
-reaches a model hub: loading is forced offline.
+Reading a GGUF file de-quantizes every tensor, which takes many times longer than loading
+the converted checkpoint; so it is done once, at first use. Nothing here reaches a model hub:
+loading is forced offline.
 """
 
 from __future__ import annotations
@@ -183,9 +183,9 @@ def load_tokenizer(folder: Path) -> Any:
     library, with the special tokens its ``tokenizer_config.json`` names.
 
     ``AutoTokenizer.from_pretrained`` gives the same tokenizer but first parses the file in
-    Python to rebuild it from its vocabulary (Gemma's is 33 MB): 3.0–3.7 s for Gemma and
-    1.9 s for SmolLM2 at start-up, against 1.7 s and 0.4 s here. The same ids, decoded text,
-    special and added tokens for both packaged models (tests/test_generation_weights.py)."""
+    Python to rebuild it from its vocabulary (Gemma's is 33 MB), which makes every start-up slower.
+    Both give the same ids, decoded text, special and added tokens for both packaged models
+    (tests/test_generation_weights.py)."""
     force_offline()
     from transformers import PreTrainedTokenizerFast
 

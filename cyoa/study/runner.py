@@ -5,8 +5,8 @@ per slot. Each streams its partial text to the writer's room as it is generated 
 done, records ``suggestion_completed`` (or ``suggestion_failed`` when its tries are spent, see
 :data:`ATTEMPTS`) through :class:`~cyoa.study.service.Study`. Partial text is also kept in
 memory so a writer who reloads mid-generation sees it at once. After a server restart,
-:meth:`resume` restarts the slots that were still pending (with their recorded seeds, so the
-text is the same).
+:meth:`resume` restarts the slots that were still pending (with their recorded seeds, so on
+the same machine the text is the same).
 
 Several worker processes may serve the same writer (two tabs on two workers, or a reconnect
 that lands on another worker). Before generating, a task claims the slot in the database

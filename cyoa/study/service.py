@@ -339,8 +339,8 @@ def derived_seed(salt: str, exp_id: str, participant: str, round_number: int, sy
     """A system's seed in a round when the app runs with a seed salt (``CYOA_SEED_SALT``):
     the first 31 bits of SHA-256 of the salt, the experiment, the participant's external id,
     the round number and the system, so the same writer in the same round gets the same
-    suggestion from a system on any server given the same salt, whichever slot the system
-    is shown in (the slot order is still drawn at random). Only for benchmarks and
-    demonstrations: a study draws its seeds at random."""
+    seed from a system on any server given the same salt, whichever slot the system is shown
+    in (the slot order is still drawn at random), and so the same suggestion on the same
+    machine. Only for benchmarks and demonstrations: a study draws its seeds at random."""
     key = json.dumps([salt, exp_id, participant, round_number, system]).encode()
     return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") >> 1

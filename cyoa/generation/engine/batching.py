@@ -12,14 +12,13 @@ kept consistent when rows leave (:meth:`Batch.keep`) or join (:meth:`Batch.join`
 
 Prompts join in the same forward pass as the rows decoding (:meth:`Batch.advance`): the
 decoding rows' one new token each and the joining prompts' tokens go through the layers as one
-packed sequence, so the layers' weights are read from memory once for both. On one thread a
-decoding step and a prompt read each cost about one pass over the weights (Gemma 3 270M:
-about 60 ms, and a prompt's tokens about 2.4 ms each on top), so a row joining a running
-batch costs its tokens only. Only attention is computed apart, part by part, in
-:func:`packed_attention`: the decoding rows against the batch's cache, each joining prompt
-against its own (a stored beginning of it, or none), with the mask that part's own pass would
-use. Each part gets what a pass of its own gives, up to floating-point rounding; the decoding
-rows bit for bit.
+packed sequence, so the layers' weights are read from memory once for both. A decoding step
+and a prompt read each cost about one pass over the weights plus a little per token, so a row
+joining a running batch costs its tokens only, not a pass of its own. Only attention is
+computed apart, part by part, in :func:`packed_attention`: the decoding rows against the
+batch's cache, each joining prompt against its own (a stored beginning of it, or none), with
+the mask that part's own pass would use. Each part's hidden states agree with those of a pass
+of its own to float32 rounding (the layers' products see another number of rows).
 
 Only :class:`Batch` runs the model's layers; it returns each row's last hidden state, and the
 caller scores the vocabulary (:mod:`cyoa.generation.engine.vocabulary`), samples and decodes.

@@ -9,10 +9,10 @@ cores instead, decided again before each decoding step, so a model alone gets th
 
 torch's thread count is per calling thread (each scheduler thread sets its own OpenMP team
 size), so the models do not disturb each other's setting. When a second model starts
-working during the first's step, that step finishes with its old share (one step, about
-0.1 s, with one thread more than cores). With the packed float32 layers
-(:mod:`cyoa.generation.engine.packing`) a row's hidden state is the same whatever the thread count,
-so sharing changes no text.
+working during the first's step, that step finishes with its old share (for one step, one
+thread more than cores). A row's hidden state on another number of threads differs at most
+by float32 rounding, so sharing can change a sampled token only where two candidates nearly
+tie.
 """
 
 from __future__ import annotations

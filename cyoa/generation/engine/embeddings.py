@@ -17,11 +17,11 @@ kept in float32), and they give back the float32 matrix bit for bit: ``d × q`` 
   is then never read from the checkpoint file. With ``packed_output`` the embeddings read
   the blocks and the output layer is the float32 matrix packed for oneDNN (SmolLM2).
 
-What each use costs (one thread, Gemma's matrix): looking up embeddings and the exact
-rescoring of the vocabulary screen's few hundred candidates read rows, as before; the whole
-product (nucleus-only sampling, or a row the screen could not prove) de-quantizes 4,096 rows
-at a time: 133 ms for one row instead of 53 ms, 195 ms for 16 rows instead of 161 ms. So the
-output layer reads the blocks only where the vocabulary is screened
+Reading rows from the blocks (embedding lookups, and the exact rescoring of the vocabulary
+screen's few hundred candidates) costs about what reading float32 rows does. A whole product
+(nucleus-only sampling, or a row the screen could not prove) must de-quantize the entire
+matrix, a chunk at a time, and is clearly slower than the float32 product. So the output
+layer reads the blocks only where the vocabulary is screened
 (:mod:`cyoa.generation.engine.vocabulary`); elsewhere it is packed.
 
 Reference: ggml (llama.cpp), ``quantize_row_q8_0_ref`` and ``dequantize_row_q8_0`` in
@@ -42,8 +42,8 @@ BLOCK = 32
 LARGEST = 127
 # The blocks, saved beside a converted checkpoint.
 FILE_NAME = "embeddings-q8_0.safetensors"
-# Rows de-quantized at a time for a whole product (4,096 × 640 float32 = 10 MB stays in cache;
-# 16,384 rows at a time was 5× slower).
+# Rows de-quantized at a time for a whole product: 4,096 × 640 float32 values (10 MB) stay in
+# the CPU's cache between de-quantizing and multiplying; much larger chunks do not.
 CHUNK_ROWS = 4096
 
 
@@ -183,10 +183,11 @@ def use_blocks(model: Any, folder: Path, min_entries: int = 0, packed_output: bo
     entries).
 
     With ``packed_output``, the output layer is the float32 matrix laid out for oneDNN
-    instead (:class:`~cyoa.generation.engine.packing.PackedLinear`): for a matrix small enough to be
-    multiplied whole at every step (SmolLM2's 49,152 × 576), where a row's logits are then
-    bit for bit the same alone or in a batch, and 16 rows cost 14.5 ms instead of 23 ms (one
-    thread; load.md, step 18). The embeddings still come from the blocks, so the matrix is
+    instead (:class:`~cyoa.generation.engine.packing.PackedLinear`): for a matrix small enough
+    to be multiplied whole at every step (SmolLM2's 49,152 × 576): packed, a batch's product
+    is faster than the plain float32 one (bench/results/layer-steps.md), and de-quantizing
+    the blocks at every step would be slower still; a row's logits alone and in a batch
+    agree to float32 rounding. The embeddings still come from the blocks, so the matrix is
     held once in float32 (packed) and once in 8 bits, not twice in float32."""
     from safetensors.torch import load_file
 

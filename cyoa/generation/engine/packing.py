@@ -4,22 +4,20 @@ ships inside torch.
 A float32 ``nn.Linear`` on the CPU multiplies through MKL's general matrix product, which
 reads the weight in its stored order at every call. :class:`PackedLinear` reorders the weight
 once, at load, into the blocked layout oneDNN's kernels read fastest, and multiplies through
-oneDNN. Measured on this machine (bench/results/load.md, step 11): a decoding step of
-Gemma 3 270M's layers for 4 rows 78 → 54 ms on one thread, and for 16 rows on two threads
-83 → 54 ms; SmolLM2 likewise.
+oneDNN. A decoding step of several rows is then faster, while a lone row's step is a little
+slower; the app's batches usually hold several writers' rows, so the decoder's layers are
+packed (bench/results/layer-steps.md).
 
 The weight is replaced, not copied. But transformers reads the weights through a memory map of
-their file, and the file stays mapped while any tensor still views it (the embeddings do):
-the pages of the replaced weights would stay resident too (measured: +0.8 GB for both
-models). :func:`pack_model` therefore copies the remaining tensors into the process's own
-memory, which unmaps the file.
+their file, and the file stays mapped while any tensor still views it (the embeddings do), so
+the pages of the replaced weights would stay resident too. :func:`pack_model` therefore
+copies the remaining tensors into the process's own memory, which unmaps the file.
 
-The result is the same product in float32 (it differs from MKL's by float32 rounding, about
-1e-4 on hidden states of magnitude 10–100). Measured on both packaged models: the hidden
-states of prompts read together are bit for bit those of each read alone, with one thread or
-two, which MKL's product does not give (up to 9e-5 apart). A lone row's one-token step can
-still differ in the last bit (oneDNN's one-row kernel for a 2,048-wide input), so decoding
-alone and in a batch agree to float32 rounding (bench/results/load.md, step 30).
+The result is the same product in float32, up to float32 rounding: oneDNN sums in another
+order than MKL. A row's hidden states alone and in a batch agree to float32 rounding too.
+oneDNN's kernels mostly sum each row in the same order whatever the other rows, but the
+kernel it picks depends on the batch's shape and on the CPU (AMX, AVX-512, AVX2; a one-row
+step takes its own path), so nothing closer than rounding is promised.
 
 Only float32 layers are packed (the ``bfloat16`` and ``int8`` card options have their own
 kernels), and only where torch was built with oneDNN; elsewhere the model is left as it is.
@@ -32,7 +30,7 @@ from __future__ import annotations
 import torch
 
 # The batch size oneDNN is told to expect when it chooses the layout: a typical batch of
-# writers (the layout serves any number of rows; measured from 1 to 16).
+# writers (the layout serves any number of rows).
 EXPECTED_ROWS = 16
 
 
@@ -75,9 +73,9 @@ class PackedMatrix:
     reordered once; the reordered copy replaces the weight (the caller drops its own).
 
     Used for the bfloat16 screen of the vocabulary (:mod:`cyoa.generation.engine.vocabulary`):
-    Gemma's 262,144 × 640 matrix, one thread, 1 to 16 rows: 29 ms against 50 ms for
-    ``torch.nn.functional.linear`` on the plain bfloat16 matrix (the same scores: oneDNN sums
-    the bfloat16 products in float32 either way)."""
+    for Gemma's 262,144 × 640 matrix it is clearly faster than ``torch.nn.functional.linear``
+    on the plain bfloat16 matrix and, like it, sums the bfloat16 products in float32, so its
+    scores stay within the screen's proven bound."""
 
     def __init__(self, weight: torch.Tensor) -> None:
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, EXPECTED_ROWS)

@@ -3,8 +3,8 @@ only what is new.
 
 A writer's prompt in round r + 1 is the prompt of round r followed by the turns added since
 (the kept suggestion and the writer's next line). Reading a prompt (the prefill) costs far
-more than generating a sentence: on one thread, Gemma 3 270M reads 120 tokens in about
-230 ms, and 16 writers' prompts take 3.6 s, during which every other row of the batch waits.
+more than generating a sentence, since every token of the story goes through the layers;
+while writers' prompts are read, every other row of the batch waits.
 :class:`PrefixStore` keeps, per model, each prompt's KV cache (the attention keys and values
 of every layer) and its last hidden state, so a new prompt that begins with a stored one (as
 token ids) runs only its remaining tokens through the model.
@@ -39,8 +39,7 @@ enough, the new text is not stored. Writers take turns: the text just stored is 
 whose writer needs it last (after reading, editing and writing a line), so when the
 writers' stories outgrow the store, keeping the texts already stored serves some writers
 every round, where dropping the least recently used would evict each story just before
-its writer comes back and serve almost none (bench/results/prompt-store.md: 16 writers'
-whole stories in 2,048 tokens, 50% of prompt tokens read instead of 85%).
+its writer comes back and serve almost none (see bench/results/prompt-store.md).
 """
 
 from __future__ import annotations

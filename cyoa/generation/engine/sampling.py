@@ -1,7 +1,8 @@
 """Choosing the next token from a model's logits: temperature, top-k and nucleus (top-p).
 
-Sampling draws from a caller-owned :class:`torch.Generator`, so a suggestion depends only on
-its seed, never on the global random state or on what other threads are doing.
+Sampling draws from a caller-owned :class:`torch.Generator`, so the draws depend only on the
+seed, never on the global random state or on what other threads are doing: on one machine,
+the same probabilities and seed give the same token.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ INCOMPLETE = "\ufffd"
 # At most this many rows decode together; later requests wait for a row to leave.
 MAX_ROWS = 32
 # When idle, the first request waits this long (seconds) for others to arrive with it (the
-# two systems of a same-model pair are asked for within milliseconds of each other).
+# two systems of a same-model pair are asked for at almost the same moment).
 WINDOW_SECONDS = 0.01
 _END = object()
 # Asks a scheduler thread to finish its current step and end.

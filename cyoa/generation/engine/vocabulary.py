@@ -8,9 +8,10 @@ token, more than its 18 layers together. Top-k sampling needs the k largest logi
 
 1. **Screen.** Every score is computed in bfloat16 (the output matrix and the hidden state
    rounded to bfloat16, products summed in float32, the result rounded to bfloat16), with the
-   bfloat16 matrix laid out once for oneDNN (:class:`~cyoa.generation.engine.packing.PackedMatrix`):
-   Gemma, one thread, 29 ms for 1 to 16 rows, against 53 ms (1 row) and 161 ms (16 rows) for
-   the float32 product. The ``k + margin`` best screened tokens are the candidates.
+   bfloat16 matrix laid out once for oneDNN
+   (:class:`~cyoa.generation.engine.packing.PackedMatrix`): for Gemma a fraction of the
+   float32 product's cost, which grows little with the batch's rows. The ``k + margin`` best
+   screened tokens are the candidates.
 2. **Score exactly.** The candidates' logits are computed in float32 from the float32 matrix
    rows (read from its exact 8-bit blocks where the model keeps them, see
    :mod:`cyoa.generation.engine.embeddings`), as the full product would, and the k best are kept.
@@ -18,9 +19,8 @@ token, more than its 18 layers together. Top-k sampling needs the k largest logi
    ``s_j`` its screened score and ``B`` the bound of :func:`screening_bound`. A token left out
    of the candidates has ``s_j ≤ c`` (``c`` the lowest candidate's screened score), so
    ``z_j ≤ c + B``. If the k-th exact logit exceeds ``c + B``, no token left out can be among
-   the k best: the k tokens are exactly the float32 top k. Otherwise (never seen with the
-   packaged models and a margin of 40, but possible) that row's whole float32 product is
-   computed, as without screening.
+   the k best: the k tokens are exactly the float32 top k. Otherwise (rare with the default
+   margin, but possible) that row's whole float32 product is computed, as without screening.
 
 So the tokens a row can draw and their probabilities are those of the full float32 product, up
 to float32 rounding (the same few units in the last place that separate a batched product
@@ -51,9 +51,9 @@ from cyoa.generation.engine.packing import PackedMatrix, packing_available
 BFLOAT16_UNIT_ROUNDOFF = 2.0**-8
 # float32: 24 significant bits.
 FLOAT32_UNIT_ROUNDOFF = 2.0**-24
-# Candidates screened beyond the k needed. For Gemma on real text with k = 40, a margin of 40
-# left 23% of rows unproven (each then costs the full product); 160 left none of 320
-# (bench/results/load.md, step 10).
+# Candidates screened beyond the k needed. A row the bound cannot prove costs the whole float32
+# product; a margin of about k leaves many rows of real text unproven, a margin of a few times
+# k almost none, for a few hundred exact rows read per row.
 DEFAULT_MARGIN = 160
 # Below this many output-matrix entries the full float32 product is cheap enough.
 SCREEN_FROM_ENTRIES = 50_000_000
@@ -109,8 +109,8 @@ class Vocabulary:
                 weight_bf16, self.max_row_norm, self.max_rounding_norm = _screening_copy(
                     shape, chunks
                 )
-                # oneDNN's layout of the bfloat16 copy, where torch has it: the same scores,
-                # 1.7× faster for Gemma (cyoa/generation/packing.py, PackedMatrix).
+                # oneDNN's layout of the bfloat16 copy, where torch has it: faster, and within
+                # the same bound (cyoa/generation/engine/packing.py, PackedMatrix).
                 self.screened_scores: Callable[[torch.Tensor], torch.Tensor] = (
                     PackedMatrix(weight_bf16)
                     if packing_available()
