@@ -264,7 +264,7 @@ def test_a_reader_that_stops_takes_its_row_out_and_the_others_go_on(gemma):
 def test_a_joining_row_samples_its_first_token_with_the_rows_already_decoding(gemma, monkeypatch):
     """One pass over the vocabulary per scheduler iteration: the rows that step and the rows
     that join sample together, and the joining row still gets its text alone."""
-    from cyoa.generation import scheduler
+    from cyoa.generation.engine import scheduler
 
     calls: list[tuple[int, ...]] = []  # the rows (their generators) of each sampling pass
     original = scheduler.sample_rows_from_hidden

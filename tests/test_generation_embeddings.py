@@ -178,7 +178,16 @@ def test_no_blocks_are_saved_for_a_matrix_they_cannot_give_back(tmp_path):
 MODEL_CACHE = Path(os.environ.get("CYOA_MODEL_CACHE", ROOT / "instance" / "models"))
 
 
+# oneDNN's bfloat16 products need AVX-512 (BW, VL, DQ) or AVX-NE-CONVERT; without them the
+# app does not screen Gemma's vocabulary (see the test after next).
+needs_bfloat16_products = pytest.mark.skipif(
+    not packing_available(torch.bfloat16),
+    reason="this CPU has no oneDNN bfloat16 products, so Gemma's vocabulary is not screened",
+)
+
+
 @pytest.mark.real_model
+@needs_bfloat16_products
 def test_gemma_reads_its_blocks_and_gives_the_float32_checkpoint_s_states_and_logits():
     from transformers import AutoModelForCausalLM
 
@@ -211,6 +220,25 @@ def test_gemma_reads_its_blocks_and_gives_the_float32_checkpoint_s_states_and_lo
         torch.testing.assert_close(
             model.lm_head(hidden[0]), plain.lm_head(hidden[0]), atol=1e-4, rtol=1e-5
         )
+
+
+@pytest.mark.real_model
+def test_without_bfloat16_products_gemma_multiplies_its_whole_packed_output_layer(monkeypatch):
+    """On a CPU without oneDNN's bfloat16 products (AVX2 only) the screen would cost more
+    than the whole float32 product, so Gemma is loaded as SmolLM2 is: the output layer
+    packed in float32, the embeddings from the blocks, no screen."""
+    from cyoa.generation import load_model_cards
+    from cyoa.generation.engine import model as engine_model
+    from cyoa.generation.local import TransformersBackend
+
+    monkeypatch.setattr(
+        engine_model, "packing_available", lambda dtype=torch.float32: dtype == torch.float32
+    )
+    card = load_model_cards(ROOT / "models")["gemma-3-270m"]
+    local = TransformersBackend(card, MODEL_CACHE, mode="naive").load(log=lambda _: None)
+    assert isinstance(local.model.get_input_embeddings(), BlockEmbedding)
+    assert isinstance(local.model.get_output_embeddings(), PackedLinear)
+    assert not local.vocabulary.screen
 
 
 @pytest.mark.real_model

@@ -28,7 +28,7 @@ import torch
 from cyoa.generation.engine.cores import CoreShare
 from cyoa.generation.engine.embeddings import use_blocks
 from cyoa.generation.engine.options import BATCHED, GENERATION_MODES
-from cyoa.generation.engine.packing import pack_model
+from cyoa.generation.engine.packing import pack_model, packing_available
 from cyoa.generation.engine.prefixes import PrefixStore
 from cyoa.generation.engine.sampling import sample_rows_from_hidden
 from cyoa.generation.engine.scheduler import INCOMPLETE, BatchScheduler
@@ -78,10 +78,14 @@ class LocalModel:
             model = _quantize_int8(model)
         elif dtype == "float32":
             # A large tied matrix (Gemma's) is read from its exact 8-bit blocks, a quarter of
-            # the memory; only where the vocabulary screen spares the whole product.
-            if not use_blocks(model, folder, min_entries=SCREEN_FROM_ENTRIES):
-                # A smaller one (SmolLM2's) is multiplied whole at every step: packed for
-                # oneDNN, with the embeddings from the blocks.
+            # the memory, where the bfloat16 vocabulary screen spares the whole product. A
+            # smaller one (SmolLM2's), or any on a CPU without oneDNN's bfloat16 products
+            # (where the screen would cost more than the whole float32 product), is
+            # multiplied whole at every step: packed for oneDNN, embeddings from the blocks.
+            screened = packing_available(torch.bfloat16) and use_blocks(
+                model, folder, min_entries=SCREEN_FROM_ENTRIES
+            )
+            if not screened:
                 use_blocks(model, folder, packed_output=True)
             pack_model(model)
         self.model = model

@@ -27,6 +27,8 @@ same purpose on the CPU), not a public API: :func:`packing_available` checks for
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 # The batch size oneDNN is told to expect when it chooses the layout: a typical batch of
@@ -34,13 +36,18 @@ import torch
 EXPECTED_ROWS = 16
 
 
-def packing_available() -> bool:
-    """Whether this torch has oneDNN and its linear-layer packing operators."""
+@functools.cache
+def packing_available(dtype: torch.dtype = torch.float32) -> bool:
+    """Whether this torch and this CPU pack and multiply ``dtype`` weights through oneDNN.
+
+    Tried on a small matrix rather than assumed: oneDNN's bfloat16 products need AVX-512
+    (BW, VL, DQ) or AVX-NE-CONVERT, which many x86-64 CPUs (AVX2 only) lack."""
     if not torch.backends.mkldnn.is_available():
         return False
     try:
-        torch.ops.mkldnn._reorder_linear_weight  # noqa: B018 - resolving the operator is the check
-        torch.ops.mkldnn._linear_pointwise  # noqa: B018
+        weight = torch.ones(EXPECTED_ROWS, EXPECTED_ROWS, dtype=dtype)
+        packed = torch.ops.mkldnn._reorder_linear_weight(weight, EXPECTED_ROWS)
+        torch.ops.mkldnn._linear_pointwise(weight, packed, None, "none", [], "")
     except (AttributeError, RuntimeError):
         return False
     return True

@@ -65,8 +65,9 @@ class Vocabulary:
 
     ``screen`` says whether :meth:`top_logits` may screen in bfloat16 (by default: when the
     output layer is a float32 linear layer, or the exact 8-bit blocks of one
-    (:class:`~cyoa.generation.engine.embeddings.BlockLinear`), with at least ``SCREEN_FROM_ENTRIES``
-    entries).
+    (:class:`~cyoa.generation.engine.embeddings.BlockLinear`), with at least
+    ``SCREEN_FROM_ENTRIES`` entries, and the CPU has oneDNN's bfloat16 products: without them
+    the screen costs more than the whole float32 product).
     """
 
     def __init__(
@@ -89,7 +90,11 @@ class Vocabulary:
         )
         if screen is None:
             matrix = blocks.integers if blocks is not None else weight
-            screen = screenable and matrix.numel() >= SCREEN_FROM_ENTRIES
+            screen = (
+                screenable
+                and matrix.numel() >= SCREEN_FROM_ENTRIES
+                and packing_available(torch.bfloat16)
+            )
         if screen and not screenable:
             raise ValueError("Only a float32 linear output layer without bias can be screened.")
         self.screen = screen
@@ -113,7 +118,7 @@ class Vocabulary:
                 # the same bound (cyoa/generation/engine/packing.py, PackedMatrix).
                 self.screened_scores: Callable[[torch.Tensor], torch.Tensor] = (
                     PackedMatrix(weight_bf16)
-                    if packing_available()
+                    if packing_available(torch.bfloat16)
                     else partial(torch.nn.functional.linear, weight=weight_bf16)
                 )
 
