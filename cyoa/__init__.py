@@ -131,12 +131,12 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
 
 def stored_experiments(db, cards) -> dict[str, Any]:
-    """Every experiment in the database whose models are available; one that cannot be
-    loaded (e.g. its model card was removed) is logged and left out."""
+    """Every co-writing experiment in the database whose models are available; one that
+    cannot be loaded (e.g. its model card was removed) is logged and left out."""
     from cyoa.experiments import SpecError, experiment_from_dict
 
     experiments = {}
-    for row in db["experiments"].rows:
+    for row in db["experiments"].rows_where("kind = 'cowriting'"):
         try:
             exp = experiment_from_dict(json.loads(row["spec"]), cards, where=row["id"])
         except SpecError as exc:

@@ -293,8 +293,97 @@ def create_sentence_tags(db: Database) -> None:
         )
 
 
+def _version_2(db: Database) -> None:
+    """Rating studies: experiments get a kind; stories, the instrument each rating
+    experiment uses and its items, raters, and judgements (one per rater × story × item)."""
+    db.execute("ALTER TABLE experiments ADD COLUMN kind TEXT NOT NULL DEFAULT 'cowriting'")
+    t = db.table
+    t("stories").create(
+        {
+            "experiment_id": str,
+            "story_id": str,
+            "source": str,
+            "title": str,
+            "text": str,
+            "url": str,
+            "origin": str,
+            "created_at": str,
+        },
+        pk=("experiment_id", "story_id"),
+        foreign_keys=[("experiment_id", "experiments", "id")],
+        not_null={"source", "created_at"},
+    )
+    t("instruments").create(
+        {
+            "experiment_id": str,
+            "instrument_id": str,
+            "name": str,
+            "version": str,
+            "reference": str,
+            "attribution": str,
+            "instructions": str,
+            "definition": str,
+        },
+        pk="experiment_id",
+        foreign_keys=[("experiment_id", "experiments", "id")],
+        not_null={"instrument_id", "name", "definition"},
+    )
+    t("instrument_items").create(
+        {
+            "experiment_id": str,
+            "item_id": str,
+            "position": int,
+            "kind": str,
+            "text": str,
+            "points": int,
+            "labels": str,
+            "reverse": int,
+            "factor": str,
+            "category": str,
+            "context": str,
+            "rationale": int,
+            "fei_kind": str,
+            "story_id": str,
+        },
+        pk=("experiment_id", "item_id"),
+        foreign_keys=[("experiment_id", "experiments", "id")],
+        not_null={"position", "kind", "text", "reverse", "rationale"},
+    )
+    t("raters").create(
+        {
+            "experiment_id": str,
+            "rater_id": str,
+            "external_id": str,
+            "id_source": str,
+            "created_at": str,
+        },
+        pk=("experiment_id", "rater_id"),
+        foreign_keys=[("experiment_id", "experiments", "id")],
+        not_null={"created_at"},
+    )
+    # Composite keys: a judgement belongs to a story and a rater of its experiment.
+    db.execute(
+        """CREATE TABLE judgements (
+            experiment_id TEXT NOT NULL REFERENCES experiments(id),
+            story_id TEXT NOT NULL,
+            rater_id TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            value FLOAT,
+            value_text TEXT,
+            rationale TEXT,
+            shown_at TEXT,
+            answered_at TEXT,
+            recorded_at TEXT NOT NULL,
+            PRIMARY KEY (experiment_id, rater_id, story_id, item_id),
+            FOREIGN KEY (experiment_id, story_id) REFERENCES stories(experiment_id, story_id),
+            FOREIGN KEY (experiment_id, rater_id) REFERENCES raters(experiment_id, rater_id)
+        )"""
+    )
+    db.execute("CREATE INDEX judgements_by_story ON judgements (experiment_id, story_id, item_id)")
+
+
 # The schema's history: each step takes the database one version further (see migrate).
-MIGRATIONS: tuple[Callable[[Database], None], ...] = (_version_1,)
+MIGRATIONS: tuple[Callable[[Database], None], ...] = (_version_1, _version_2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -343,6 +432,54 @@ def create_experiment(
                 "updated_at": stamp,
             }
         )
+
+
+def create_rating_experiment(
+    db: Database,
+    exp_id: str,
+    title: str,
+    spec: dict[str, Any],
+    *,
+    instrument: dict[str, Any],
+    items: list[dict[str, Any]],
+    stories: list[dict[str, Any]],
+    raters: list[dict[str, Any]],
+    judgements: list[dict[str, Any]],
+    status: str = "closed",
+) -> None:
+    """Store a rating experiment whole, in one transaction: its row (kind ``rating``), the
+    instrument it uses and its items, its stories, raters and judgements (rows as in
+    docs/data-dictionary.md). Raises ValueError if the id is taken; nothing is stored then,
+    nor when any row is refused."""
+    if status not in EXPERIMENT_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(EXPERIMENT_STATUSES)}.")
+    stamp = now()
+    with write_transaction(db):
+        if get_experiment(db, exp_id) is not None:
+            raise ValueError(f"An experiment with the id '{exp_id}' exists already.")
+        db["experiments"].insert(
+            {
+                "id": exp_id,
+                "title": title,
+                "status": status,
+                "spec": json.dumps(spec, sort_keys=True),
+                "created_at": stamp,
+                "updated_at": stamp,
+                "kind": "rating",
+            }
+        )
+        db["instruments"].insert({**instrument, "experiment_id": exp_id})
+        for table, rows in (
+            ("instrument_items", items),
+            ("stories", stories),
+            ("raters", raters),
+            ("judgements", judgements),
+        ):
+            db[table].insert_all(
+                ({"experiment_id": exp_id, "created_at": stamp, **row} for row in rows)
+                if table in ("stories", "raters")
+                else ({"experiment_id": exp_id, **row} for row in rows)
+            )
 
 
 def set_experiment_status(db: Database, exp_id: str, status: str) -> None:

@@ -22,7 +22,7 @@ def test_every_verb_is_in_the_readme(verb):
     ("verb", "option"),
     [
         (verb, option)
-        for verb in ("analyze", "metrics", "import-tsv", "tag", "export")
+        for verb in ("analyze", "metrics", "import-tsv", "tag", "export", "import-ratings")
         for param in cli.commands[verb].params
         for option in param.opts
         if option.startswith("--")

@@ -231,7 +231,7 @@ def test_experiments_are_created_and_switched_from_the_command_line(app, runner,
         assert result.exit_code == 0, result.output
         assert status_of(app, "from-cli") == status
     listing = invoke(runner, app, "experiment", "list")
-    assert "from-cli\tclosed\t0 sessions" in listing.output
+    assert "from-cli\tclosed\tcowriting\t0 sessions" in listing.output
     assert invoke(runner, app, "experiment", "open", "nope").exit_code != 0
     duplicate = invoke(runner, app, "experiment", "create", str(spec))
     assert duplicate.exit_code != 0 and "exists already" in duplicate.output

@@ -14,6 +14,7 @@ from conftest import SURVEY_ANSWERS, Researcher, Writer, write_setup
 from cyoa import create_app, store
 from cyoa.cli import cli
 from cyoa.research import exports
+from cyoa.research.rating_exports import RATING_TABLES
 
 FORMULA = '=HYPERLINK("http://evil.example","click me now")'
 LINE = "-2+3 is how this writer's line begins."
@@ -213,11 +214,14 @@ def test_the_bundle_holds_every_table_the_docs_the_spec_and_the_card(researcher,
 
 def test_every_export_column_is_in_the_data_dictionary():
     dictionary = (exports.ROOT / "docs" / "data-dictionary.md").read_text()
-    for table, columns in exports.TABLES.items():
-        assert f"### {table}" in dictionary
-        section = dictionary.split(f"### {table}", 1)[1].split("\n### ", 1)[0]
-        for column in columns:
-            assert f"`{column.name}`" in section, (table, column.name)
+    rating = dictionary.split("## Exports of rating experiments", 1)[1]
+    cowriting = dictionary.split("## Exports\n", 1)[1].split("## Exports of rating", 1)[0]
+    for part, tables in ((cowriting, exports.TABLES), (rating, RATING_TABLES)):
+        for table, columns in tables.items():
+            assert f"### {table}" in part
+            section = part.split(f"### {table}", 1)[1].split("\n### ", 1)[0]
+            for column in columns:
+                assert f"`{column.name}`" in section, (table, column.name)
 
 
 def test_the_command_line_writes_the_same_exports(app, study, tmp_path):

@@ -12,7 +12,8 @@ import pytest
 from sqlite_utils import Database
 
 from cyoa import store
-from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment
+from cyoa.paths import ROOT
+from tests.study_builder import FIRST, SECOND, Turn, add_writer
 
 
 def version_1_database(path) -> Database:
@@ -21,7 +22,7 @@ def version_1_database(path) -> Database:
     with store.write_transaction(db):
         store.migrate(db, store.MIGRATIONS[:1])
     assert store.schema_version(db) == 1
-    make_experiment(db)
+    store.upsert_experiment(db, "exp", "A study", {"id": "exp", "title": "A study", "rounds": 5})
     for writer in ("w1", "w2"):
         turns = [
             Turn(
@@ -37,13 +38,21 @@ def version_1_database(path) -> Database:
     return db
 
 
-def snapshot(db: Database, tables: list[str]) -> dict[str, list[tuple]]:
-    return {name: sorted(map(tuple, db.execute(f"SELECT * FROM [{name}]"))) for name in tables}
+def snapshot(db: Database, columns: dict[str, list[str]]) -> dict[str, list[tuple]]:
+    """Every row of each table, in the given columns (those the older schema had)."""
+    return {
+        name: sorted(map(tuple, db.execute(f"SELECT {', '.join(cols)} FROM [{name}]")))
+        for name, cols in columns.items()
+    }
+
+
+def columns_of(db: Database) -> dict[str, list[str]]:
+    return {name: list(db[name].columns_dict) for name in db.table_names()}
 
 
 def test_a_version_1_database_full_of_sessions_is_upgraded_and_loses_nothing(tmp_path):
     db = version_1_database(tmp_path / "old.sqlite")
-    tables = db.table_names()
+    tables = columns_of(db)
     before = snapshot(db, tables)
     assert len(before["events"]) > 40 and len(before["rounds"]) == 10
     db.close()
@@ -52,6 +61,7 @@ def test_a_version_1_database_full_of_sessions_is_upgraded_and_loses_nothing(tmp
     store.init_db(upgraded)
     assert store.schema_version(upgraded) == store.SCHEMA_VERSION
     assert snapshot(upgraded, tables) == before
+    assert [row[0] for row in upgraded.execute("SELECT kind FROM experiments")] == ["cowriting"]
     # Opening it again changes nothing more.
     store.init_db(upgraded)
     assert snapshot(upgraded, tables) == before
@@ -88,12 +98,12 @@ def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path):
         db.execute("INSERT INTO no_such_table VALUES (1)")
 
     db = version_1_database(tmp_path / "db.sqlite")
-    before = snapshot(db, db.table_names())
+    before = snapshot(db, columns_of(db))
     with pytest.raises(sqlite3.OperationalError), store.write_transaction(db):
         store.migrate(db, (*store.MIGRATIONS[:1], add_table, broken))
     assert store.schema_version(db) == 1
     assert "half_done" not in db.table_names()
-    assert snapshot(db, db.table_names()) == before
+    assert snapshot(db, columns_of(db)) == before
 
 
 def test_a_database_newer_than_the_code_is_refused_with_what_to_do(tmp_path):
@@ -108,3 +118,14 @@ def test_a_new_database_gets_every_table_at_the_current_version(tmp_path):
     store.init_db(db)
     assert store.schema_version(db) == store.SCHEMA_VERSION
     assert {"experiments", "sessions", "events", "rounds", "suggestions"} <= set(db.table_names())
+
+
+def test_every_table_and_column_is_in_the_data_dictionary(tmp_path):
+    dictionary = (ROOT / "docs" / "data-dictionary.md").read_text()
+    db = store.connect(tmp_path / "fresh.sqlite")
+    store.init_db(db)
+    for table, columns in columns_of(db).items():
+        assert f"\n## {table}\n" in dictionary, table
+        section = dictionary.split(f"\n## {table}\n", 1)[1].split("\n## ", 1)[0]
+        for column in columns:
+            assert f"`{column}`" in section, (table, column)

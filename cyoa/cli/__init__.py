@@ -2,7 +2,7 @@
 
 Every verb works on the app's database by default and on another with ``--db PATH``. This
 module is the one place that puts the verbs in the ``cyoa`` group; each lives in the module
-named for its part (setup, analysis, research, export).
+named for its part (setup, analysis, ratings, research, export).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from cyoa.cli import analysis, export, research, setup
+from cyoa.cli import analysis, export, ratings, research, setup
 
 
 @click.group(name="cyoa", help="CYOA: collaborative story writing for model evaluation.")
@@ -36,6 +36,7 @@ for command in (
     analysis.metrics_command,
     analysis.import_tsv_command,
     analysis.tag_command,
+    ratings.import_ratings_command,
     research.create_researcher_command,
     research.experiment_group,
     export.export_command,

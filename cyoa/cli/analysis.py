@@ -11,6 +11,9 @@ import click
 
 from cyoa import store
 from cyoa.analysis.data import AnalysisError, experiment_pairs, load_study
+from cyoa.analysis.rating_data import experiment_kind, load_ratings
+from cyoa.analysis.rating_render import render_rating_analysis
+from cyoa.analysis.ratings import analyze_ratings
 from cyoa.analysis.render import render
 from cyoa.analysis.tables import analyze
 from cyoa.analysis.tag_cache import SentenceTagCache, tag_experiment
@@ -58,11 +61,21 @@ def analyze_command(
     pair: tuple[str, str] | None,
 ) -> None:
     """Print the paper's tables for a stored EXPERIMENT, with their tests (one set of tables
-    per pair of systems that writers compared)."""
-
+    per pair of systems that writers compared); for a rating experiment, its instrument's
+    scores per source, their tests and the raters' agreement."""
     db = open_existing(ctx)
     try:
         try:
+            if experiment_kind(db, experiment) == "rating":
+                if compat or pair or alternative != "two-sided":
+                    raise click.ClickException(
+                        "--compat, --pair and --alternative are for co-writing experiments; "
+                        f"'{experiment}' is a rating experiment."
+                    )
+                data = load_ratings(db, experiment)
+                analysis = analyze_ratings(data.instrument, data.judgements)
+                click.echo(render_rating_analysis(analysis, fmt), nl=False)
+                return
             pairs = [tuple(pair)] if pair else experiment_pairs(db, experiment)
             studies = [load_study(db, experiment, p) for p in pairs]
         except AnalysisError as error:

@@ -8,6 +8,7 @@ import click
 
 from cyoa.cli.context import get_app, open_existing
 from cyoa.research import exports
+from cyoa.research.rating_exports import RATING_TABLES
 
 
 @click.command("export")
@@ -19,16 +20,17 @@ from cyoa.research import exports
     required=True,
     help=(
         "csv, jsonl, parquet: one table (see --table); cyoa-tsv: the layout of the original "
-        "CYOA evaluation script; bundle: a zip with every table, the data dictionary, the "
-        "spec and the evaluation card."
+        "CYOA evaluation script (co-writing); bundle: a zip with every table, the data "
+        "dictionary, the spec (and for co-writing the evaluation card)."
     ),
 )
 @click.option(
     "--table",
-    type=click.Choice(["preference", "sessions", "events", "survey"]),
-    default="preference",
-    show_default=True,
-    help="For csv, jsonl, parquet: preference = one row per writer × round.",
+    type=click.Choice([*exports.TABLES, *RATING_TABLES]),
+    default=None,
+    help="For csv, jsonl, parquet. Co-writing: preference (the default; one row per writer × "
+    "round), sessions, events, survey. Rating: judgements (the default; one row per rater × "
+    "story × item), stories, raters.",
 )
 @click.option(
     "--out",
@@ -48,7 +50,7 @@ def export_command(
     ctx: click.Context,
     experiment: str,
     fmt: str,
-    table: str,
+    table: str | None,
     out: Path,
     pair: tuple[str, str] | None,
 ) -> None:
@@ -68,7 +70,7 @@ def export_command(
     finally:
         db.close()
     if str(out) == "-":
-        click.get_binary_stream("stdout").write(data)
+        click.echo(data, nl=False)
     else:
         out.write_bytes(data)
         click.echo(f"Wrote {out}.", err=True)

@@ -96,16 +96,22 @@ experiment_group.command("close")(
 @experiment_group.command("list")
 @click.pass_context
 def experiment_list_command(ctx: click.Context) -> None:
-    """Print every stored experiment with its status and number of sessions."""
+    """Print every stored experiment, of either kind, with its status and how many writers
+    (co-writing) or raters (rating) it has."""
     db = open_existing(ctx)
     try:
         rows = list(
             db.query(
-                "SELECT e.id, e.status, e.title, (SELECT count(*) FROM sessions s"
-                " WHERE s.experiment_id = e.id) AS sessions FROM experiments e ORDER BY e.id"
+                "SELECT e.id, e.status, e.kind, e.title,"
+                " (SELECT count(*) FROM sessions s WHERE s.experiment_id = e.id) AS sessions,"
+                " (SELECT count(*) FROM raters r WHERE r.experiment_id = e.id) AS raters"
+                " FROM experiments e ORDER BY e.id"
             )
         )
     finally:
         db.close()
     for row in rows:
-        click.echo(f"{row['id']}\t{row['status']}\t{row['sessions']} sessions\t{row['title']}")
+        people = (
+            f"{row['raters']} raters" if row["kind"] == "rating" else f"{row['sessions']} sessions"
+        )
+        click.echo(f"{row['id']}\t{row['status']}\t{row['kind']}\t{people}\t{row['title']}")

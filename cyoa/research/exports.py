@@ -24,7 +24,6 @@ import io
 import json
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,7 +38,9 @@ from cyoa.experiments import Experiment
 from cyoa.metrics.edit import edit_metrics_many
 from cyoa.paths import ROOT
 from cyoa.research.card import evaluation_card
+from cyoa.research.columns import Column
 from cyoa.research.progress import DROPOUT_MINUTES, seconds_between, session_status
+from cyoa.research.rating_exports import RATING_TABLES, rating_table_rows
 
 FORMATS = ("csv", "jsonl", "parquet", "cyoa-tsv", "bundle")
 TABLE_FORMATS = ("csv", "jsonl", "parquet")
@@ -49,13 +50,6 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 class ExportError(ValueError):
     """An export that cannot be made; the message says what to do instead."""
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str  # "string", "int", "float" or "bool"
-    description: str
 
 
 _ARROW = {"string": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
@@ -422,16 +416,23 @@ def export(
     exp_id: str,
     fmt: str,
     *,
-    table: str = "preference",
+    table: str | None = None,
     pair: tuple[str, str] | None = None,
     experiment: Experiment | None = None,
     now: datetime | None = None,
 ) -> bytes:
     """Every export of a stored experiment, by format: one of :data:`TABLE_FORMATS` (one
-    ``table``), ``cyoa-tsv`` (one ``pair`` of systems) or ``bundle`` (everything; needs the
-    loaded ``experiment``). The web downloads and the ``export`` verb both come here."""
-    if store.get_experiment(db, exp_id) is None:
+    ``table``: of :data:`TABLES` for a co-writing experiment, default ``preference``; of
+    :data:`~cyoa.research.rating_exports.RATING_TABLES` for a rating one, default
+    ``judgements``), ``cyoa-tsv`` (one
+    ``pair`` of systems, co-writing only) or ``bundle`` (everything; a co-writing experiment
+    needs its loaded ``experiment``). The web downloads and the ``export`` verb both come
+    here."""
+    row = store.get_experiment(db, exp_id)
+    if row is None:
         raise ExportError(f"There is no experiment '{exp_id}' in this database.")
+    if row["kind"] == "rating":
+        return _export_rating(db, row, fmt, table or "judgements", now)
     if fmt == "bundle":
         if experiment is None:
             raise ExportError(
@@ -441,7 +442,39 @@ def export(
         return bundle(db, experiment, store.get_evaluation_details(db, exp_id), now)
     if fmt == "cyoa-tsv":
         return cyoa_tsv(db, exp_id, pair)
-    return export_table(db, exp_id, table, fmt, now)
+    return export_table(db, exp_id, table or "preference", fmt, now)
+
+
+def _export_rating(
+    db: Database, row: dict[str, Any], fmt: str, table: str, now: datetime | None
+) -> bytes:
+    """A rating experiment's export: one of its tables, or the bundle of all of them."""
+    if fmt == "cyoa-tsv":
+        raise ExportError(
+            f"'{row['id']}' is a rating experiment: the CYOA TSV holds co-writing studies. "
+            f"Export its tables ({', '.join(RATING_TABLES)}) or the bundle."
+        )
+    if fmt == "bundle":
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, columns in RATING_TABLES.items():
+                rows = rating_table_rows(db, row["id"], name)
+                archive.writestr(f"{name}.csv", to_csv(rows, columns))
+                archive.writestr(f"{name}.parquet", to_parquet(rows, columns))
+            archive.writestr(
+                "data-dictionary.md", (ROOT / "docs" / "data-dictionary.md").read_bytes()
+            )
+            spec = json.dumps(json.loads(row["spec"]), indent=2, ensure_ascii=False)
+            archive.writestr("experiment-spec.json", spec + "\n")
+        return out.getvalue()
+    if fmt not in _WRITERS:
+        raise ExportError(f"Unknown format '{fmt}': use one of {', '.join(TABLE_FORMATS)}.")
+    if table not in RATING_TABLES:
+        raise ExportError(
+            f"'{row['id']}' is a rating experiment: its tables are {', '.join(RATING_TABLES)}, "
+            f"not '{table}'."
+        )
+    return _WRITERS[fmt](rating_table_rows(db, row["id"], table), RATING_TABLES[table])
 
 
 def bundle(

@@ -95,12 +95,12 @@ def set_status(
 
 
 def sync_from_db(db: Database, experiments: dict[str, Experiment], cards) -> list[str]:
-    """Serve experiments stored by another process (``experiment create``) since the app
-    started: adds them to ``experiments``; returns their ids. Stored experiments that cannot
+    """Serve co-writing experiments stored by another process (``experiment create``) since
+    the app started: adds them to ``experiments``; returns their ids. Stored experiments that cannot
     be served (e.g. imported data whose models are not cards here) are left out quietly; the
     app logged them at start."""
     added = []
-    for row in db.query("SELECT id, spec FROM experiments ORDER BY id"):
+    for row in db.query("SELECT id, spec FROM experiments WHERE kind = 'cowriting' ORDER BY id"):
         if row["id"] in experiments:
             continue
         try:

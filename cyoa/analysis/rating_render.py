@@ -1,0 +1,400 @@
+"""Print a :class:`~cyoa.analysis.ratings.RatingAnalysis` as Markdown, CSV or JSON.
+
+- ``markdown``: tables for reading (pass rates in %, means and coefficients to 2–3 decimals,
+  p-values to 3 significant digits), the instrument's attribution, and the notes saying what
+  was computed.
+- ``csv``: one value per line, ``table,row,column,value``, at full precision, for scripts.
+- ``json``: every field of the analysis (:meth:`RatingAnalysis.to_dict`), at full precision;
+  undefined values are ``null``.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+from typing import Any, Literal
+
+from cyoa.analysis.agreement import ItemAgreement
+from cyoa.analysis.fei import FeiAnalysis
+from cyoa.analysis.ratings import RatingAnalysis
+from cyoa.analysis.scales import MeanInterval, ScaleAnalysis, SourceTest
+from cyoa.analysis.ttcw import TtcwAnalysis
+
+Format = Literal["markdown", "csv", "json"]
+FORMATS: tuple[Format, ...] = ("markdown", "csv", "json")
+
+
+def render_rating_analysis(analysis: RatingAnalysis, fmt: Format = "markdown") -> str:
+    """``analysis`` in the format ``fmt`` (one of :data:`FORMATS`)."""
+    if fmt == "markdown":
+        return to_markdown(analysis)
+    if fmt == "csv":
+        return to_csv(analysis)
+    if fmt == "json":
+        return json.dumps(analysis.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    raise ValueError(f"Unknown format {fmt!r}: use one of {', '.join(FORMATS)}.")
+
+
+# --- CSV -----------------------------------------------------------------------------------
+
+
+def _mean_rows(table: str, row: str, prefix: str, mean: MeanInterval) -> list[tuple]:
+    return [
+        (table, row, f"{prefix}{field}", getattr(mean, field))
+        for field in ("mean", "ci_low", "ci_high", "sd", "n")
+    ]
+
+
+def _test_rows(table: str, test: SourceTest) -> list[tuple]:
+    rows = [(table, test.what, "method", test.method)]
+    for field in ("statistic", "p_value", "p_holm", "effect", "effect_name", "reason"):
+        rows.append((table, test.what, field, getattr(test, field)))
+    return rows
+
+
+def _scale_rows(scales: ScaleAnalysis) -> list[tuple]:
+    rows: list[tuple] = []
+    for item in scales.items:
+        row = f"{item.item_id} {item.source}"
+        rows += _mean_rows("items", row, "", item.mean)
+        rows += [("items", row, "answers", item.answers), ("items", row, "stories", item.stories)]
+        rows += [("items", row, f"count {point}", count) for point, count in item.counts.items()]
+    for factor in scales.factors:
+        row = f"{factor.factor} {factor.source}"
+        rows += _mean_rows("factors", row, "", factor.mean)
+        rows += [
+            ("factors", row, "scores", factor.scores),
+            ("factors", row, "median", factor.median),
+        ]
+    for reliability in scales.reliability:
+        for field, value in dataclasses.asdict(reliability).items():
+            if field != "factor":
+                rows.append(("reliability", reliability.factor, field, value))
+    for test in scales.tests:
+        rows += _test_rows("factor_tests", test)
+    return rows
+
+
+def _ttcw_rows(tests: TtcwAnalysis) -> list[tuple]:
+    rows: list[tuple] = []
+    for rate in tests.pass_rates:
+        row = f"{rate.test_id} {rate.source}"
+        rows += [("pass_rates", row, field, getattr(rate, field)) for field in ("yes", "n", "rate")]
+    rows += [("pass_rates", f"average {s}", "rate", rate) for s, rate in tests.average.items()]
+    for dimension in tests.dimensions:
+        row = f"{dimension.dimension} {dimension.source}"
+        rows += [("dimensions", row, f, getattr(dimension, f)) for f in ("yes", "n", "rate")]
+    for passed in tests.tests_passed:
+        rows += _mean_rows("tests_passed", passed.source, "majority ", passed.majority)
+        rows += _mean_rows("tests_passed", passed.source, "per rater ", passed.per_rater)
+    for test in tests.kappa:
+        rows += [("fleiss_kappa", test.test_id, "kappa", test.fleiss.kappa)]
+        rows += [("fleiss_kappa", test.test_id, "reason", test.fleiss.reason)]
+    rows.append(("fleiss_kappa", "mean", "kappa", tests.mean_kappa))
+    for field, value in dataclasses.asdict(tests.correlation).items():
+        rows.append(("rater_correlation", "tests passed", field, value))
+    if tests.test is not None:
+        rows += _test_rows("tests_passed_test", tests.test)
+    rows.append(("rationales", "given", "count", tests.rationales))
+    rows.append(("rationales", "asked", "count", tests.rationale_asked))
+    return rows
+
+
+def _fei_rows(fei: FeiAnalysis) -> list[tuple]:
+    rows: list[tuple] = []
+    for summary in fei.summaries:
+        rows += _mean_rows("fei", f"{summary.index} {summary.source}", "", summary.mean)
+    for story in fei.stories:
+        for field in ("etc", "ewc", "etc_questions", "ewc_questions"):
+            rows.append(
+                ("fei_stories", f"{story.story_id} {story.source}", field, getattr(story, field))
+            )
+    for test in fei.tests:
+        rows += _test_rows("fei_tests", test)
+    rows.append(("fei", "questions with fewer than 2 answers", "count", fei.skipped_questions))
+    return rows
+
+
+def _agreement_rows(agreement: tuple[ItemAgreement, ...]) -> list[tuple]:
+    rows: list[tuple] = []
+    for entry in agreement:
+        row = f"{entry.item_id} {entry.scope}"
+        for field in ("alpha", "ci_low", "ci_high", "level", "units", "valid_resamples", "reason"):
+            rows.append(("agreement", row, f"alpha {field}", getattr(entry.alpha, field)))
+        if entry.fleiss is not None:
+            rows.append(("agreement", row, "fleiss kappa", entry.fleiss.kappa))
+            rows.append(("agreement", row, "fleiss reason", entry.fleiss.reason))
+        rows.append(("agreement", row, "exact agreement", entry.exact.share))
+    return rows
+
+
+def to_csv(analysis: RatingAnalysis) -> str:
+    """One value per line: ``table,row,column,value`` (empty value: undefined)."""
+    rows: list[tuple] = [
+        ("study", "instrument", "id", analysis.instrument_id),
+        ("study", "instrument", "version", analysis.instrument_version),
+        ("study", "judgements", "count", analysis.judgements),
+        ("study", "judgements", "missing", analysis.missing),
+        ("study", "raters", "count", analysis.raters),
+    ]
+    rows += [("study", "stories", source, count) for source, count in analysis.stories.items()]
+    if analysis.scales is not None:
+        rows += _scale_rows(analysis.scales)
+    if analysis.tests is not None:
+        rows += _ttcw_rows(analysis.tests)
+    if analysis.fei is not None:
+        rows += _fei_rows(analysis.fei)
+    rows += _agreement_rows(analysis.agreement)
+    rows += [
+        ("text_answers", item, "count", count) for item, count in analysis.text_answers.items()
+    ]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(("table", "row", "column", "value"))
+    for table, row, column, value in rows:
+        writer.writerow((table, row, column, "" if _undefined(value) else value))
+    return out.getvalue()
+
+
+# --- Markdown ------------------------------------------------------------------------------
+
+
+def _undefined(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "–" if _undefined(value) else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if _undefined(value) else f"{100 * value:.1f}"
+
+
+def _p(value: float | None) -> str:
+    return "–" if _undefined(value) else f"{value:.3g}"
+
+
+def _interval(low: float | None, high: float | None, digits: int = 2) -> str:
+    if _undefined(low) or _undefined(high):
+        return ""
+    return f" [{_num(low, digits)}, {_num(high, digits)}]"
+
+
+def _mean(mean: MeanInterval | None, digits: int = 2) -> str:
+    if mean is None or mean.mean is None:
+        return "–"
+    return f"{_num(mean.mean, digits)}{_interval(mean.ci_low, mean.ci_high, digits)} ({mean.n})"
+
+
+def _table(head: list[str], body: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return lines + [""]
+
+
+def _test_cells(test: SourceTest | None) -> list[str]:
+    if test is None:
+        return ["–", "–", "–", "–"]
+    if test.p_value is None:
+        return [test.reason or "–", "–", "–", "–"]
+    return [_num(test.statistic, 1), _p(test.p_value), _p(test.p_holm), _num(test.effect, 2)]
+
+
+def _test_method(tests: list[SourceTest]) -> list[str]:
+    if not tests:
+        return []
+    test = tests[0]
+    return [f"Test between sources: {test.method}; effect: {test.effect_name}.", ""]
+
+
+def _scale_lines(analysis: RatingAnalysis, scales: ScaleAnalysis) -> list[str]:
+    sources = list(analysis.sources)
+    lines = ["## Factors (mean score after reverse coding [95% CI] (stories))", ""]
+    tests = {test.what: test for test in scales.tests}
+    factors = list(dict.fromkeys(factor.factor for factor in scales.factors))
+    by_key = {(factor.factor, factor.source): factor for factor in scales.factors}
+    head = ["Factor", *sources, "statistic", "p", "p (Holm)", "effect"]
+    body = [
+        [
+            factor,
+            *(_mean(by_key[(factor, s)].mean) if (factor, s) in by_key else "–" for s in sources),
+            *_test_cells(tests.get(factor)),
+        ]
+        for factor in factors
+    ]
+    lines += _table(head, body) + _test_method(list(scales.tests))
+    lines += ["## Reliability (all sources)", ""]
+    body = [
+        [
+            entry.factor,
+            str(entry.items),
+            str(entry.n),
+            _num(entry.cronbach_alpha) + _interval(entry.alpha_ci_low, entry.alpha_ci_high),
+            _num(entry.omega) if entry.omega is not None else f"– ({entry.omega_reason})",
+        ]
+        for entry in scales.reliability
+    ]
+    lines += _table(["Factor", "items", "n", "Cronbach's α [95% CI]", "McDonald's ω"], body)
+    lines += ["## Items (mean answer as given [95% CI] (stories); answers per point)", ""]
+    items = list(dict.fromkeys(item.item_id for item in scales.items))
+    by_item = {(item.item_id, item.source): item for item in scales.items}
+    head = ["Item", "Statement", *sources, *(f"{s} per point" for s in sources)]
+    body = []
+    for item_id in items:
+        summaries = [by_item.get((item_id, source)) for source in sources]
+        body.append(
+            [
+                item_id,
+                analysis.item_texts.get(item_id, ""),
+                *(_mean(summary.mean) if summary else "–" for summary in summaries),
+                *(
+                    "/".join(str(count) for count in summary.counts.values()) if summary else "–"
+                    for summary in summaries
+                ),
+            ]
+        )
+    return lines + _table(head, body)
+
+
+def _ttcw_lines(analysis: RatingAnalysis, tests: TtcwAnalysis) -> list[str]:
+    sources = list(analysis.sources)
+    lines = ["## Pass rates (% of judgements that are Yes) and Fleiss' κ per test", ""]
+    rates = {(rate.test_id, rate.source): rate for rate in tests.pass_rates}
+    kappa = {test.test_id: test.fleiss for test in tests.kappa}
+    test_ids = list(dict.fromkeys(rate.test_id for rate in tests.pass_rates))
+    body = []
+    for test_id in test_ids:
+        first = rates[(test_id, sources[0])]
+        fleiss = kappa.get(test_id)
+        body.append(
+            [
+                first.dimension or "",
+                first.category,
+                *(_pct(rates[(test_id, source)].rate) for source in sources),
+                _num(fleiss.kappa) if fleiss and fleiss.kappa is not None else "–",
+            ]
+        )
+    body.append(["", "Average", *(_pct(tests.average[s]) for s in sources), _num(tests.mean_kappa)])
+    lines += _table(["Dimension", "Test", *sources, "Fleiss' κ"], body)
+    reasons = sorted({f.reason for f in kappa.values() if f.kappa is None and f.reason})
+    if reasons:
+        lines += [f"Fleiss' κ undefined: {'; '.join(reasons)}.", ""]
+    dimensions = list(dict.fromkeys(entry.dimension for entry in tests.dimensions))
+    by_dimension = {(entry.dimension, entry.source): entry for entry in tests.dimensions}
+    if dimensions:
+        lines += ["## Pass rates per dimension (%)", ""]
+        body = [[d, *(_pct(by_dimension[(d, s)].rate) for s in sources)] for d in dimensions]
+        lines += _table(["Dimension", *sources], body)
+    lines += ["## Tests passed per story (mean [95% CI] (stories))", ""]
+    body = [
+        [passed.source, _mean(passed.majority), _mean(passed.per_rater)]
+        for passed in tests.tests_passed
+    ]
+    tests_count = tests.tests_passed[0].tests if tests.tests_passed else 0
+    lines += _table(
+        ["Source", f"by majority of raters (of {tests_count})", "per rater, averaged"], body
+    )
+    if tests.test is not None:
+        statistic, p, _, effect = _test_cells(tests.test)
+        lines += [
+            f"Tests passed per rater between sources: {tests.test.method}, statistic "
+            f"{statistic}, p = {p}, {tests.test.effect_name} = {effect}.",
+            "",
+        ]
+    correlation = tests.correlation
+    lines += [
+        f"Agreement on tests passed: pairwise Pearson r = {_num(correlation.pairwise_r)} over "
+        f"{correlation.story_pairs} pairs of raters of the same story ({correlation.stories} "
+        f"stories); mean r of rater pairs with at least {correlation.min_shared} stories in "
+        f"common = {_num(correlation.mean_rater_pair_r)} ({correlation.rater_pairs} pairs).",
+        "",
+        f"Rationales: {tests.rationales} of {tests.rationale_asked} judgements came with one.",
+        "",
+    ]
+    return lines
+
+
+def _fei_lines(analysis: RatingAnalysis, fei: FeiAnalysis) -> list[str]:
+    sources = list(analysis.sources)
+    lines = ["## Fabula Entropy Indexing (bits; lower is more coherent)", ""]
+    by_key = {(summary.index, summary.source): summary for summary in fei.summaries}
+    tests = {test.what: test for test in fei.tests}
+    head = ["Index", *(f"{s} mean [95% CI] (stories)" for s in sources)]
+    head += ["statistic", "p", "p (Holm)", "effect"]
+    body = [
+        [
+            index,
+            *(_mean(by_key[(index, s)].mean, 3) if (index, s) in by_key else "–" for s in sources),
+            *_test_cells(tests.get(index)),
+        ]
+        for index in ("ETC", "EWC")
+    ]
+    lines += _table(head, body) + _test_method(list(fei.tests))
+    if fei.skipped_questions:
+        lines += [f"{fei.skipped_questions} questions had fewer than 2 answers: left out.", ""]
+    return lines
+
+
+def _agreement_lines(analysis: RatingAnalysis) -> list[str]:
+    if not analysis.agreement:
+        return []
+    lines = [
+        f"## Agreement (Krippendorff's α, {analysis.bootstrap:,} bootstrap replicates over "
+        f"stories, seed {analysis.seed})",
+        "",
+    ]
+    with_kappa = any(entry.fleiss is not None for entry in analysis.agreement)
+    body = []
+    for entry in analysis.agreement:
+        alpha = entry.alpha
+        alpha_cell = (
+            f"– ({alpha.reason})"
+            if alpha.alpha is None
+            else _num(alpha.alpha) + _interval(alpha.ci_low, alpha.ci_high)
+        )
+        fleiss = entry.fleiss
+        if fleiss is None:
+            fleiss_cell = "–"
+        elif fleiss.kappa is None:
+            fleiss_cell = f"– ({fleiss.reason})"
+        else:
+            fleiss_cell = _num(fleiss.kappa)
+        cells = [entry.item_id, entry.scope, alpha.level, alpha_cell]
+        cells += [fleiss_cell] if with_kappa else []
+        body.append(cells + [_pct(entry.exact.share), str(alpha.units)])
+    head = ["Item", "Stories of", "Level", "α [95% CI]"]
+    head += ["Fleiss' κ"] if with_kappa else []
+    return lines + _table(head + ["% all agree", "stories"], body)
+
+
+def to_markdown(analysis: RatingAnalysis) -> str:
+    """The analysis as Markdown tables, with the attribution and the notes."""
+    stories = ", ".join(f"{source} ({count} stories)" for source, count in analysis.stories.items())
+    lines = [
+        f"# Rating analysis: {analysis.instrument_name}",
+        "",
+        f"Instrument {analysis.instrument_id} (version {analysis.instrument_version}). "
+        f"Sources: {stories}. Raters: {analysis.raters}; judgements: {analysis.judgements} "
+        f"({analysis.missing} without an answer).",
+        "",
+    ]
+    if analysis.reference:
+        lines += [f"Reference: {analysis.reference}", ""]
+    if analysis.attribution:
+        lines += [f"Attribution: {analysis.attribution}", ""]
+    if analysis.scales is not None:
+        lines += _scale_lines(analysis, analysis.scales)
+    if analysis.tests is not None:
+        lines += _ttcw_lines(analysis, analysis.tests)
+    if analysis.fei is not None:
+        lines += _fei_lines(analysis, analysis.fei)
+    lines += _agreement_lines(analysis)
+    if analysis.text_answers:
+        answers = ", ".join(f"{item}: {count}" for item, count in analysis.text_answers.items())
+        lines += [f"Written answers per text item: {answers}.", ""]
+    lines += ["## Notes", ""] + [f"- {note}" for note in analysis.notes]
+    return "\n".join(lines) + "\n"

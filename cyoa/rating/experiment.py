@@ -1,0 +1,163 @@
+"""A rating experiment stored from imported judgements: its spec, instrument, stories,
+raters and judgements, written in one transaction (:func:`cyoa.store.create_rating_experiment`).
+
+A rating experiment is an experiment of kind ``rating``, listed with the co-writing ones. Its
+spec names the instrument, the stories and the raters per story; the instrument itself is
+stored whole (``instruments.definition``), so its answers are always read with the items,
+keying and labels the raters saw.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from sqlite_utils import Database
+
+from cyoa import store
+from cyoa.instruments import Instrument
+from cyoa.instruments.definition import instrument_to_dict
+from cyoa.rating.importing import Judgement, RatingImportError, Story
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What an import stored."""
+
+    experiment: str
+    stories: int
+    raters: int
+    judgements: int
+    sources: tuple[str, ...]
+    stories_without_text: int
+
+
+def import_rating_experiment(
+    db: Database,
+    name: str,
+    instrument: Instrument,
+    judgements: list[Judgement],
+    stories: list[Story] | None = None,
+    origin: dict[str, Any] | None = None,
+) -> ImportSummary:
+    """Store ``judgements`` of ``instrument`` as the new, closed rating experiment ``name``.
+
+    ``stories`` give titles and texts (a story judged but not given keeps an empty text;
+    given but not judged, it is left out). ``origin`` (e.g. the format and file names) is
+    kept in the spec and in each story's ``origin``. Raises :class:`RatingImportError` for a
+    bad name, a taken one, or a story whose file gives another source than its judgements.
+    """
+    if not NAME.match(name):
+        raise RatingImportError(
+            f"'{name}' cannot name an experiment: use lowercase letters, digits, - and _ "
+            "(at most 64, starting with a letter or digit)."
+        )
+    origin = origin or {}
+    given = {story.story_id: story for story in stories or []}
+    judged: dict[str, str] = {}
+    for judgement in judgements:
+        judged.setdefault(judgement.story_id, judgement.source)
+    for story_id, source in judged.items():
+        story = given.get(story_id)
+        if story is not None and story.source != source:
+            raise RatingImportError(
+                f"Story {story_id!r} has source {source!r} in the judgements but "
+                f"{story.source!r} in the stories file; make them agree."
+            )
+    story_rows = [
+        {
+            "story_id": story_id,
+            "source": source,
+            "title": given[story_id].title if story_id in given else "",
+            "text": given[story_id].text if story_id in given else "",
+            "url": given[story_id].url if story_id in given else "",
+            "origin": json.dumps(origin, sort_keys=True),
+        }
+        for story_id, source in judged.items()
+    ]
+    raters = sorted({judgement.rater_id for judgement in judgements})
+    per_story = Counter((judgement.story_id, judgement.rater_id) for judgement in judgements)
+    raters_per_story = Counter(story for story, _ in per_story)
+    spec = {
+        "id": name,
+        "title": name,
+        "kind": "rating",
+        "instrument": instrument.id,
+        "stories": len(story_rows),
+        "raters_per_story": max(raters_per_story.values()),
+        "import": origin,
+    }
+    recorded = store.now()
+    try:
+        store.create_rating_experiment(
+            db,
+            name,
+            name,
+            spec,
+            instrument=instrument_row(instrument),
+            items=item_rows(instrument),
+            stories=story_rows,
+            raters=[{"rater_id": rater, "id_source": "import"} for rater in raters],
+            judgements=[
+                {
+                    "story_id": judgement.story_id,
+                    "rater_id": judgement.rater_id,
+                    "item_id": judgement.item_id,
+                    "value": judgement.value,
+                    "value_text": judgement.text,
+                    "rationale": judgement.rationale,
+                    "recorded_at": recorded,
+                }
+                for judgement in judgements
+            ],
+        )
+    except ValueError as error:
+        raise RatingImportError(f"{error} Choose another --name.") from None
+    return ImportSummary(
+        experiment=name,
+        stories=len(story_rows),
+        raters=len(raters),
+        judgements=len(judgements),
+        sources=tuple(sorted(set(judged.values()))),
+        stories_without_text=sum(1 for row in story_rows if not row["text"]),
+    )
+
+
+def instrument_row(instrument: Instrument) -> dict[str, Any]:
+    """The ``instruments`` row of ``instrument`` (its whole definition as JSON)."""
+    return {
+        "instrument_id": instrument.id,
+        "name": instrument.name,
+        "version": instrument.version,
+        "reference": instrument.reference,
+        "attribution": instrument.attribution,
+        "instructions": instrument.instructions,
+        "definition": json.dumps(instrument_to_dict(instrument), ensure_ascii=False),
+    }
+
+
+def item_rows(instrument: Instrument) -> list[dict[str, Any]]:
+    """The ``instrument_items`` rows of ``instrument``, in its order."""
+    return [
+        {
+            "item_id": item.id,
+            "position": position,
+            "kind": item.kind,
+            "text": item.text,
+            "points": item.points,
+            "labels": json.dumps(list(item.labels), ensure_ascii=False) if item.labels else None,
+            "reverse": int(item.reverse),
+            "factor": item.factor,
+            "category": item.category or None,
+            "context": item.context or None,
+            "rationale": int(item.rationale),
+            "fei_kind": item.fei_kind,
+            "story_id": item.story_id,
+        }
+        for position, item in enumerate(instrument.items, start=1)
+    ]

@@ -1,0 +1,286 @@
+"""Reading rating data from files: judgements, stories and FEI questions (pure).
+
+Two layouts of judgements (``python -m cyoa import-ratings``):
+
+- ``ttcw``: the released TTCW expert judgements (salesforce/creativity_eval,
+  ``Art_or_Artifice/annotations/ttcw_annotations.json``; Chakrabarty et al., CHI 2024): a
+  JSON list of objects with ``story_id`` (``"<n>_<source>"``: the source is the part after
+  the first underscore), ``expert_idx``, ``ttcw_idx`` (1–14), ``binary_verdict``
+  (``"Yes"``/``"No"``) and ``explanation`` (the expert's rationale).
+- ``long``: one judgement per row, CSV or JSON Lines (or a JSON list), with the columns
+  ``story_id, source, rater_id, item, value`` and optionally ``rationale``; values are read
+  by the instrument (:meth:`~cyoa.instruments.types.Instrument.parse_value`).
+
+Every check runs before anything is stored, and a bad row stops the import with a
+:class:`RatingImportError` naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cyoa.instruments import TTCW, FeiQuestion, Instrument, InstrumentError
+from cyoa.instruments.fei import fei_kind
+
+LONG_COLUMNS = ("story_id", "source", "rater_id", "item", "value")
+QUESTION_FIELDS = ("story_id", "question_id", "kind", "text")
+_URL = re.compile(r"^https?://\S+$")
+
+
+class RatingImportError(ValueError):
+    """A file that cannot be imported; the message names the file, line and field."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One rater's answer to one item about one story, as stored: ``value`` a number for
+    scored items (None for text), ``text`` the answer of a text item, ``rationale`` the
+    rater's explanation where one was given."""
+
+    story_id: str
+    source: str
+    rater_id: str
+    item_id: str
+    value: float | None
+    text: str | None
+    rationale: str | None
+
+
+@dataclass(frozen=True)
+class Story:
+    """A story to rate: ``text`` its full text, or ``url`` where it can be read (a story
+    whose text may not be redistributed)."""
+
+    story_id: str
+    source: str
+    title: str
+    text: str
+    url: str
+
+
+def read_records(text: str, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) for each record of a CSV (header line first), JSON Lines or
+    JSON-list file, by the file's extension (``.csv``, ``.jsonl``/``.ndjson``, ``.json``;
+    a ``.json`` file holding one object per line is read as JSON Lines)."""
+    suffix = Path(filename).suffix.lower()
+    if suffix == ".csv":
+        reader = csv.DictReader(io.StringIO(text))
+        for record in reader:
+            yield reader.line_num, {k.strip(): v for k, v in record.items() if k is not None}
+        return
+    if suffix == ".json" and text.lstrip().startswith("["):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise RatingImportError(
+                f"{filename}, line {error.lineno}: not valid JSON ({error.msg})."
+            ) from None
+        for index, record in enumerate(records, start=1):
+            if not isinstance(record, dict):
+                raise RatingImportError(f"{filename}, record {index}: not a JSON object.")
+            yield index, record
+        return
+    if suffix not in (".jsonl", ".ndjson", ".json"):
+        raise RatingImportError(
+            f"{filename}: unknown file type {suffix or '(none)'}; use .csv, .jsonl or .json."
+        )
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise RatingImportError(
+                f"{filename}, line {number}: not valid JSON ({error.msg})."
+            ) from None
+        if not isinstance(record, dict):
+            raise RatingImportError(f"{filename}, line {number}: not a JSON object.")
+        yield number, record
+
+
+def _field(record: dict[str, Any], name: str, where: str) -> str:
+    value = record.get(name)
+    if value is None or str(value).strip() == "":
+        raise RatingImportError(f"{where}: the field '{name}' is missing or empty.")
+    return str(value).strip()
+
+
+def ttcw_judgements(text: str, filename: str) -> list[Judgement]:
+    """The judgements of a released TTCW annotation file (see the module docstring)."""
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RatingImportError(
+            f"{filename}, line {error.lineno}: not valid JSON ({error.msg})."
+        ) from None
+    if not isinstance(records, list):
+        raise RatingImportError(f"{filename}: a TTCW annotation file is a JSON list of objects.")
+    judgements = []
+    for number, record in enumerate(records, start=1):
+        where = f"{filename}, record {number}"
+        if not isinstance(record, dict):
+            raise RatingImportError(f"{where}: not a JSON object.")
+        story_id = _field(record, "story_id", where)
+        _, underscore, source = story_id.partition("_")
+        if not underscore or not source:
+            raise RatingImportError(
+                f"{where}: story_id {story_id!r} is not '<n>_<source>' (e.g. '0_GPT4')."
+            )
+        try:
+            test = int(_field(record, "ttcw_idx", where))
+        except ValueError:
+            raise RatingImportError(
+                f"{where}: ttcw_idx must be a whole number from 1 to 14."
+            ) from None
+        if not 1 <= test <= len(TTCW.items):
+            raise RatingImportError(f"{where}: ttcw_idx {test} is not a TTCW test (1–14).")
+        verdict = _field(record, "binary_verdict", where)
+        if verdict not in ("Yes", "No"):
+            raise RatingImportError(
+                f"{where}: binary_verdict must be 'Yes' or 'No', not {verdict!r}."
+            )
+        explanation = str(record.get("explanation") or "").strip() or None
+        judgements.append(
+            Judgement(
+                story_id=story_id,
+                source=source,
+                rater_id=f"expert-{_field(record, 'expert_idx', where)}",
+                item_id=str(test),
+                value=1.0 if verdict == "Yes" else 0.0,
+                text=None,
+                rationale=explanation,
+            )
+        )
+    return _checked(judgements, filename)
+
+
+def long_judgements(text: str, filename: str, instrument: Instrument) -> list[Judgement]:
+    """The judgements of a long-format file, each value read by ``instrument``. For FEI the
+    item is a question id, which must be one of that story's questions."""
+    judgements = []
+    lines: dict[tuple[str, str, str], int] = {}
+    for number, record in read_records(text, filename):
+        where = f"{filename}, line {number}"
+        missing = [name for name in LONG_COLUMNS if name not in record]
+        if missing:
+            raise RatingImportError(
+                f"{where}: missing column(s) {', '.join(missing)}; every row needs "
+                f"{', '.join(LONG_COLUMNS)} (and may have rationale)."
+            )
+        story_id = _field(record, "story_id", where)
+        item_id = _field(record, "item", where)
+        try:
+            item = instrument.item(item_id)
+            raw = record.get("value")
+            value = instrument.parse_value(item_id, "" if raw is None else raw)
+        except InstrumentError as error:
+            field = "item" if "has no item" in str(error) else "value"
+            raise RatingImportError(f"{where}, field '{field}': {error}") from None
+        if item.story_id is not None and item.story_id != story_id:
+            raise RatingImportError(
+                f"{where}, field 'item': question {item_id!r} is about story "
+                f"{item.story_id!r}, not {story_id!r}."
+            )
+        rater_id = _field(record, "rater_id", where)
+        key = (rater_id, story_id, item.id)
+        if key in lines:
+            raise RatingImportError(
+                f"{where}: rater {rater_id!r} judged item {item.id!r} of story {story_id!r} "
+                f"already on line {lines[key]}; keep one judgement per rater, story and item."
+            )
+        lines[key] = number
+        rationale = str(record.get("rationale") or "").strip() or None
+        judgements.append(
+            Judgement(
+                story_id=story_id,
+                source=_field(record, "source", where),
+                rater_id=rater_id,
+                item_id=item.id,
+                value=None if isinstance(value, str) else value,
+                text=value if isinstance(value, str) else None,
+                rationale=rationale,
+            )
+        )
+    return _checked(judgements, filename)
+
+
+def _checked(judgements: list[Judgement], filename: str) -> list[Judgement]:
+    """``judgements`` if they hold at least one, with one source per story and at most one
+    judgement per rater × story × item."""
+    if not judgements:
+        raise RatingImportError(f"{filename}: no judgements found.")
+    sources: dict[str, str] = {}
+    seen: set[tuple[str, str, str]] = set()
+    for judgement in judgements:
+        known = sources.setdefault(judgement.story_id, judgement.source)
+        if known != judgement.source:
+            raise RatingImportError(
+                f"{filename}: story {judgement.story_id!r} is given two sources, {known!r} "
+                f"and {judgement.source!r}; a story has one source."
+            )
+        key = (judgement.rater_id, judgement.story_id, judgement.item_id)
+        if key in seen:
+            raise RatingImportError(
+                f"{filename}: rater {key[0]!r} judged item {key[2]!r} of story {key[1]!r} "
+                "twice; keep one judgement per rater, story and item."
+            )
+        seen.add(key)
+    return judgements
+
+
+def fei_questions(text: str, filename: str) -> list[FeiQuestion]:
+    """The FEI questions of a JSON Lines (or CSV / JSON list) file of
+    ``{story_id, question_id, kind, text}``, ``kind`` being ``transitional`` or ``world``."""
+    questions = []
+    for number, record in read_records(text, filename):
+        where = f"{filename}, line {number}"
+        values = {name: _field(record, name, where) for name in QUESTION_FIELDS}
+        try:
+            kind = fei_kind(values["kind"], values["question_id"])
+        except InstrumentError as error:
+            raise RatingImportError(f"{where}, field 'kind': {error}") from None
+        questions.append(
+            FeiQuestion(values["story_id"], values["question_id"], kind, values["text"])
+        )
+    if not questions:
+        raise RatingImportError(f"{filename}: no questions found.")
+    return questions
+
+
+def stories_from_file(text: str, filename: str) -> list[Story]:
+    """The stories of a JSON list, JSON Lines or CSV file: ``story_id`` (or ``id``),
+    ``source`` (else the part of a ``<n>_<source>`` id after the first underscore),
+    ``title`` (or ``story_name``), ``text`` (or ``content``); a text that is only a URL is
+    kept as the story's ``url`` (TTCW's New Yorker stories are links)."""
+    stories = []
+    seen: set[str] = set()
+    for number, record in read_records(text, filename):
+        where = f"{filename}, record {number}"
+        story_id = str(record.get("story_id") or record.get("id") or "").strip()
+        if not story_id:
+            raise RatingImportError(f"{where}: the field 'story_id' (or 'id') is missing or empty.")
+        if story_id in seen:
+            raise RatingImportError(f"{where}: story {story_id!r} appears twice.")
+        seen.add(story_id)
+        source = str(record.get("source") or "").strip() or story_id.partition("_")[2]
+        if not source:
+            raise RatingImportError(f"{where}: the field 'source' is missing or empty.")
+        body = str(record.get("text") or record.get("content") or "").strip()
+        is_url = bool(_URL.match(body))
+        stories.append(
+            Story(
+                story_id=story_id,
+                source=source,
+                title=str(record.get("title") or record.get("story_name") or "").strip(),
+                text="" if is_url else body,
+                url=body if is_url else str(record.get("url") or "").strip(),
+            )
+        )
+    return stories

@@ -1,0 +1,189 @@
+"""The tables of a rating experiment, as exported (see docs/data-dictionary.md, "Exports of
+rating experiments"): every judgement, the stories with their scores, and the raters.
+
+Pure functions from the database to rows; the formats (CSV, JSON Lines, Parquet) are
+:mod:`cyoa.research.exports`'.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from sqlite_utils import Database
+
+from cyoa.analysis.fei import question_entropies, story_indices
+from cyoa.analysis.rating_data import load_ratings
+from cyoa.analysis.scales import factor_scores
+from cyoa.analysis.ttcw import majority_passed, story_totals
+from cyoa.instruments import Instrument
+from cyoa.research.columns import Column
+
+JUDGEMENT_COLUMNS = (
+    Column("experiment_id", "string", "the rating experiment"),
+    Column("story_id", "string", "the story judged"),
+    Column("source", "string", "the story's source or system (what the analysis compares)"),
+    Column("rater_id", "string", "the rater"),
+    Column("item_id", "string", "the instrument's item (AISS 1–22, TTCW 1–14, an FEI question)"),
+    Column("item_kind", "string", "likert, yes_no, true_false or text"),
+    Column("factor", "string", "the item's factor (AISS) or dimension (TTCW); null if none"),
+    Column("reverse", "bool", "whether the item is reverse-keyed (Likert)"),
+    Column("value", "float", "the answer as given: Likert points, 1/0 for Yes/No, true/false"),
+    Column(
+        "value_coded",
+        "float",
+        "the answer as scored: points + 1 − value for a reverse-keyed item, else value",
+    ),
+    Column("value_text", "string", "the answer to a text item (null for the others)"),
+    Column("rationale", "string", "the rater's written reason, where one was given"),
+    Column("shown_at", "string", "when the story was shown to the rater (UTC; null if imported)"),
+    Column("answered_at", "string", "when the rater answered (UTC; null if imported)"),
+    Column("recorded_at", "string", "when the judgement was stored (UTC)"),
+)
+
+STORY_COLUMNS = (
+    Column("experiment_id", "string", "the rating experiment"),
+    Column("story_id", "string", "the story"),
+    Column("source", "string", "its source or system"),
+    Column("title", "string", "its title ('' if none was given)"),
+    Column("words", "int", "words in its stored text (0 when only a link is stored)"),
+    Column("url", "string", "where it can be read, when its text is not stored"),
+    Column("raters", "int", "raters who judged it"),
+    Column("judgements", "int", "judgements of it"),
+    Column(
+        "measure",
+        "string",
+        "what value is: 'factor:<name>' (AISS/Likert factor score, mean over its raters), "
+        "'tests_passed_majority' and 'tests_passed_per_rater' (TTCW), 'etc' and 'ewc' (FEI "
+        "entropy in bits); null when the instrument has no per-story score",
+    ),
+    Column("value", "float", "the measure's value for this story"),
+)
+
+RATER_COLUMNS = (
+    Column("experiment_id", "string", "the rating experiment"),
+    Column("rater_id", "string", "the rater"),
+    Column("external_id", "string", "the platform's id for the rater, when recorded"),
+    Column("id_source", "string", "where the rater came from ('import' for imported data)"),
+    Column("stories", "int", "stories the rater judged"),
+    Column("judgements", "int", "judgements the rater made"),
+    Column("rationales", "int", "judgements with a written rationale"),
+    Column("first_answer_at", "string", "the rater's first answer (UTC; null if imported)"),
+    Column("last_answer_at", "string", "the rater's last answer (UTC; null if imported)"),
+)
+
+RATING_TABLES: dict[str, tuple[Column, ...]] = {
+    "judgements": JUDGEMENT_COLUMNS,
+    "stories": STORY_COLUMNS,
+    "raters": RATER_COLUMNS,
+}
+
+
+def rating_table_rows(db: Database, exp_id: str, table: str) -> list[dict[str, Any]]:
+    """The rows of one of :data:`RATING_TABLES`."""
+    if table == "judgements":
+        return judgement_rows(db, exp_id)
+    if table == "stories":
+        return story_rows(db, exp_id)
+    return rater_rows(db, exp_id)
+
+
+def judgement_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
+    """One row per rater × story × item, with the item's kind, factor and keying."""
+    rows = db.query(
+        "SELECT j.experiment_id, j.story_id, s.source, j.rater_id, j.item_id, i.kind AS"
+        " item_kind, i.factor, i.reverse, i.points, j.value, j.value_text, j.rationale,"
+        " j.shown_at, j.answered_at, j.recorded_at"
+        " FROM judgements j"
+        " JOIN stories s ON s.experiment_id = j.experiment_id AND s.story_id = j.story_id"
+        " JOIN instrument_items i ON i.experiment_id = j.experiment_id AND i.item_id = j.item_id"
+        " WHERE j.experiment_id = ? ORDER BY j.story_id, j.rater_id, i.position",
+        [exp_id],
+    )
+    out = []
+    for row in rows:
+        points = row.pop("points")
+        reverse = bool(row["reverse"])
+        value = row["value"]
+        coded = points + 1 - value if reverse and value is not None else value
+        out.append({**row, "reverse": reverse, "value_coded": coded})
+    return out
+
+
+def story_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
+    """One row per story × measure (see :data:`STORY_COLUMNS`); a story without a score has
+    one row whose measure is null."""
+    data = load_ratings(db, exp_id)
+    measures = story_measures(data.instrument, data.judgements)
+    counts = {
+        row["story_id"]: row
+        for row in db.query(
+            "SELECT story_id, count(DISTINCT rater_id) AS raters, count(*) AS judgements"
+            " FROM judgements WHERE experiment_id = ? GROUP BY story_id",
+            [exp_id],
+        )
+    }
+    out = []
+    for story in db.query(
+        "SELECT story_id, source, title, text, url FROM stories WHERE experiment_id = ?"
+        " ORDER BY source, story_id",
+        [exp_id],
+    ):
+        base = {
+            "experiment_id": exp_id,
+            "story_id": story["story_id"],
+            "source": story["source"],
+            "title": story["title"] or "",
+            "words": len((story["text"] or "").split()),
+            "url": story["url"] or None,
+            "raters": counts.get(story["story_id"], {}).get("raters", 0),
+            "judgements": counts.get(story["story_id"], {}).get("judgements", 0),
+        }
+        scores = measures.get(story["story_id"], {})
+        if not scores:
+            out.append({**base, "measure": None, "value": None})
+        out += [{**base, "measure": name, "value": value} for name, value in scores.items()]
+    return out
+
+
+def story_measures(instrument: Instrument, judgements: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Per story, its scores under ``instrument``: each factor's score (Likert items with a
+    factor: the mean over raters of :func:`cyoa.analysis.scales.factor_scores`), TTCW's
+    tests passed (by majority, and the mean per rater), FEI's ETC and EWC."""
+    measures: dict[str, dict[str, float]] = {}
+    kinds = {item.kind for item in instrument.items}
+    if "likert" in kinds:
+        scores = factor_scores(instrument, judgements)
+        for (story, factor), score in (
+            scores.groupby(["story_id", "factor"])["score"].mean().items()
+        ):
+            measures.setdefault(story, {})[f"factor:{factor}"] = float(score)
+    if "yes_no" in kinds:
+        for story, passed in majority_passed(instrument, judgements).items():
+            measures.setdefault(story, {})["tests_passed_majority"] = float(passed)
+        totals = story_totals(instrument, judgements)
+        for story, passed in totals.groupby("story_id")["passed"].mean().items():
+            measures.setdefault(story, {})["tests_passed_per_rater"] = float(passed)
+    if any(item.fei_kind for item in instrument.items):
+        questions, _ = question_entropies(instrument, judgements)
+        for index in story_indices(questions):
+            for name in ("etc", "ewc"):
+                value = getattr(index, name)
+                if value is not None:
+                    measures.setdefault(index.story_id, {})[name] = float(value)
+    return measures
+
+
+def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
+    """One row per rater, with how much they judged."""
+    rows = db.query(
+        "SELECT r.experiment_id, r.rater_id, r.external_id, r.id_source,"
+        " count(DISTINCT j.story_id) AS stories, count(j.item_id) AS judgements,"
+        " count(NULLIF(j.rationale, '')) AS rationales,"
+        " min(j.answered_at) AS first_answer_at, max(j.answered_at) AS last_answer_at"
+        " FROM raters r LEFT JOIN judgements j"
+        " ON j.experiment_id = r.experiment_id AND j.rater_id = r.rater_id"
+        " WHERE r.experiment_id = ? GROUP BY r.rater_id ORDER BY r.rater_id",
+        [exp_id],
+    )
+    return list(rows)

@@ -1,0 +1,240 @@
+"""Likert scales: factor scores with reverse coding, means with t intervals over stories,
+reliability, and tests between sources, worked out by hand."""
+
+import dataclasses
+import math
+
+import pandas as pd
+import pytest
+
+from cyoa.analysis.scales import (
+    SourceTest,
+    analyze_scales,
+    coded_values,
+    compare_sources,
+    cronbach_alpha,
+    factor_scores,
+    mcdonald_omega,
+    mean_interval,
+    with_holm,
+)
+from cyoa.instruments import AISS_V1, instrument_from_spec
+
+COLUMNS = ["story_id", "source", "rater_id", "item", "value"]
+
+# Three 5-point items in one factor; b is reverse-keyed.
+MINI = instrument_from_spec(
+    {
+        "id": "mini",
+        "name": "Mini",
+        "items": [
+            {"id": "a", "text": "A.", "kind": "likert", "points": 5, "factor": "F"},
+            {
+                "id": "b",
+                "text": "B.",
+                "kind": "likert",
+                "points": 5,
+                "factor": "F",
+                "reverse": True,
+            },
+            {"id": "c", "text": "C.", "kind": "likert", "points": 5, "factor": "F"},
+        ],
+    },
+    "test",
+)
+# (story, source, rater, a, b, c) as answered; b codes to 6 − b.
+MINI_ANSWERS = [
+    ("s1", "X", "r1", 4, 2, 5),  # coded 4 4 5 → 13/3
+    ("s1", "X", "r2", 3, 3, 3),  # 3 3 3 → 3
+    ("s2", "X", "r1", 5, 1, 5),  # 5 5 5 → 5
+    ("s2", "X", "r2", 4, 1, 4),  # 4 5 4 → 13/3
+    ("s3", "Y", "r1", 2, 4, 1),  # 2 2 1 → 5/3
+    ("s3", "Y", "r2", 1, 5, 2),  # 1 1 2 → 4/3
+    ("s4", "Y", "r1", 2, 3, 2),  # 2 3 2 → 7/3
+    ("s4", "Y", "r2", 3, 4, 2),  # 3 2 2 → 7/3
+]
+
+
+def mini_judgements(answers=MINI_ANSWERS):
+    rows = []
+    for story, source, rater, *values in answers:
+        for item, value in zip("abc", values, strict=True):
+            rows.append((story, source, rater, item, float(value)))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def test_mean_interval_by_hand():
+    # 2, 4, 6: mean 4, sd = sqrt((4 + 0 + 4) / 2) = 2; t(0.975, 2) = 4.302653;
+    # half width = 4.302653 · 2 / sqrt(3) = 4.968275.
+    result = mean_interval([2, 4, 6])
+    assert (result.mean, result.sd, result.n) == (4.0, 2.0, 3)
+    assert result.ci_low == pytest.approx(4 - 4.968275, abs=1e-6)
+    assert result.ci_high == pytest.approx(4 + 4.968275, abs=1e-6)
+
+
+def test_mean_interval_of_one_or_no_value():
+    assert mean_interval([3.0]).mean == 3.0 and mean_interval([3.0]).ci_low is None
+    assert mean_interval([]).mean is None
+    assert mean_interval([float("nan"), 1.0]).n == 1
+
+
+def test_reverse_coding_of_a_column():
+    frame = mini_judgements()
+    coded = coded_values(MINI, frame)
+    # b answered 2 codes to 6 − 2 = 4; a and c unchanged.
+    assert coded.iloc[:3].tolist() == [4.0, 4.0, 5.0]
+
+
+def test_factor_scores_per_rater_and_story():
+    scores = factor_scores(MINI, mini_judgements())
+    first = scores[(scores["story_id"] == "s1") & (scores["rater_id"] == "r1")]
+    # (4 + (6 − 2) + 5) / 3 = 13/3
+    assert first["score"].item() == pytest.approx(13 / 3)
+    assert len(scores) == 8 and set(scores["factor"]) == {"F"}
+
+
+def test_a_rater_who_skipped_an_item_gets_no_factor_score():
+    frame = mini_judgements()
+    frame.loc[
+        (frame["rater_id"] == "r2") & (frame["story_id"] == "s1") & (frame["item"] == "b"), "value"
+    ] = math.nan
+    scores = factor_scores(MINI, frame)
+    assert len(scores) == 7
+    assert not ((scores["story_id"] == "s1") & (scores["rater_id"] == "r2")).any()
+
+
+def aiss_answers(story, rater, item_8, items_9_to_12):
+    """A rater's answers to the AISS Avoiding Repetition items (8–12) for one story."""
+    rows = [(story, "S", rater, "8", float(item_8))]
+    rows += [(story, "S", rater, str(item), float(items_9_to_12)) for item in range(9, 13)]
+    return rows
+
+
+def test_aiss_avoiding_repetition_reverse_codes_item_9():
+    # Story "fresh": "avoided repetition" strongly agreed (8 = 5), every repetition statement
+    # (9–12) strongly disagreed (1). Coded: 5, 6−1, 6−1, 6−1, 6−1 = 5 5 5 5 5 → score 5.0.
+    # Forgetting item 9's reversal would give (5 + 1 + 5 + 5 + 5) / 5 = 4.2.
+    # Story "repetitive": 8 = 1, 9–12 = 5 → coded 1 1 1 1 1 → 1.0 (forgetting: 1.8).
+    rows = aiss_answers("fresh", "r1", 5, 1) + aiss_answers("repetitive", "r1", 1, 5)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    scores = factor_scores(AISS_V1, frame).set_index("story_id")["score"]
+    assert scores["fresh"] == 5.0
+    assert scores["repetitive"] == 1.0
+
+    # The same data scored with item 9 left as v1 marks it (not reversed): the test sees it.
+    unmarked = dataclasses.replace(
+        AISS_V1,
+        items=tuple(
+            dataclasses.replace(item, reverse=False) if item.id == "9" else item
+            for item in AISS_V1.items
+        ),
+    )
+    wrong = factor_scores(unmarked, frame).set_index("story_id")["score"]
+    assert wrong["fresh"] == pytest.approx(4.2)
+    assert wrong["repetitive"] == pytest.approx(1.8)
+
+
+def test_cronbach_alpha_by_hand():
+    # The eight coded rows of MINI (a, b, c): item sums of squares about the mean
+    # a: 3 mean, deviations 1 0 2 1 −1 −2 −1 0 → 12; b: mean 3.125, Σb² = 93 → 93 − 25²/8 = 14.875;
+    # c: mean 3, Σc² = 88 → 88 − 72 = 16. Totals 13 9 15 13 5 4 7 7: Σt = 73, Σt² = 783 →
+    # 783 − 73²/8 = 116.875. α = 3/2 · (1 − (12 + 14.875 + 16) / 116.875) = 1.5 · 74/116.875
+    # = 0.9497326.
+    wide = pd.DataFrame(
+        [(4, 4, 5), (3, 3, 3), (5, 5, 5), (4, 5, 4), (2, 2, 1), (1, 1, 2), (2, 3, 2), (3, 2, 2)],
+        columns=list("abc"),
+        dtype=float,
+    )
+    alpha, low, high = cronbach_alpha(wide)
+    assert alpha == pytest.approx(1.5 * 74 / 116.875)
+    assert low < alpha < high
+
+
+def test_mcdonald_omega_of_three_items_by_hand():
+    # With three items the one-factor model reproduces the correlations exactly:
+    # λ_a² = r_ab r_ac / r_bc, etc. Cross-products of deviations: ab 12, ac 12, bc 13, so
+    # r_ab = 12/√(12·14.875) = .898169, r_ac = 12/√(12·16) = .866025, r_bc = 13/√(14.875·16)
+    # = .842667. λ_a² = .923077, λ_b² = .873950, λ_c² = .812500 (λ = .960769, .934853,
+    # .901388); Σλ = 2.797010, (Σλ)² = 7.823265; Σψ = 3 − 2.609527 = .390473.
+    # ω = 7.823265 / (7.823265 + .390473) = .952461.
+    wide = pd.DataFrame(
+        [(4, 4, 5), (3, 3, 3), (5, 5, 5), (4, 5, 4), (2, 2, 1), (1, 1, 2), (2, 3, 2), (3, 2, 2)],
+        columns=list("abc"),
+        dtype=float,
+    )
+    omega, reason = mcdonald_omega(wide)
+    assert reason is None
+    assert omega == pytest.approx(0.952461, abs=1e-4)
+
+
+def test_omega_is_not_estimated_for_two_items_or_constant_items():
+    two = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": [2.0, 2, 3, 5]})
+    assert mcdonald_omega(two) == (None, "fewer than 3 items: a one-factor model is not identified")
+    constant = pd.DataFrame({"a": [1.0, 2, 3, 4, 5], "b": [2.0, 2, 3, 5, 4], "c": [3.0] * 5})
+    assert mcdonald_omega(constant)[1] == "an item has the same answer everywhere"
+    assert cronbach_alpha(pd.DataFrame({"a": [1.0, 2.0]})) == (None, None, None)
+
+
+def test_mann_whitney_between_two_sources_by_hand():
+    # X story means 11/3, 14/3 all above Y's 1.5, 7/3: U_X = 4 of 4 pairs, r = 2·4/4 − 1 = 1;
+    # exact two-sided p = 2 · 1/C(4,2) = 1/3.
+    test = compare_sources({"Y": [1.5, 7 / 3], "X": [11 / 3, 14 / 3]}, "F")
+    assert test.method == "Mann–Whitney U (two-sided)"
+    assert test.sources == ("X", "Y")
+    assert (test.statistic, test.effect) == (4.0, 1.0)
+    assert test.p_value == pytest.approx(1 / 3)
+    assert test.n == {"X": 2, "Y": 2}
+
+
+def test_kruskal_wallis_between_three_sources_by_hand():
+    # Ranks 1–6 in groups (1,2) (3,4) (5,6): rank sums 3, 7, 11, n = 6, no ties.
+    # H = 12/(6·7) · (3² + 7² + 11²)/2 − 3·7 = (12/42) · 89.5 − 21 = 4.571429;
+    # p = P(χ²₂ > H) = exp(−H/2) = 0.101701; ε² = H / (n − 1) = 0.914286.
+    test = compare_sources({"A": [1, 2], "B": [3, 4], "C": [5, 6]}, "F")
+    assert test.method == "Kruskal–Wallis H"
+    assert test.statistic == pytest.approx(4.571429, abs=1e-6)
+    assert test.p_value == pytest.approx(math.exp(-4.571429 / 2), abs=1e-6)
+    assert test.effect == pytest.approx(4.571429 / 5, abs=1e-6)
+
+
+def test_nothing_to_test_with_one_source_or_identical_values():
+    assert compare_sources({"A": [1, 2, 3]}, "F") is None
+    assert compare_sources({"A": [1, 2], "B": []}, "F") is None
+    same = compare_sources({"A": [2, 2], "B": [2]}, "F")
+    assert same.p_value is None and same.reason == "every value is the same"
+
+
+def test_holm_adjustment_across_factors():
+    # p = .01, .04, none: Holm over the two tested: .01·2 = .02, max(.02, .04·1) = .04.
+    tests = [
+        SourceTest("F1", "m", ("A", "B"), {}, 1.0, 0.01, 0.0, "r"),
+        SourceTest("F2", "m", ("A", "B"), {}, 1.0, 0.04, 0.0, "r"),
+        SourceTest("F3", "m", ("A", "B"), {}, None, None, None, "r", reason="every value"),
+    ]
+    adjusted = with_holm(tests)
+    assert [test.p_holm for test in adjusted] == [pytest.approx(0.02), pytest.approx(0.04), None]
+
+
+def test_analyze_scales_of_the_mini_study():
+    result = analyze_scales(MINI, mini_judgements())
+    by_source = {factor.source: factor for factor in result.factors}
+    # X: story means (13/3 + 3)/2 = 11/3 and (5 + 13/3)/2 = 14/3 → 25/6.
+    # Y: (5/3 + 4/3)/2 = 3/2 and (7/3 + 7/3)/2 = 7/3 → 23/12.
+    assert by_source["X"].mean.mean == pytest.approx(25 / 6)
+    assert by_source["Y"].mean.mean == pytest.approx(23 / 12)
+    # t(0.975, 1) = 12.706205; sd of X's story means = √2/2; half = 12.706205 · 0.5.
+    assert by_source["X"].mean.ci_high == pytest.approx(25 / 6 + 12.706205 * 0.5, abs=1e-5)
+    assert (by_source["X"].scores, by_source["X"].stories) == (4, 2)
+    assert by_source["X"].items == ("a", "b", "c")
+    (test,) = result.tests
+    assert test.p_value == pytest.approx(1 / 3) and test.p_holm == pytest.approx(1 / 3)
+    (reliability,) = result.reliability
+    assert reliability.cronbach_alpha == pytest.approx(1.5 * 74 / 116.875)
+    assert reliability.omega == pytest.approx(0.952461, abs=1e-4)
+    assert reliability.n == 8
+    # Item b as answered (not coded) for source X: 2, 3, 1, 1 → counts at 1, 2, 3;
+    # story means (2 + 3)/2 = 2.5 and 1 → 1.75.
+    item_b = next(i for i in result.items if (i.item_id, i.source) == ("b", "X"))
+    assert item_b.counts == {1: 2, 2: 1, 3: 1, 4: 0, 5: 0}
+    assert item_b.mean.mean == pytest.approx(1.75)
+    assert (item_b.answers, item_b.stories) == (4, 2)
