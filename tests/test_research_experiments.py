@@ -269,3 +269,17 @@ def test_links_print_the_address_the_app_serves_on_unless_told_another(app, runn
         env=env,
     )
     assert "fake-ab: https://cyoa.example/s/fake-ab" in told.output
+
+
+def test_rating_experiments_are_listed_with_the_co_writing_ones(app, runner):
+    annotations = ROOT / "tests" / "data" / "ttcw" / "ttcw_annotations_gpt.json"
+    result = invoke(
+        runner, app, "import-ratings", str(annotations), "--format", "ttcw", "--name", "ttcw-gpt"
+    )
+    assert result.exit_code == 0, result.output
+    researcher = Researcher(app)
+    researcher.login()
+    page = researcher.get("/research/").get_data(as_text=True)
+    assert "Rating experiments" in page and "ttcw-gpt" in page
+    assert "Torrance Test of Creative Writing" in page and "GPT3.5, GPT4" in page
+    assert "fake-ab" in page  # the co-writing experiment is still listed

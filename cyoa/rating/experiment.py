@@ -161,3 +161,23 @@ def item_rows(instrument: Instrument) -> list[dict[str, Any]]:
         }
         for position, item in enumerate(instrument.items, start=1)
     ]
+
+
+def rating_summaries(db: Database) -> list[dict[str, Any]]:
+    """Every rating experiment with its instrument and how much it holds: ``id``, ``title``,
+    ``status``, ``instrument`` (name), ``stories``, ``raters``, ``judgements`` and
+    ``sources`` (sorted)."""
+    rows = db.query(
+        "SELECT e.id, e.title, e.status, i.name AS instrument,"
+        " (SELECT count(*) FROM stories s WHERE s.experiment_id = e.id) AS stories,"
+        " (SELECT count(*) FROM raters r WHERE r.experiment_id = e.id) AS raters,"
+        " (SELECT count(*) FROM judgements j WHERE j.experiment_id = e.id) AS judgements,"
+        " (SELECT group_concat(DISTINCT s.source) FROM stories s"
+        "  WHERE s.experiment_id = e.id) AS sources"
+        " FROM experiments e LEFT JOIN instruments i ON i.experiment_id = e.id"
+        " WHERE e.kind = 'rating' ORDER BY e.id"
+    )
+    return [
+        {**row, "sources": sorted((row["sources"] or "").split(",") if row["sources"] else [])}
+        for row in rows
+    ]

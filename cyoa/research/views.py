@@ -30,6 +30,7 @@ from flask import (
 
 from cyoa import store
 from cyoa.experiments import SpecError
+from cyoa.rating.experiment import rating_summaries
 from cyoa.research import auth, exports, lifecycle
 from cyoa.research.forms import (
     FORM_SYSTEM_ROWS,
@@ -149,7 +150,8 @@ def experiments():
                     "links": lifecycle.participant_links(base_url, exp.id),
                 }
             )
-    return render_template("research/experiments.html", rows=rows)
+        ratings = rating_summaries(db)
+    return render_template("research/experiments.html", rows=rows, ratings=ratings)
 
 
 def _model_choices() -> list[dict[str, str]]:
