@@ -243,9 +243,10 @@ def consent(base: str, experiment: str, pid: str) -> requests.Session:
     http = requests.Session()
     response = http.get(f"{base}/s/{experiment}", params={"pid": pid}, timeout=30)
     response.raise_for_status()
+    token = re.search(r'name="csrf_token" value="([^"]+)"', response.text)
     response = http.post(
         f"{base}/s/{experiment}/start",
-        data={"consent": "yes", "pid": pid},
+        data={"consent": "yes", "pid": pid, "csrf_token": token.group(1) if token else ""},
         allow_redirects=False,
         timeout=30,
     )

@@ -41,6 +41,10 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         TAG_SENTENCES=True,
         TAG_DELAY_SECONDS=30.0,
         SEED_SALT="",
+        MESSAGES_PER_SECOND=10.0,
+        MESSAGE_BURST=60,
+        DRAFTS_PER_SECOND=1.0,
+        DRAFT_BURST=10,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=60 * 60 * 24 * 30,
@@ -56,8 +60,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from cyoa.experiments import load_experiments
     from cyoa.generation import ModelPool, configure_torch_threads, load_model_cards
     from cyoa.generation.engine import GENERATION_MODES, CoreShare
+    from cyoa.rating import pages as rating_pages
+    from cyoa.rating.service import RatingStudy
     from cyoa.realtime import client_manager, socketio
     from cyoa.study import pages, sockets
+    from cyoa.study.ratelimit import RateLimiter
     from cyoa.study.runner import SuggestionRunner
     from cyoa.study.service import Study
 
@@ -115,9 +122,25 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         on_settled=lambda session_id: sockets.push_state(app, session_id),
         start_task=socketio.start_background_task,
     )
-    app.extensions["cyoa"] = {"study": study, "runner": runner, "pool": pool, "cards": cards}
+    ratings = RatingStudy(lambda: store.connect(app.config["DATABASE"]))
+    app.extensions["cyoa"] = {
+        "study": study,
+        "runner": runner,
+        "pool": pool,
+        "cards": cards,
+        "ratings": ratings,
+        # How fast one writer's session may send (its tabs together), in this process:
+        # any message, and drafts among them.
+        "limiter": RateLimiter(
+            float(app.config["MESSAGES_PER_SECOND"]), float(app.config["MESSAGE_BURST"])
+        ),
+        "draft_limiter": RateLimiter(
+            float(app.config["DRAFTS_PER_SECOND"]), float(app.config["DRAFT_BURST"])
+        ),
+    }
 
     app.register_blueprint(pages.bp)
+    app.register_blueprint(rating_pages.bp)
     sockets.register(socketio)
 
     from cyoa import research

@@ -7,8 +7,10 @@ paper's default survey (Clark & Smith 2021, §4.3) when the spec does not give o
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,26 @@ OPEN_ANSWER_MAX_CHARS = 2000
 # slot 1 equally often (±1 for an odd number of rounds), in a random order of rounds.
 SLOT_ORDERS = ("coin", "balanced")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# The sane range of every number in a spec (inclusive): beyond these a single writer's
+# session would cost without bound (a hundred million rounds, a billion-token suggestion).
+RANGES = {
+    "rounds": (1, 50),
+    "min_chars": (1, 2000),
+    "max_chars": (1, 2000),
+    "target_writers": (0, 100_000),
+    "suggestion_timeout_seconds": (0.1, 600),
+}
+# Per sampling field: whole number only, the accepted values, and the rule as a sentence.
+SAMPLING_RULES: dict[str, tuple[bool, Callable[[float], bool], str]] = {
+    "top_k": (True, lambda v: 0 <= v <= 1000, "a whole number from 0 (off) to 1000"),
+    "top_p": (False, lambda v: 0 < v <= 1, "in (0, 1]; use 1.0 to switch nucleus sampling off"),
+    "temperature": (False, lambda v: 0 < v <= 10, "greater than 0 and at most 10"),
+    "max_new_tokens": (True, lambda v: 1 <= v <= 1000, "a whole number from 1 to 1000"),
+}
+MAX_SYSTEMS = 20
+MAX_SURVEY_ITEMS = 50
+MAX_TITLE_CHARS = 200
+MAX_TEXT_CHARS = 20_000
 
 
 class SpecError(ValueError):
@@ -99,6 +121,13 @@ def load_experiment(path: Path, cards: dict[str, ModelCard]) -> Experiment:
 def experiment_from_dict(
     raw: dict[str, Any], cards: dict[str, ModelCard], where: str = "spec"
 ) -> Experiment:
+    """Validate a spec (from a file, an upload or the web form) and resolve its systems.
+    Every field is checked for its type and every number for its range (:data:`RANGES`,
+    :data:`SAMPLING_RULES`), so a bad spec is a SpecError that names the field, never a
+    crash, and no value can make one writer's session unboundedly expensive."""
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: a spec is a table of fields (TOML) or an object (JSON).")
+
     def need(key: str, kind: type) -> Any:
         if key not in raw:
             raise SpecError(f"{where}: the field '{key}' is required.")
@@ -109,14 +138,26 @@ def experiment_from_dict(
     exp_id = need("id", str)
     if not _ID.match(exp_id):
         raise SpecError(f"{where}: 'id' must be lowercase letters, digits, '-' or '_'.")
+    title = need("title", str)
+    if len(title) > MAX_TITLE_CHARS:
+        raise SpecError(f"{where}: 'title' must be at most {MAX_TITLE_CHARS} characters.")
     limits = Limits(
-        rounds=int(raw.get("rounds", 5)),
-        min_chars=int(raw.get("min_chars", 20)),
-        max_chars=int(raw.get("max_chars", 260)),
+        rounds=_whole(raw, "rounds", 5, where),
+        min_chars=_whole(raw, "min_chars", 20, where),
+        max_chars=_whole(raw, "max_chars", 260, where),
     )
-    if limits.rounds < 1 or not 1 <= limits.min_chars <= limits.max_chars:
-        raise SpecError(f"{where}: need rounds >= 1 and 1 <= min_chars <= max_chars.")
-    systems = tuple(_system(s, cards, where) for s in raw.get("systems", []))
+    if limits.min_chars > limits.max_chars:
+        raise SpecError(
+            f"{where}: need 1 <= min_chars <= max_chars (the shortest turn cannot be longer "
+            "than the longest)."
+        )
+    systems_raw = raw.get("systems", [])
+    if not isinstance(systems_raw, list) or len(systems_raw) > MAX_SYSTEMS:
+        raise SpecError(
+            f"{where}: 'systems' must be a list of up to {MAX_SYSTEMS} tables ([[systems]] in "
+            "TOML), each with a 'name' and a 'model'."
+        )
+    systems = tuple(_system(s, cards, where) for s in systems_raw)
     if len(systems) < 2:
         raise SpecError(f"{where}: a pairwise study needs at least two [[systems]].")
     if len({s.name for s in systems}) != len(systems):
@@ -124,49 +165,127 @@ def experiment_from_dict(
     slot_order = raw.get("slot_order", "coin")
     if slot_order not in SLOT_ORDERS:
         raise SpecError(f"{where}: 'slot_order' must be one of {', '.join(SLOT_ORDERS)}.")
-    prompt = raw.get("prompt", {})
+    prompt = _table(raw, "prompt", where)
+    completion_url = _text(raw, "completion_url", where)
+    if completion_url and not completion_url.startswith(("https://", "http://")):
+        raise SpecError(f"{where}: 'completion_url' must start with https:// (or http://).")
+    timeout = raw.get("suggestion_timeout_seconds", 60.0)
+    low, high = RANGES["suggestion_timeout_seconds"]
+    if not _is_number(timeout) or not low <= timeout <= high:
+        raise SpecError(
+            f"{where}: 'suggestion_timeout_seconds' must be a number of seconds from {low} to "
+            f"{high}."
+        )
     return Experiment(
         id=exp_id,
-        title=need("title", str),
-        consent=str(raw.get("consent", "")),
-        instructions=str(raw.get("instructions", "")),
+        title=title,
+        consent=_text(raw, "consent", where),
+        instructions=_text(raw, "instructions", where),
         limits=limits,
         systems=systems,
-        survey=_survey(raw.get("survey", {}), where),
-        prompt_text=str(prompt.get("text", "")),
-        prompt_image=str(prompt.get("image", "")),
-        completion_url=str(raw.get("completion_url", "")),
-        suggestion_timeout_seconds=float(raw.get("suggestion_timeout_seconds", 60.0)),
+        survey=_survey(_table(raw, "survey", where), where),
+        prompt_text=_text(prompt, "text", f"{where}: prompt"),
+        prompt_image=_text(prompt, "image", f"{where}: prompt"),
+        completion_url=completion_url,
+        suggestion_timeout_seconds=float(timeout),
         slot_order=slot_order,
-        target_writers=int(raw.get("target_writers", 0)),
+        target_writers=_whole(raw, "target_writers", 0, where),
         source=raw,
     )
 
 
-def _system(raw: dict[str, Any], cards: dict[str, ModelCard], where: str) -> System:
+def _is_number(value: Any) -> bool:
+    """A finite int or float (not a bool, NaN or infinity)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole(raw: dict[str, Any], key: str, default: int, where: str) -> int:
+    """A whole number in its :data:`RANGES` (a float, even 5.0, is refused)."""
+    value = raw.get(key, default)
+    low, high = RANGES[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SpecError(f"{where}: '{key}' must be a whole number from {low} to {high}.")
+    return value
+
+
+def _text(raw: dict[str, Any], key: str, where: str) -> str:
+    value = raw.get(key, "")
+    if not isinstance(value, str):
+        raise SpecError(f"{where}: '{key}' must be text.")
+    if len(value) > MAX_TEXT_CHARS:
+        raise SpecError(f"{where}: '{key}' must be at most {MAX_TEXT_CHARS} characters.")
+    return value
+
+
+def _table(raw: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise SpecError(f"{where}: '{key}' must be a table of fields ([{key}] in TOML).")
+    return value
+
+
+def _sampling_overrides(raw: Any, name: str, where: str) -> dict[str, Any]:
+    """A system's sampling overrides, each field checked against :data:`SAMPLING_RULES`."""
+    if raw is None:
+        return {}
+    problem = f"{where}: system '{name}' has invalid sampling:"
+    if not isinstance(raw, dict):
+        raise SpecError(f"{problem} write it as a table of {', '.join(SAMPLING_RULES)}.")
+    for key, value in raw.items():
+        if key not in SAMPLING_RULES:
+            raise SpecError(f"{problem} unknown field '{key}' (use {', '.join(SAMPLING_RULES)}).")
+        whole, allowed, rule = SAMPLING_RULES[key]
+        if not _is_number(value) or (whole and not isinstance(value, int)) or not allowed(value):
+            raise SpecError(f"{problem} {key} must be {rule}.")
+    return raw
+
+
+def _system(raw: Any, cards: dict[str, ModelCard], where: str) -> System:
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: each system is a table with a 'name' and a 'model'.")
     name, model = raw.get("name"), raw.get("model")
     if not isinstance(name, str) or not _ID.match(name):
         raise SpecError(f"{where}: each system needs a 'name' (lowercase, digits, '-', '_').")
-    if model not in cards:
+    if not isinstance(model, str) or model not in cards:
         known = ", ".join(sorted(cards)) or "none"
         raise SpecError(f"{where}: system '{name}' uses unknown model '{model}' (known: {known}).")
     card = cards[model]
+    overrides = _sampling_overrides(raw.get("sampling"), name, where)
     try:
-        sampling = card.sampling.with_overrides(raw.get("sampling"))
+        sampling = card.sampling.with_overrides(overrides)
     except (TypeError, ValueError) as exc:
         raise SpecError(f"{where}: system '{name}' has invalid sampling: {exc}") from exc
     return System(name=name, model=card, sampling=sampling)
 
 
 def _survey(raw: dict[str, Any], where: str) -> tuple[SurveyItem, ...]:
-    likert = raw.get("likert", [{"id": i, "text": t} for i, t in DEFAULT_LIKERT])
-    open_ = raw.get("open", [{"id": i, "text": t} for i, t in DEFAULT_OPEN])
-    items = [SurveyItem(i["id"], "likert", i["text"]) for i in likert]
-    items += [SurveyItem(i["id"], "open", i["text"]) for i in open_]
+    items = _survey_items(raw, "likert", DEFAULT_LIKERT, where)
+    items += _survey_items(raw, "open", DEFAULT_OPEN, where)
     ids = [i.id for i in items]
     if len(set(ids)) != len(ids):
         raise SpecError(f"{where}: survey item ids must be unique.")
     return tuple(items)
+
+
+def _survey_items(
+    raw: dict[str, Any], kind: str, default: tuple[tuple[str, str], ...], where: str
+) -> list[SurveyItem]:
+    entries = raw.get(kind, [{"id": i, "text": t} for i, t in default])
+    shape = f"{where}: survey.{kind} must be a list of up to {MAX_SURVEY_ITEMS} items"
+    if not isinstance(entries, list) or len(entries) > MAX_SURVEY_ITEMS:
+        raise SpecError(f"{shape}, each with an 'id' and a 'text'.")
+    items = []
+    for entry in entries:
+        item_id = entry.get("id") if isinstance(entry, dict) else None
+        text = entry.get("text") if isinstance(entry, dict) else None
+        if not isinstance(item_id, str) or not 1 <= len(item_id.strip()) <= 64:
+            raise SpecError(f"{shape}; each needs an 'id' (1–64 characters) and a 'text'.")
+        if not isinstance(text, str) or not text.strip() or len(text) > OPEN_ANSWER_MAX_CHARS:
+            raise SpecError(
+                f"{shape}; item '{item_id}' needs a 'text' of 1–{OPEN_ANSWER_MAX_CHARS} characters."
+            )
+        items.append(SurveyItem(item_id, kind, text))
+    return items
 
 
 def load_experiments(folder: Path, cards: dict[str, ModelCard]) -> dict[str, Experiment]:

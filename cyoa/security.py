@@ -1,15 +1,73 @@
-"""HTTP response headers that keep writers' and researchers' pages safe."""
+"""What keeps writers' and researchers' pages, forms and downloads safe: response headers,
+CSRF tokens for every form, and spreadsheet-formula neutralisation of exported text.
 
-from flask import Flask, Response
+- **Headers**: scripts and styles only from this server, no framing (:data:`CSP`).
+- **CSRF**: every form carries a random token kept in the signed session cookie
+  (``secrets.token_urlsafe``), compared in constant time (:func:`csrf_valid`). The cookie is
+  SameSite=Lax, so a page on another site cannot read the token, and a form it submits
+  arrives without the cookie.
+- **Formulas**: a text cell that a spreadsheet would run as a formula gets a leading ``'``
+  (:func:`neutralize_cell`; OWASP, "CSV Injection").
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from flask import Flask, Response, request, session
 
 # Scripts and styles only from this server: nothing typed by a writer can run as code.
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'"
 )
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_SESSION_KEY = "csrf"
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csrf_token() -> str:
+    """This session's CSRF token (created on first use); templates put it in every form."""
+    token = session.get(CSRF_SESSION_KEY)
+    if not isinstance(token, str):
+        token = renew_csrf_token()
+    return token
+
+
+def renew_csrf_token() -> str:
+    """A fresh CSRF token for this session (at a login: a new privilege level)."""
+    token = secrets.token_urlsafe(32)
+    session[CSRF_SESSION_KEY] = token
+    return token
+
+
+def csrf_valid() -> bool:
+    """Whether this request may change something: a safe method (GET, HEAD, OPTIONS), or one
+    that carries this session's token (form field ``csrf_token`` or header
+    ``X-CSRF-Token``). Never changes the session, so a refused request from another site
+    cannot replace the cookie the browser holds."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return True
+    expected = session.get(CSRF_SESSION_KEY)
+    sent = request.form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER) or ""
+    return isinstance(expected, str) and secrets.compare_digest(
+        expected.encode("utf-8"), sent.encode("utf-8", "surrogatepass")
+    )
+
+
+def neutralize_cell(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula (starting with = + - @, a tab
+    or a carriage return) gets a leading single quote; anything else is returned as is."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def init_app(app: Flask) -> None:
+    app.jinja_env.globals["csrf_token"] = csrf_token
+
     @app.after_request
     def _headers(response: Response) -> Response:
         response.headers.setdefault("Content-Security-Policy", CSP)

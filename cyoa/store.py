@@ -382,8 +382,81 @@ def _version_2(db: Database) -> None:
     db.execute("CREATE INDEX judgements_by_story ON judgements (experiment_id, story_id, item_id)")
 
 
+def _rating_journeys(db: Database) -> None:
+    """Rating studies with people: each rater's events (the truth, as ``events`` is for
+    writers), their assigned stories, their answers to attention checks, and what a rater's
+    row needs for resume and completion; stories get the family that links an original and
+    its corrupted copies."""
+    for column in (
+        "study_id TEXT",
+        "platform_session_id TEXT",
+        "completion_code TEXT",
+        "user_agent TEXT",
+        "phase TEXT",
+        "started_at TEXT",
+        "updated_at TEXT",
+        "finished_at TEXT",
+    ):
+        db.execute(f"ALTER TABLE raters ADD COLUMN {column}")
+    db.execute("ALTER TABLE stories ADD COLUMN family TEXT")
+    db.execute(
+        """CREATE TABLE rating_events (
+            experiment_id TEXT NOT NULL,
+            rater_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            client_action_id TEXT,
+            PRIMARY KEY (experiment_id, rater_id, seq),
+            FOREIGN KEY (experiment_id, rater_id) REFERENCES raters(experiment_id, rater_id)
+        )"""
+    )
+    db.execute(
+        "CREATE UNIQUE INDEX rating_events_action ON rating_events"
+        " (experiment_id, rater_id, client_action_id) WHERE client_action_id IS NOT NULL"
+    )
+    db.execute(
+        """CREATE TABLE assignments (
+            experiment_id TEXT NOT NULL,
+            rater_id TEXT NOT NULL,
+            story_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            assigned_at TEXT NOT NULL,
+            shown_at TEXT,
+            finished_at TEXT,
+            PRIMARY KEY (experiment_id, rater_id, story_id),
+            FOREIGN KEY (experiment_id, rater_id) REFERENCES raters(experiment_id, rater_id),
+            FOREIGN KEY (experiment_id, story_id) REFERENCES stories(experiment_id, story_id)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE check_answers (
+            experiment_id TEXT NOT NULL,
+            rater_id TEXT NOT NULL,
+            story_id TEXT NOT NULL,
+            check_id TEXT NOT NULL,
+            value FLOAT,
+            correct INTEGER NOT NULL,
+            answered_at TEXT NOT NULL,
+            PRIMARY KEY (experiment_id, rater_id, story_id, check_id),
+            FOREIGN KEY (experiment_id, rater_id) REFERENCES raters(experiment_id, rater_id)
+        )"""
+    )
+
+
+def _suggestion_waits(db: Database) -> None:
+    """How long the writer waited for each suggestion, next to how long it took to generate."""
+    db.execute("ALTER TABLE suggestions ADD COLUMN waited_seconds FLOAT")
+
+
 # The schema's history: each step takes the database one version further (see migrate).
-MIGRATIONS: tuple[Callable[[Database], None], ...] = (_version_1, _version_2)
+MIGRATIONS: tuple[Callable[[Database], None], ...] = (
+    _version_1,
+    _version_2,
+    _rating_journeys,
+    _suggestion_waits,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -581,10 +654,32 @@ def get_session(db: Database, session_id: str) -> dict[str, Any] | None:
 # --- events -----------------------------------------------------------------------------
 
 
-def load_events(db: Database, session_id: str) -> list[dict[str, Any]]:
-    """Every event of a session in order, payloads decoded."""
-    rows = db.query("SELECT * FROM events WHERE session_id = ? ORDER BY seq", [session_id])
+def load_events(db: Database, session_id: str, after: int = 0) -> list[dict[str, Any]]:
+    """The events of a session numbered above ``after`` (every event, by default) in order,
+    payloads decoded."""
+    rows = db.query(
+        "SELECT * FROM events WHERE session_id = ? AND seq > ? ORDER BY seq", [session_id, after]
+    )
     return [{**row, "payload": json.loads(row["payload"])} for row in rows]
+
+
+def generation_requested_at(db: Database, session_id: str, round_number: int) -> str | None:
+    """When the writer last asked for a round's suggestions: the server time of the round's
+    latest ``line_submitted`` or ``suggestions_retried`` event (None when there is none)."""
+    rows = list(
+        db.query(
+            "SELECT server_time FROM events WHERE session_id = ?"
+            " AND type IN ('line_submitted', 'suggestions_retried')"
+            " AND json_extract(payload, '$.round') = ? ORDER BY seq DESC LIMIT 1",
+            [session_id, round_number],
+        )
+    )
+    return rows[0]["server_time"] if rows else None
+
+
+def seconds_since(stamp: str, at: str | None = None) -> float:
+    """Seconds from the server time ``stamp`` to ``at`` (default: now)."""
+    return (_parse_time(at or now()) - _parse_time(stamp)).total_seconds()
 
 
 def find_action(db: Database, session_id: str, client_action_id: str) -> dict[str, Any] | None:
@@ -675,6 +770,8 @@ def record_event(
                 "first_token_seconds": payload.get("first_token_seconds"),
                 "token_count": payload.get("token_count"),
                 "created_at": stamp,
+                # Only a live study knows how long its writer waited (not an import).
+                **{k: payload[k] for k in ("waited_seconds",) if k in payload},
             }
         )
         if phase == "choosing":
@@ -762,17 +859,19 @@ def claim_generation(
     worker_id: str,
     stale_after_seconds: float,
     at: str | None = None,
+    holder_gone: Callable[[str], bool] | None = None,
 ) -> str | None:
     """Claim the generation of one slot's suggestion for ``worker_id``, so that no other
     worker process generates it at the same time. ``attempt`` is the first attempt of this
     generation (1, or 3 after the writer's first "Try again", …).
 
-    The claim is taken when there is none, when it is already this worker's, or when its
-    holder's last heartbeat is more than ``stale_after_seconds`` old (the holder is taken
-    to be dead and the claim passes to this worker). Returns None when the claim is this
-    worker's, else the holder's last heartbeat time (ISO 8601 UTC). ``at`` is the time to
-    record (default: now). Runs in its own ``BEGIN IMMEDIATE`` transaction, so two workers
-    cannot both take the same claim.
+    The claim is taken when there is none, when it is already this worker's, when
+    ``holder_gone(holder's worker id)`` says its holder no longer runs, or when its holder's
+    last heartbeat is more than ``stale_after_seconds`` old (the holder is taken to be dead
+    and the claim passes to this worker). Returns None when the claim is this worker's,
+    else the holder's last heartbeat time (ISO 8601 UTC). ``at`` is the time to record
+    (default: now). Runs in its own ``BEGIN IMMEDIATE`` transaction, so two workers cannot
+    both take the same claim.
     """
     stamp = at or now()
     key = [session_id, round_number, slot, attempt]
@@ -786,7 +885,8 @@ def claim_generation(
         )
         if rows and rows[0]["worker_id"] != worker_id:
             age = (_parse_time(stamp) - _parse_time(rows[0]["heartbeat_at"])).total_seconds()
-            if age <= stale_after_seconds:
+            gone = holder_gone is not None and holder_gone(rows[0]["worker_id"])
+            if age <= stale_after_seconds and not gone:
                 return rows[0]["heartbeat_at"]
         if rows and rows[0]["worker_id"] == worker_id:
             db.execute(
@@ -882,3 +982,183 @@ def set_evaluation_details(
             },
             pk="experiment_id",
         )
+
+
+# --- rating studies with people ----------------------------------------------------------
+
+
+def rating_rows(db: Database, exp_id: str, table: str) -> list[dict[str, Any]]:
+    """Every row of one of a rating experiment's tables (``stories``, ``raters``,
+    ``assignments``, ``instrument_items``), in key order."""
+    if table not in ("stories", "raters", "assignments", "instrument_items"):
+        raise ValueError(f"{table} is not a rating experiment's table.")
+    keys = {
+        "stories": "story_id",
+        "raters": "rater_id",
+        "assignments": "rater_id, position",
+        "instrument_items": "position",
+    }
+    return list(
+        db.query(f"SELECT * FROM {table} WHERE experiment_id = ? ORDER BY {keys[table]}", [exp_id])
+    )
+
+
+def create_rater(
+    db: Database,
+    exp_id: str,
+    rater_id: str,
+    participant: dict[str, str],
+    completion_code: str,
+    user_agent: str,
+    first_event: dict[str, Any],
+) -> None:
+    """A new rater and their first event (``rater_started``, with their stories): call inside
+    :func:`write_transaction`."""
+    stamp = now()
+    db["raters"].insert(
+        {
+            "experiment_id": exp_id,
+            "rater_id": rater_id,
+            "external_id": participant["external_id"],
+            "id_source": participant["id_source"],
+            "study_id": participant.get("study_id") or None,
+            "platform_session_id": participant.get("platform_session_id") or None,
+            "created_at": stamp,
+            "completion_code": completion_code,
+            "user_agent": user_agent[:300],
+            "phase": "rating",
+            "started_at": stamp,
+            "updated_at": stamp,
+        }
+    )
+    record_rating_event(db, exp_id, rater_id, 1, "rater_started", first_event, phase="rating")
+
+
+def find_rater(db: Database, exp_id: str, external_id: str) -> dict[str, Any] | None:
+    """The rater of ``exp_id`` with this platform id, if any."""
+    rows = list(
+        db.query(
+            "SELECT * FROM raters WHERE experiment_id = ? AND external_id = ?",
+            [exp_id, external_id],
+        )
+    )
+    return rows[0] if rows else None
+
+
+def get_rater(db: Database, exp_id: str, rater_id: str) -> dict[str, Any] | None:
+    rows = list(
+        db.query(
+            "SELECT * FROM raters WHERE experiment_id = ? AND rater_id = ?", [exp_id, rater_id]
+        )
+    )
+    return rows[0] if rows else None
+
+
+def load_rating_events(db: Database, exp_id: str, rater_id: str) -> list[dict[str, Any]]:
+    """A rater's events in order, payloads decoded."""
+    rows = db.query(
+        "SELECT * FROM rating_events WHERE experiment_id = ? AND rater_id = ? ORDER BY seq",
+        [exp_id, rater_id],
+    )
+    return [{**row, "payload": json.loads(row["payload"])} for row in rows]
+
+
+def find_rating_action(
+    db: Database, exp_id: str, rater_id: str, client_action_id: str
+) -> dict[str, Any] | None:
+    """The event a rater's action (by its id) recorded, if it was recorded."""
+    rows = list(
+        db.query(
+            "SELECT * FROM rating_events WHERE experiment_id = ? AND rater_id = ?"
+            " AND client_action_id = ?",
+            [exp_id, rater_id, client_action_id],
+        )
+    )
+    return {**rows[0], "payload": json.loads(rows[0]["payload"])} if rows else None
+
+
+def record_rating_event(
+    db: Database,
+    exp_id: str,
+    rater_id: str,
+    seq: int,
+    event_type: str,
+    payload: dict[str, Any],
+    *,
+    phase: str,
+    client_action_id: str | None = None,
+    check: dict[str, Any] | None = None,
+) -> str:
+    """Append one of a rater's events and update the tables written from it (``raters``,
+    ``assignments``, ``judgements``, ``check_answers``) in the same transaction: call inside
+    :func:`write_transaction`. ``check`` (for an answer to an attention check) carries
+    whether it was right. Returns the server time."""
+    stamp = now()
+    db["rating_events"].insert(
+        {
+            "experiment_id": exp_id,
+            "rater_id": rater_id,
+            "seq": seq,
+            "type": event_type,
+            "payload": json.dumps(payload, ensure_ascii=False, sort_keys=True),
+            "created_at": stamp,
+            "client_action_id": client_action_id,
+        }
+    )
+    key = {"experiment_id": exp_id, "rater_id": rater_id}
+    if event_type == "rater_started":
+        for position, story in enumerate(payload["stories"], start=1):
+            db["assignments"].insert(
+                {**key, "story_id": story["story"], "position": position, "assigned_at": stamp}
+            )
+    elif event_type == "story_shown":
+        db.execute(
+            "UPDATE assignments SET shown_at = ? WHERE experiment_id = ? AND rater_id = ?"
+            " AND story_id = ? AND shown_at IS NULL",
+            [stamp, exp_id, rater_id, payload["story"]],
+        )
+    elif event_type == "answer_given" and check is not None:
+        value = payload["value"]
+        db["check_answers"].upsert(
+            {
+                **key,
+                "story_id": payload["story"],
+                "check_id": payload["item"],
+                "value": value if isinstance(value, float) else None,
+                "correct": int(check["correct"]),
+                "answered_at": stamp,
+            },
+            pk=("experiment_id", "rater_id", "story_id", "check_id"),
+        )
+    elif event_type == "answer_given":
+        shown = db.execute(
+            "SELECT shown_at FROM assignments WHERE experiment_id = ? AND rater_id = ?"
+            " AND story_id = ?",
+            [exp_id, rater_id, payload["story"]],
+        ).fetchone()
+        value = payload["value"]
+        db["judgements"].upsert(
+            {
+                **key,
+                "story_id": payload["story"],
+                "item_id": payload["item"],
+                "value": None if isinstance(value, str) else value,
+                "value_text": value if isinstance(value, str) else None,
+                "rationale": payload.get("rationale"),
+                "shown_at": shown[0] if shown else None,
+                "answered_at": stamp,
+                "recorded_at": stamp,
+            },
+            pk=("experiment_id", "rater_id", "story_id", "item_id"),
+        )
+    elif event_type == "story_finished":
+        db.execute(
+            "UPDATE assignments SET finished_at = ? WHERE experiment_id = ? AND rater_id = ?"
+            " AND story_id = ?",
+            [stamp, exp_id, rater_id, payload["story"]],
+        )
+    updates = {"phase": phase, "updated_at": stamp}
+    if phase == "done":
+        updates["finished_at"] = stamp
+    db["raters"].update((exp_id, rater_id), updates)
+    return stamp

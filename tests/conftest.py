@@ -125,11 +125,17 @@ class Writer:
         response = self.http.get(f"/s/{experiment}{query}")
         assert response.status_code in (200, 302)
         if response.status_code == 200:
-            form = {"consent": "yes", **dict(_query_pairs(query))}
+            form = {"consent": "yes", "csrf_token": self.csrf_token, **dict(_query_pairs(query))}
             response = self.http.post(f"/s/{experiment}/start", data=form)
             assert response.status_code == 302, response.data
         self.io = None
         self.connect()
+
+    @property
+    def csrf_token(self) -> str:
+        """The token the consent page put in this browser's session (and its form)."""
+        with self.http.session_transaction() as s:
+            return s["csrf"]
 
     def connect(self) -> dict[str, Any]:
         self.io = socketio.test_client(self.app, flask_test_client=self.http)

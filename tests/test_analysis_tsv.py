@@ -96,10 +96,22 @@ def db(tmp_path):
 
 
 def test_round_trip_import_then_export_is_identical(db):
-    text = write_cyoa_tsv(SMALL, 5, 5)
+    text = write_cyoa_tsv(SMALL, 5, 5, exact=True)
     summary = import_tsv(db, text, "imported", source="small.tsv")
     assert (summary.writers, summary.rounds) == (3, 15)
-    assert export_cyoa_tsv(db, "imported") == text
+    assert export_cyoa_tsv(db, "imported", exact=True) == text
+
+
+def test_formula_like_text_is_neutralised_unless_exact(db):
+    formula = row("=cmd|' /C calc'!A0", "TTFTF")
+    text = write_cyoa_tsv([formula], 5, 5)
+    assert "\n'=cmd|' /C calc'!A0\t" in text and "\n=cmd" not in text
+    assert "'Model line 1" not in text  # only cells that a spreadsheet would run
+    import_tsv(db, write_cyoa_tsv([formula], 5, 5, exact=True), "imported")
+    rows, *_ = read_cyoa_tsv(export_cyoa_tsv(db, "imported", exact=True))
+    assert rows == [formula]
+    rows, *_ = read_cyoa_tsv(export_cyoa_tsv(db, "imported"))
+    assert rows[0].writer == "'=cmd|' /C calc'!A0"
 
 
 def test_import_records_the_events_of_a_study(db):

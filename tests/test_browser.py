@@ -4,6 +4,7 @@ against the real server process. Screenshots of each step land in test-artifacts
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -14,6 +15,9 @@ from pathlib import Path
 
 import pytest
 from conftest import db_rows, write_setup
+from playwright.sync_api import expect
+
+from cyoa.experiments import OPEN_ANSWER_MAX_CHARS
 
 pytestmark = pytest.mark.browser
 
@@ -32,9 +36,12 @@ class Server:
     """The app as `python app.py` runs it, in its own process, with fake models; it can be
     killed (SIGKILL) and started again on the same port and database."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, rounds: int = 5):
         config = write_setup(
-            root, options_a="delay_seconds = 0.02", options_b="delay_seconds = 0.02"
+            root,
+            rounds=rounds,
+            options_a="delay_seconds = 0.02",
+            options_b="delay_seconds = 0.02",
         )
         self.root = root
         self.port = free_port()
@@ -89,6 +96,15 @@ def server(tmp_path):
 
 
 @pytest.fixture
+def short_server(tmp_path):
+    """A server whose stories have one round, for the survey."""
+    srv = Server(tmp_path, rounds=1)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
 def page(request):
     if not Path(CHROMIUM).exists():
         pytest.fail("Chromium is missing: run `make browser` (apt-get install chromium).")
@@ -125,6 +141,13 @@ def page(request):
                 (folder / f"{i:02d}-{name}.png").write_bytes(png)
             (folder / "final.png").write_bytes(pg.screenshot(full_page=True))
         browser.close()
+
+
+def start_story(page, server: Server, pid: str) -> None:
+    page.goto(f"{server.url}/s/fake-ab?pid={pid}")
+    page.check("#consent")
+    page.click("#start")
+    page.wait_for_selector("#writing:not([hidden])")
 
 
 def write_line(page, text: str) -> None:
@@ -263,3 +286,170 @@ def test_what_a_writer_types_is_shown_as_text_never_run(server, page):
     assert attack in page.inner_text("#story")
     assert page.locator("#story img, #story script").count() == 0
     assert page.title() == "A test study"
+
+
+OFFLINE = (
+    "The connection is lost. What you did is kept and will be sent as soon as the connection"
+    " is back; please keep this page open."
+)
+DRAFT_TOO_LONG = "Too long to save: your text is kept in this browser until you shorten it."
+
+
+class Traffic:
+    """What the page sends: its Socket.IO connections and every frame sent on them."""
+
+    def __init__(self, page):
+        self.connections = 0
+        self.frames: list[str] = []
+        page.on("websocket", self._opened)
+
+    def _opened(self, ws) -> None:
+        self.connections += 1
+        ws.on("framesent", lambda payload: self.frames.append(str(payload)))
+
+
+def events(server: Server, kind: str) -> list[dict]:
+    return db_rows(server.db, f"SELECT payload, client_action_id FROM events WHERE type = '{kind}'")
+
+
+def test_a_sentence_added_while_the_server_is_down_is_sent_once_it_is_back(server, page):
+    start_story(page, server, "offline1")
+    server.kill()
+    page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
+    write_line(page, "Written while the server was down.")
+    expect(page.locator("#notice")).to_have_text(OFFLINE)
+    expect(page.locator("#line-submit")).to_be_disabled()
+    page.shot("click-while-down")
+
+    server.start()
+    page.wait_for_selector("#suggesting:not([hidden])", timeout=30_000)
+    expect(page.locator("#notice")).to_be_hidden()
+    choose_and_add(page, 1, "The suggestion kept after the restart.")
+    page.wait_for_selector("#round-label:text-is('Round 2 of 5')")
+    [line] = events(server, "line_submitted")
+    assert "Written while the server was down." in line["payload"]
+
+
+def test_an_action_whose_reply_was_lost_is_sent_again_and_recorded_once(server, page):
+    # The connection drops after the server recorded the sentence but before its reply
+    # reached the page: the page sends the same action again after it has joined.
+    lost: dict[str, str | bool] = {"done": False}
+
+    def route(ws) -> None:
+        upstream = ws.connect_to_server()
+
+        def from_page(message) -> None:
+            sent = re.match(r'42(\d+)\["action",.*"line_submitted"', str(message))
+            if sent and not lost["done"]:
+                lost["ack"] = f"43{sent.group(1)}["
+            upstream.send(message)
+
+        def from_server(message) -> None:
+            if not lost["done"] and "ack" in lost and str(message).startswith(lost["ack"]):
+                lost["done"] = True
+                ws.close()
+                upstream.close()
+                return
+            ws.send(message)
+
+        ws.on_message(from_page)
+        upstream.on_message(from_server)
+
+    page.route_web_socket(re.compile(r"/socket\.io/"), route)
+    start_story(page, server, "lostreply1")
+    write_line(page, "A sentence whose reply was lost.")
+    page.wait_for_selector("#suggesting:not([hidden])")
+    page.wait_for_selector("#choose-1:not([disabled])")
+    assert lost["done"]
+    expect(page.locator("#notice")).to_be_hidden()
+    [line] = events(server, "line_submitted")
+    assert "A sentence whose reply was lost." in line["payload"]
+
+
+def test_a_click_queued_while_the_server_is_down_is_answered_when_the_story_is_gone(server, page):
+    start_story(page, server, "gone1")
+    server.kill()
+    page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
+    write_line(page, "Written for a story the server forgot.")
+    expect(page.locator("#notice")).to_have_text(OFFLINE)
+    # A new secret key: the browser's cookie no longer names a story.
+    server.env["CYOA_SECRET_KEY"] = "another-key"
+    server.start()
+    expect(page.locator("#notice")).to_have_text(
+        "No story found for this browser. Please open your link.", timeout=30_000
+    )
+    expect(page.locator("#line-submit")).to_be_enabled()
+    assert page.input_value("#line") == "Written for a story the server forgot."
+    assert events(server, "line_submitted") == []
+
+
+def finish_the_round(page) -> None:
+    write_line(page, "The only sentence of a short story.")
+    choose_and_add(page, 1, "The only suggestion of a short story.")
+    page.wait_for_selector("#survey:not([hidden])")
+
+
+def test_an_error_shown_to_the_writer_stays_after_a_reconnect(short_server, page):
+    start_story(page, short_server, "errorstays1")
+    finish_the_round(page)
+    page.click("#survey-submit")
+    missing = "Please answer every statement (missing: “I'm happy with my final story.”)."
+    expect(page.locator("#notice")).to_have_text(missing)
+
+    short_server.kill()
+    page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
+    short_server.start()
+    page.wait_for_selector("#connection:text-is('Connected')", timeout=30_000)
+    expect(page.locator("#notice")).to_have_text(missing)
+    expect(page.locator("#survey-message")).to_have_text(missing)
+
+
+def test_a_huge_paste_is_kept_on_the_page_and_never_sent(server, page):
+    traffic = Traffic(page)
+    start_story(page, server, "paste1")
+    novel = "A pasted novel goes on. " * 4000  # 96,000 characters, over 64 KB
+    page.fill("#line", novel)
+    expect(page.locator("#line-message")).to_have_text("Too long — at most 260 characters.")
+    expect(page.locator("#line-submit")).to_be_disabled()
+    write_line(page, "A line of a sensible length.")
+    page.wait_for_selector("#choose-1:not([disabled])")
+    page.click("#choose-1")
+
+    page.fill("#edit", novel)
+    expect(page.locator("#edit-message")).to_have_text("Too long — at most 260 characters.")
+    expect(page.locator("#draft-status")).to_have_text(DRAFT_TOO_LONG)
+    expect(page.locator("#edit-submit")).to_be_disabled()
+    # Within the limit once trimmed, but the blanks alone are over 64 KB.
+    page.fill("#edit", "A short turn with a long tail of blanks." + " " * 70_000)
+    expect(page.locator("#draft-status")).to_have_text(DRAFT_TOO_LONG)
+    page.click("#edit-submit")
+    page.wait_for_selector("#round-label:text-is('Round 2 of 5')", timeout=5_000)
+
+    assert page.inner_text("#connection") == "Connected"
+    assert traffic.connections == 1  # the connection never dropped
+    assert max(len(frame) for frame in traffic.frames) < 2_000
+    turns = db_rows(server.db, "SELECT final_text FROM rounds WHERE round = 1")
+    assert turns == [{"final_text": "A short turn with a long tail of blanks."}]
+    assert all(len(d["payload"]) < 1000 for d in events(server, "draft_saved"))
+
+
+def test_a_survey_answer_over_the_limit_is_refused_before_sending(short_server, page):
+    traffic = Traffic(page)
+    start_story(page, short_server, "longanswer1")
+    finish_the_round(page)
+    for item in ["happy", "collaborative", "useful", "connected", "ideas"]:
+        page.check(f"input[name='{item}'][value='4']")
+    page.fill("#q-why_chosen", "Because. " * 8000)  # 72,000 characters
+    page.click("#survey-submit")
+    too_long = f"Please keep each answer under {OPEN_ANSWER_MAX_CHARS} characters."
+    expect(page.locator("#survey-message")).to_have_text(too_long)
+    assert not [frame for frame in traffic.frames if "survey_submitted" in frame]
+
+    page.fill("#q-why_chosen", "It fit the story.")
+    page.click("#survey-submit")
+    page.wait_for_selector("#completion-code", timeout=5_000)
+    assert traffic.connections == 1
+    [answer] = db_rows(
+        short_server.db, "SELECT text FROM survey_answers WHERE item_id = 'why_chosen'"
+    )
+    assert answer["text"] == "It fit the story."

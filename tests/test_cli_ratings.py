@@ -69,9 +69,8 @@ def test_the_released_ttcw_judgements_become_a_rating_experiment_with_table_5(db
     analysis = run(db_path, "analyze", "ttcw-gpt", "--format", "json")
     assert analysis.exit_code == 0, analysis.output
     data = json.loads(analysis.output)
-    rates = {
-        (rate["test_id"], rate["source"]): rate["rate"] for rate in data["tests"]["pass_rates"]
-    }
+    pass_rates = data["all_raters"]["tests"]["pass_rates"]
+    rates = {(rate["test_id"], rate["source"]): rate["rate"] for rate in pass_rates}
     # Table 5 of Chakrabarty et al. (CHI 2024): Narrative Ending 8.3% (GPT3.5), 19.4% (GPT4);
     # Originality in Theme and Content 0% and 19.4%.
     assert rates["1", "GPT3.5"] == pytest.approx(3 / 36)
@@ -176,7 +175,7 @@ def test_an_fei_study_needs_its_questions_and_each_question_its_kind(db_path, tm
                  "--instrument", "fei", "--questions", str(good), "--name", "fei")  # fmt: skip
     assert result.exit_code == 0, result.output
     analysis = json.loads(run(db_path, "analyze", "fei", "--format", "json").output)
-    assert analysis["fei"] is not None
+    assert analysis["all_raters"]["fei"] is not None
 
 
 def test_an_answer_to_another_story_s_question_is_refused(db_path, tmp_path):

@@ -1,20 +1,25 @@
 """Fuzz: random sequences of writer events and hostile payloads against the Socket.IO server.
 
-Every event must be answered with a well-formed acknowledgement (never a server error), and
-after every sequence the session must be consistent: the state the browser is sent equals
-the state replayed from the stored events, and the researcher tables agree with the events.
+Every event must be answered with a well-formed acknowledgement (never a server error, never
+a traceback in the server's log), and after every sequence the session must be consistent:
+the state the browser is sent equals the state replayed from the stored events, and the
+researcher tables agree with the events. Besides the page's own actions the fuzzer sends
+lone surrogates, Likert answers that are not integers, events with no argument or two, and
+events nested thousands deep.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from typing import NamedTuple
 
 import pytest
-from conftest import Writer
+from conftest import Writer, write_setup
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cyoa import store
+from cyoa import create_app, store
 from cyoa.study.flow import Event, replay
 from cyoa.study.service import client_view
 
@@ -30,6 +35,14 @@ def fuzz_report():
             f"\nfuzz: {TOTALS['events']} Socket.IO events in {TOTALS['sequences']} sessions, "
             "0 server errors, 0 inconsistent sessions"
         )
+
+
+@pytest.fixture
+def app(tmp_path):
+    """The test app, with rate limits far above what the fuzzer sends: it explores the
+    rules (the limits have their own tests, test_robustness_flood.py)."""
+    limits = {"MESSAGES_PER_SECOND": 1e6, "MESSAGE_BURST": 1e6}
+    return create_app({**write_setup(tmp_path), **limits, "DRAFTS_PER_SECOND": 1e6})
 
 
 json_scalars = st.one_of(
@@ -55,6 +68,8 @@ texts = st.one_of(
             "x" * 261,
             "",
             "\x00\x01\u202e" * 10,
+            "Half an emoji \ud83d and the rest of the line.",
+            "\udfff" * 30,
         ]
     ),
 )
@@ -72,7 +87,11 @@ likert = st.dictionaries(
             "bogus",
         ]
     ),
-    st.one_of(st.integers(0, 6), st.text(max_size=20)),
+    st.one_of(
+        st.integers(0, 6),
+        st.text(max_size=20),
+        st.sampled_from([4.0, 1.5, True, None, [4], "\ud800"]),
+    ),
     max_size=8,
 )
 actions = st.one_of(
@@ -92,6 +111,38 @@ actions = st.one_of(
     json_values,
 )
 action_ids = st.one_of(st.none(), st.text(max_size=80), st.sampled_from(["same", "same"]))
+DEEP = "[" * 3000 + "]" * 3000
+
+
+class Encoded(NamedTuple):
+    """A message no page sends, as it comes off the wire: the event and its arguments as
+    encoded JSON (the test client cannot encode a document nested thousands deep)."""
+
+    event: str
+    arguments: str
+
+
+odd_messages = st.sampled_from(
+    [
+        Encoded("action", ""),
+        Encoded("action", ',{"type":"line_submitted","payload":{}},"extra"'),
+        Encoded("action", ",null"),
+        Encoded("action", f",{DEEP}"),
+        Encoded("action", f',{{"type":"draft_saved","payload":{{"slot":1,"text":{DEEP}}}}}'),
+        Encoded("action", f',{{"type":{DEEP},"payload":{{}}}}'),
+        Encoded("join", ""),
+        Encoded("join", ',{"experiment":"fake-ab"},1'),
+        Encoded("join", f",{DEEP}"),
+    ]
+)
+
+
+def send_encoded(writer: Writer, message: Encoded):
+    """Send an encoded message and return its acknowledgement (None if none)."""
+    text = f'2900["{message.event}"{message.arguments}]'
+    writer.io.socketio.server._handle_eio_message(writer.io.eio_sid, text)
+    ack, writer.io.acks = writer.io.acks, None
+    return None if ack is None else ack["args"][0]
 
 
 def check_consistent(app, writer: Writer) -> None:
@@ -126,22 +177,35 @@ def check_consistent(app, writer: Writer) -> None:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(sequence=st.lists(st.tuples(actions, action_ids), min_size=10, max_size=40))
-def test_random_event_sequences_never_break_the_server_or_a_session(app, sequence):
+@given(
+    sequence=st.lists(
+        st.one_of(st.tuples(actions, action_ids), odd_messages), min_size=10, max_size=40
+    )
+)
+def test_random_event_sequences_never_break_the_server_or_a_session(app, caplog, sequence):
+    caplog.clear()
+    caplog.set_level(logging.INFO)
     writer = Writer(app)
-    for data, action_id in sequence:
-        if isinstance(data, dict) and action_id is not None:
-            data = {**data, "action_id": action_id}
-        ack = writer.io.emit("action", data, callback=True)
+    for message in sequence:
+        if isinstance(message, Encoded):
+            ack = send_encoded(writer, message)
+            data = None
+        else:
+            data, action_id = message
+            if isinstance(data, dict) and action_id is not None:
+                data = {**data, "action_id": action_id}
+            ack = writer.io.emit("action", data, callback=True)
         TOTALS["events"] += 1
         assert isinstance(ack, dict) and isinstance(ack.get("ok"), bool), ack
         if not ack["ok"]:
             assert isinstance(ack["error"], str) and ack["error"]
         json.dumps(ack)  # every reply is plain JSON
-        if ack["ok"] and data.get("type") in ("line_submitted", "suggestions_retried"):
+        if ack["ok"] and data["type"] in ("line_submitted", "suggestions_retried"):
             writer.runner.wait_idle(10)
     writer.runner.wait_idle(10)
     check_consistent(app, writer)
+    tracebacks = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert tracebacks == [], [r.getMessage() for r in tracebacks]
     TOTALS["sequences"] += 1
 
 

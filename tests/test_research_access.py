@@ -14,14 +14,22 @@ from cyoa.research.auth import AccountError, LoginLimiter, create_researcher
 PUBLIC = {"research.login"}
 # A sample value for each URL argument of a researcher route; a new argument name makes
 # test_every_url_argument_has_a_sample fail until a sample is added here.
-SAMPLES = {"exp_id": "fake-ab", "participant_id": 1, "name": "preference.csv"}
+SAMPLES = {
+    "exp_id": "fake-ab",
+    "participant_id": 1,
+    "name": "preference.csv",
+    "rater_id": "r1",
+    "table": "judgements",
+    "fmt": "csv",
+}
 
 
 def _researcher_urls() -> list[tuple[str, str, str]]:
     app = create_app(write_setup(Path(tempfile.mkdtemp(prefix="cyoa-urls-"))))
     urls = []
     for rule in app.url_map.iter_rules():
-        if not rule.endpoint.startswith("research.") or rule.endpoint in PUBLIC:
+        researcher_side = rule.endpoint.startswith(("research.", "research_ratings."))
+        if not researcher_side or rule.endpoint in PUBLIC:
             continue
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
             urls.append((rule.endpoint, rule.rule, method))
@@ -144,15 +152,13 @@ def test_the_rate_limit_forgets_failures_after_the_window():
     limiter = LoginLimiter(max_failures=5, window=300, clock=lambda: now[0])
     key = ("alice", "127.0.0.1")
     for _ in range(5):
-        assert limiter.retry_after(key) == 0
-        limiter.failed(key)
+        assert limiter.begin(key) == 0  # a failure until it succeeds
         now[0] += 10
-    assert limiter.retry_after(key) == pytest.approx(250)
+    assert limiter.begin(key) == pytest.approx(250)
     now[0] += 250
-    assert limiter.retry_after(key) == 0
-    limiter.failed(key)
+    assert limiter.begin(key) == 0
     limiter.succeeded(key)
-    assert limiter.retry_after(key) == 0
+    assert limiter.begin(key) == 0
 
 
 def test_passwords_are_stored_hashed_and_must_be_long_enough(app):

@@ -79,7 +79,11 @@ def test_an_experiment_made_with_the_form_starts_paused_and_goes_through_its_lif
 
     researcher.post("/research/experiments/new-study/status", data={"status": "closed"})
     assert status_of(app, "new-study") == "closed"
-    assert app.test_client().post("/s/new-study/start", data={"consent": "yes"}).status_code == 403
+    late = app.test_client()
+    with late.session_transaction() as s:
+        s["csrf"] = "a-token-for-this-browser"
+    consent = {"consent": "yes", "csrf_token": "a-token-for-this-browser"}
+    assert late.post("/s/new-study/start", data=consent).status_code == 403
     early.write_round(3)
     page = researcher.get("/research/experiments/new-study", follow_redirects=True)
     assert "status-closed" in page.get_data(as_text=True)

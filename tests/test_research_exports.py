@@ -171,8 +171,28 @@ def test_formula_like_cells_are_neutralised(value, expected):
 def test_the_cyoa_tsv_has_one_row_per_complete_story(researcher, study):
     table = pd.read_table(io.BytesIO(download(researcher, "cyoa.tsv")), index_col=0)
     assert list(table.index) == ["finished"]
-    assert table.loc["finished", "userEdits2"] == FORMULA
     assert table.loc["finished", "Q1"] == 4
+
+
+def test_the_cyoa_tsv_is_neutralised_unless_the_exact_text_is_asked_for(app, researcher, tmp_path):
+    for data in (
+        download(researcher, "cyoa.tsv"),
+        zipfile.ZipFile(io.BytesIO(download(researcher, "bundle.zip"))).read("cyoa.tsv"),
+    ):
+        table = pd.read_table(io.BytesIO(data), index_col=0)
+        assert table.loc["finished", "userEdits2"] == "'" + FORMULA
+        assert table.loc["finished", "userLines3"] == "'" + LINE
+        assert table.loc["finished", "userEdits3"] == "'+ a plus sign starts this kept text."
+    out = tmp_path / "exact.tsv"
+    env = {"CYOA_MODELS_DIR": app.config["MODELS_DIR"], "CYOA_EXPERIMENTS_DIR": "/nonexistent"}
+    base = ["--db", app.config["DATABASE"], "export", "fake-ab", "--out", str(out)]
+    result = CliRunner().invoke(cli, [*base, "--format", "cyoa-tsv", "--exact-text"], env=env)
+    assert result.exit_code == 0, result.output
+    table = pd.read_table(out, index_col=0)
+    assert table.loc["finished", "userEdits2"] == FORMULA
+    assert table.loc["finished", "userLines3"] == LINE
+    wrong = CliRunner().invoke(cli, [*base, "--format", "csv", "--exact-text"], env=env)
+    assert wrong.exit_code != 0 and "--exact-text is for --format cyoa-tsv" in wrong.output
 
 
 def test_the_bundle_holds_every_table_the_docs_the_spec_and_the_card(researcher, study):

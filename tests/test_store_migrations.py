@@ -13,28 +13,18 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.paths import ROOT
-from tests.study_builder import FIRST, SECOND, Turn, add_writer
+
+V1_DUMP = ROOT / "tests" / "data" / "cyoa-schema-v1.sql"
 
 
 def version_1_database(path) -> Database:
-    """A database as version 1 of the schema wrote it, with two writers' whole sessions."""
+    """A database as version 1 of the schema wrote it (a dump made by the code of that
+    time, before migrations existed), with two writers' whole sessions."""
+    conn = sqlite3.connect(path)
+    conn.executescript(V1_DUMP.read_text(encoding="utf-8"))
+    conn.close()
     db = store.connect(path)
-    with store.write_transaction(db):
-        store.migrate(db, store.MIGRATIONS[:1])
     assert store.schema_version(db) == 1
-    store.upsert_experiment(db, "exp", "A study", {"id": "exp", "title": "A study", "rounds": 5})
-    for writer in ("w1", "w2"):
-        turns = [
-            Turn(
-                line=f"{writer} line {n}.",
-                suggestions={FIRST: f"First says {n}.", SECOND: f"Second says {n}."},
-                slot1=FIRST if n % 2 else SECOND,
-                chosen=FIRST,
-                final=f"First says {n}, edited.",
-            )
-            for n in range(1, 6)
-        ]
-        add_writer(db, writer, turns, {"happy": 4})
     return db
 
 

@@ -3,6 +3,14 @@
 from cyoa import store
 
 
+def start(client, **form):
+    """Post the consent form as a browser does: with the CSRF token the page put in the
+    session (seeded if the page showed no form, e.g. a closed study's)."""
+    with client.session_transaction() as s:
+        token = s.setdefault("csrf", "a-token-for-this-browser")
+    return client.post("/s/fake-ab/start", data={"csrf_token": token, **form})
+
+
 def test_the_participant_link_opens_the_consent_page_first(client):
     page = client.get("/s/fake-ab?PROLIFIC_PID=p1&STUDY_ID=s&SESSION_ID=t")
     html = page.get_data(as_text=True)
@@ -12,13 +20,13 @@ def test_the_participant_link_opens_the_consent_page_first(client):
 
 
 def test_starting_without_consent_explains_what_to_do(client):
-    page = client.post("/s/fake-ab/start", data={"pid": "p2"})
+    page = start(client, pid="p2")
     assert page.status_code == 400
     assert "Please tick the box" in page.get_data(as_text=True)
 
 
 def test_consenting_starts_a_session_and_opens_the_writing_page(client):
-    response = client.post("/s/fake-ab/start", data={"consent": "yes", "pid": "p3"})
+    response = start(client, consent="yes", pid="p3")
     assert response.headers["Location"].endswith("/s/fake-ab/write")
     page = client.get("/s/fake-ab/write")
     assert page.status_code == 200
@@ -30,7 +38,7 @@ def test_the_writing_page_without_a_session_goes_back_to_consent(client):
 
 
 def test_the_thank_you_page_waits_for_a_finished_story(client):
-    client.post("/s/fake-ab/start", data={"consent": "yes"})
+    start(client, consent="yes")
     assert client.get("/s/fake-ab/done").headers["Location"].endswith("/s/fake-ab/write")
 
 
@@ -51,7 +59,7 @@ def test_a_closed_study_refuses_new_writers_with_a_friendly_page(app, client):
     page = client.get("/s/fake-ab")
     assert page.status_code == 403
     assert "not taking new writers" in page.get_data(as_text=True)
-    assert client.post("/s/fake-ab/start", data={"consent": "yes"}).status_code == 403
+    assert start(client, consent="yes").status_code == 403
 
 
 def test_pages_forbid_inline_scripts_and_framing(client):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from conftest import Writer, db_rows, write_setup
 
 from cyoa import store
 from cyoa.study import runner as runner_module
+from cyoa.study.workers import new_worker_id, worker_gone
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENT = "fake-ab"
@@ -171,10 +173,12 @@ class Tab:
 def new_writer(worker: AppProcess) -> requests.Session:
     """A writer who opened the link and consented on ``worker``: their cookie jar."""
     http = requests.Session()
-    assert http.get(f"{worker.url}/s/{EXPERIMENT}", timeout=5).ok
+    page = http.get(f"{worker.url}/s/{EXPERIMENT}", timeout=5)
+    assert page.ok
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
     response = http.post(
         f"{worker.url}/s/{EXPERIMENT}/start",
-        data={"consent": "yes"},
+        data={"consent": "yes", "csrf_token": token},
         allow_redirects=False,
         timeout=5,
     )
@@ -318,3 +322,57 @@ def test_a_retry_of_a_slot_another_worker_failed_is_generated_here(app, monkeypa
         (2, 1, "elsewhere/1/alive"),
         (2, 3, writer.runner.worker_id),
     ]
+
+
+# A worker of this host that no longer runs (a server killed and restarted) gives up its
+# claims at once; a live one keeps them.
+
+# A process that names itself as a worker and runs until its stdin closes.
+HOLDER = (
+    "import sys\n"
+    "from cyoa.study.workers import new_worker_id\n"
+    "print(new_worker_id(), flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+
+def test_a_claim_of_a_process_of_this_host_is_kept_while_it_runs_and_taken_when_it_is_gone(
+    tmp_path,
+):
+    db = store.connect(tmp_path / "claims.sqlite")
+    store.init_db(db)
+    db.execute("PRAGMA foreign_keys = OFF")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        holder_id = holder.stdout.readline().strip()
+        key = ("session", 1, 1, 1)
+        assert store.claim_generation(db, *key, holder_id, 50) is None
+        assert not worker_gone(holder_id)
+        assert store.claim_generation(db, *key, new_worker_id(), 50, holder_gone=worker_gone)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    assert worker_gone(holder_id)
+    me = new_worker_id()
+    assert store.claim_generation(db, *key, me, 50, holder_gone=worker_gone) is None
+    (row,) = db.query("SELECT worker_id FROM generation_claims")
+    assert row["worker_id"] == me
+
+
+def test_only_a_process_of_this_host_that_no_longer_runs_counts_as_gone():
+    me = new_worker_id()
+    host, pid, start, _ = me.split("/")
+    assert pid == str(os.getpid())
+    assert not worker_gone(me)
+    assert not worker_gone(f"{host}/{pid}/{start}/another-app-in-this-process")
+    # The same process id, started at another time: an earlier server, restarted.
+    assert worker_gone(f"{host}/{pid}/{int(start) - 1}/an-earlier-process")
+    # Another host's worker, or one named in the older form: only its heartbeat can tell.
+    assert not worker_gone(f"another-host/{pid}/1/x")
+    assert not worker_gone(f"{host}/{pid}/abc123")

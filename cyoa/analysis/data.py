@@ -120,7 +120,7 @@ def experiment_systems(db: Database, experiment: str) -> tuple[str, ...]:
     """The experiment's systems in spec order (from the sessions if the spec names none).
 
     Raises :class:`AnalysisError` when the experiment does not exist."""
-    return _systems(db, experiment, _spec(_experiment_row(db, experiment)))
+    return _systems(db, experiment, _spec(experiment_row(db, experiment)))
 
 
 def experiment_pairs(db: Database, experiment: str) -> list[tuple[str, str]]:
@@ -141,7 +141,8 @@ def experiment_pairs(db: Database, experiment: str) -> list[tuple[str, str]]:
     return [pair for pair in pairs if pair in assigned]
 
 
-def _experiment_row(db: Database, experiment: str) -> dict[str, Any]:
+def experiment_row(db: Database, experiment: str) -> dict[str, Any]:
+    """The stored row of ``experiment``; :class:`AnalysisError` naming the known ones if none."""
     row = store.get_experiment(db, experiment)
     if row is None:
         known = ", ".join(r["id"] for r in db.query("SELECT id FROM experiments ORDER BY id"))
@@ -211,7 +212,7 @@ def load_study(
     Raises :class:`AnalysisError` when the experiment does not exist, or the pair is missing
     or not the experiment's. See the module docstring for which rounds and sessions count.
     """
-    row = _experiment_row(db, experiment)
+    row = experiment_row(db, experiment)
     spec = _spec(row)
     systems = _pair(_systems(db, experiment, spec), pair, experiment)
     # Every query below reads the sessions of this pair only (and, if asked, finished ones).

@@ -6,15 +6,28 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.data import AnalysisError
+from cyoa.analysis.data import AnalysisError, experiment_row
 from cyoa.instruments import Instrument
 from cyoa.instruments.definition import instrument_from_dict
+from cyoa.rating.quality import (
+    Answer,
+    ExclusionSummary,
+    RaterExclusion,
+    RaterQuality,
+    StoryShown,
+    evaluate_exclusions,
+    exclusion_summary,
+    quality_spec,
+    rater_quality,
+    story_words,
+)
 
 JUDGEMENT_COLUMNS = ("story_id", "source", "rater_id", "item", "value", "rationale")
 
@@ -35,14 +48,7 @@ class RatingData:
 def experiment_kind(db: Database, experiment: str) -> str:
     """``cowriting`` or ``rating``; :class:`AnalysisError` naming the known experiments if
     there is no such experiment."""
-    row = store.get_experiment(db, experiment)
-    if row is None:
-        known = ", ".join(r["id"] for r in db.query("SELECT id FROM experiments ORDER BY id"))
-        raise AnalysisError(
-            f"There is no experiment '{experiment}' in this database "
-            f"(experiments: {known or 'none'}). Check the name, or pass --db."
-        )
-    return row.get("kind") or "cowriting"
+    return experiment_row(db, experiment).get("kind") or "cowriting"
 
 
 def load_ratings(db: Database, experiment: str) -> RatingData:
@@ -73,3 +79,67 @@ def load_ratings(db: Database, experiment: str) -> RatingData:
         instrument=instrument_from_dict(json.loads(definition[0])),
         judgements=judgements,
     )
+
+
+@dataclass(frozen=True)
+class RaterReview:
+    """Quality control of a rating experiment's raters: what was measured of each
+    (:class:`~cyoa.rating.quality.RaterQuality`), the exclusion rules each broke, and how
+    many each rule excluded."""
+
+    qualities: tuple[RaterQuality, ...]
+    exclusions: tuple[RaterExclusion, ...]
+    summary: ExclusionSummary
+    check_ids: tuple[str, ...]
+
+    @property
+    def excluded(self) -> tuple[str, ...]:
+        return tuple(e.rater_id for e in self.exclusions if e.excluded)
+
+
+def review_raters(db: Database, experiment: str, data: RatingData) -> RaterReview:
+    """Every rater's quality under the spec's attention checks and exclusion rules
+    (:mod:`cyoa.rating.quality`), from the stored answers, check answers and the times the
+    server showed each story. Imported raters (no times, no checks) break no rule."""
+    stories = {
+        row["story_id"]: row["text"] or "" for row in store.rating_rows(db, experiment, "stories")
+    }
+    spec = quality_spec(data.spec, experiment, data.instrument, set(stories))
+    answers: dict[str, list[Answer]] = {}
+    for row in db.query(
+        "SELECT rater_id, story_id, item_id, value, answered_at FROM judgements"
+        " WHERE experiment_id = ? UNION ALL SELECT rater_id, story_id, check_id, value,"
+        " answered_at FROM check_answers WHERE experiment_id = ? ORDER BY answered_at",
+        [experiment, experiment],
+    ):
+        answers.setdefault(row["rater_id"], []).append(
+            Answer(row["story_id"], row["item_id"], row["value"], _time(row["answered_at"]))
+        )
+    shown: dict[str, list[StoryShown]] = {}
+    for row in db.query(
+        "SELECT rater_id, story_id, shown_at FROM assignments WHERE experiment_id = ?"
+        " AND shown_at IS NOT NULL ORDER BY rater_id, position",
+        [experiment],
+    ):
+        words = story_words(stories.get(row["story_id"], ""))
+        shown.setdefault(row["rater_id"], []).append(
+            StoryShown(row["story_id"], _time(row["shown_at"]), words)
+        )
+    raters = [row["rater_id"] for row in store.rating_rows(db, experiment, "raters")]
+    qualities = tuple(
+        rater_quality(
+            rater, answers.get(rater, []), shown.get(rater, []), data.instrument, spec.checks
+        )
+        for rater in raters
+    )
+    exclusions = evaluate_exclusions(spec.exclusions, qualities)
+    return RaterReview(
+        qualities=qualities,
+        exclusions=exclusions,
+        summary=exclusion_summary(spec.exclusions, exclusions),
+        check_ids=tuple(check.id for check in spec.checks),
+    )
+
+
+def _time(stamp: str | None) -> datetime | None:
+    return None if stamp is None else datetime.fromisoformat(stamp.replace("Z", "+00:00"))

@@ -26,7 +26,9 @@ script's preference count reads ``value.split(",")[1:]``), and the Likert answer
   and the spec says ``import.slot_order_recorded = false`` so that no position bias is
   reported. Seeds, sampling and timings are unknown (null); event times are the import's.
 
-Exporting an imported experiment gives back the same file (for a file in this layout).
+Exporting an imported experiment with ``exact=True`` gives back the same file (for a file in
+this layout). By default the export neutralises text that a spreadsheet would run as a
+formula, as the CSV exports do.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from sqlite_utils import Database
 from cyoa import store
 from cyoa.analysis.data import AnalysisError, StudyData, load_study
 from cyoa.experiments import LIKERT_LABELS
+from cyoa.security import neutralize_cell
 from cyoa.study import flow
 from cyoa.study.recording import SessionRecorder
 
@@ -92,14 +95,21 @@ def header(rounds: int, likert_items: int) -> list[str]:
     return columns
 
 
-def write_cyoa_tsv(rows: list[WriterRow], rounds: int, likert_items: int) -> str:
-    """The rows as the script's tab-separated text (CSV quoting, as pandas reads it)."""
+def write_cyoa_tsv(
+    rows: list[WriterRow], rounds: int, likert_items: int, *, exact: bool = False
+) -> str:
+    """The rows as the script's tab-separated text (CSV quoting, as pandas reads it). A cell
+    that a spreadsheet would run as a formula gets a leading ``'``
+    (:func:`~cyoa.security.neutralize_cell`) unless ``exact``: the text exactly as stored,
+    which the original script and :func:`import_tsv` need."""
+    cell = str if exact else neutralize_cell
     out = io.StringIO()
     writer = csv.writer(out, delimiter="\t", lineterminator="\n")
     writer.writerow(header(rounds, likert_items))
     for row in rows:
         writer.writerow(
-            [
+            cell(value)
+            for value in [
                 row.writer,
                 *row.model_lines,
                 *row.baseline_lines,
@@ -250,13 +260,16 @@ def rows_from_study(data: StudyData) -> list[WriterRow]:
     return rows
 
 
-def export_cyoa_tsv(db: Database, experiment: str, pair: tuple[str, str] | None = None) -> str:
+def export_cyoa_tsv(
+    db: Database, experiment: str, pair: tuple[str, str] | None = None, *, exact: bool = False
+) -> str:
     """``experiment`` in the original script's layout (see the module docstring): the writers
     who compared ``pair`` (needed when the experiment has more than two systems), Model = the
-    pair's system that comes first in the spec."""
+    pair's system that comes first in the spec. Formula-like cells are neutralised unless
+    ``exact`` (see :func:`write_cyoa_tsv`)."""
     data = load_study(db, experiment, pair)
     rows = rows_from_study(data)
-    return write_cyoa_tsv(rows, data.rounds_per_story, len(data.likert_items))
+    return write_cyoa_tsv(rows, data.rounds_per_story, len(data.likert_items), exact=exact)
 
 
 def _import_spec(name: str, rounds: int, likert_count: int, source: str) -> dict:

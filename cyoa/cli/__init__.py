@@ -37,6 +37,7 @@ for command in (
     analysis.import_tsv_command,
     analysis.tag_command,
     ratings.import_ratings_command,
+    ratings.generate_stories_command,
     research.create_researcher_command,
     research.experiment_group,
     export.export_command,

@@ -11,9 +11,8 @@ import click
 
 from cyoa import store
 from cyoa.analysis.data import AnalysisError, experiment_pairs, load_study
-from cyoa.analysis.rating_data import experiment_kind, load_ratings
-from cyoa.analysis.rating_render import render_rating_analysis
-from cyoa.analysis.ratings import analyze_ratings
+from cyoa.analysis.rating_data import experiment_kind
+from cyoa.analysis.rating_report import rating_report, render_report
 from cyoa.analysis.render import render
 from cyoa.analysis.tables import analyze
 from cyoa.analysis.tag_cache import SentenceTagCache, tag_experiment
@@ -72,9 +71,7 @@ def analyze_command(
                         "--compat, --pair and --alternative are for co-writing experiments; "
                         f"'{experiment}' is a rating experiment."
                     )
-                data = load_ratings(db, experiment)
-                analysis = analyze_ratings(data.instrument, data.judgements)
-                click.echo(render_rating_analysis(analysis, fmt), nl=False)
+                click.echo(render_report(rating_report(db, experiment), fmt), nl=False)
                 return
             pairs = [tuple(pair)] if pair else experiment_pairs(db, experiment)
             studies = [load_study(db, experiment, p) for p in pairs]

@@ -45,6 +45,13 @@ from cyoa.research.rating_exports import RATING_TABLES
     metavar="SYSTEM SYSTEM",
     help="For cyoa-tsv: the two systems to export, for an experiment of more than two.",
 )
+@click.option(
+    "--exact-text",
+    is_flag=True,
+    help="For cyoa-tsv: every text exactly as stored, as the original evaluation script "
+    "reads it. By default a cell starting with = + - @ (which a spreadsheet would run as a "
+    "formula) gets a leading ' as in the CSV; open an exact file only with code.",
+)
 @click.pass_context
 def export_command(
     ctx: click.Context,
@@ -53,8 +60,14 @@ def export_command(
     table: str | None,
     out: Path,
     pair: tuple[str, str] | None,
+    exact_text: bool,
 ) -> None:
     """Write a stored EXPERIMENT's data (see docs/data-dictionary.md, "Exports")."""
+    if exact_text and fmt != "cyoa-tsv":
+        raise click.UsageError(
+            "--exact-text is for --format cyoa-tsv: JSON Lines and Parquet always keep the text "
+            "exactly, and CSV is for spreadsheets."
+        )
     db = open_existing(ctx)
     try:
         experiment_spec = (
@@ -63,7 +76,13 @@ def export_command(
             else None
         )
         data = exports.export(
-            db, experiment, fmt, table=table, pair=pair, experiment=experiment_spec
+            db,
+            experiment,
+            fmt,
+            table=table,
+            pair=pair,
+            experiment=experiment_spec,
+            exact_text=exact_text,
         )
     except exports.ExportError as error:
         raise click.ClickException(str(error)) from error

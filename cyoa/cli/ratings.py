@@ -1,12 +1,16 @@
-"""The ``import-ratings`` verb: judgements of a rating study from a file, as a new experiment."""
+"""Verbs of rating studies' data: ``import-ratings`` (judgements from a file, as a new
+experiment) and ``generate-stories`` (stories written by models, for a rating study)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
-from cyoa.cli.context import open_or_create
+from cyoa.cli.context import get_app, open_or_create
+from cyoa.generation import System, load_model_cards
+from cyoa.generation.pool import make_backend
 from cyoa.instruments import TTCW, InstrumentError, fei_instrument, load_instrument
 from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import (
@@ -16,6 +20,7 @@ from cyoa.rating.importing import (
     stories_from_file,
     ttcw_judgements,
 )
+from cyoa.stories.generate import GenerationFailed, generate_stories
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -120,3 +125,73 @@ def _instrument(name: str | None, questions: Path | None):
     if questions is not None:
         raise RatingImportError("--questions is for --instrument fei only.")
     return load_instrument(name)
+
+
+@click.command("generate-stories")
+@click.argument("prompts", type=FILE)
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    required=True,
+    help="A model card's name (models/NAME.toml), once per system; sampled as its card says.",
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--per-prompt", type=click.IntRange(1, 50), default=1, show_default=True)
+@click.option("--sentences", type=click.IntRange(1, 30), default=5, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True)
+@click.pass_context
+def generate_stories_command(
+    ctx: click.Context,
+    prompts: Path,
+    models: tuple[str, ...],
+    out: Path,
+    per_prompt: int,
+    sentences: int,
+    seed: int,
+) -> None:
+    """Let each model write stories from the PROMPTS file (one opening per line), with the
+    same seeds for every model, into a JSON Lines file of stories for a rating study
+    ([stories] file = …), each with its model, version, sampling and seeds."""
+    app = get_app(ctx)
+    cards = load_model_cards(Path(app.config["MODELS_DIR"]))
+    unknown = [name for name in models if name not in cards]
+    if unknown:
+        raise click.ClickException(
+            f"Unknown model card(s) {', '.join(unknown)}: use one of {', '.join(sorted(cards))}."
+        )
+    openings = [line.strip() for line in _read(prompts).splitlines() if line.strip()]
+    if not openings:
+        raise click.ClickException(f"{prompts.name} has no prompt: write one opening per line.")
+    backends = {
+        name: make_backend(cards[name], Path(app.config["MODEL_CACHE"])) for name in set(models)
+    }
+    for name, backend in backends.items():
+        click.echo(f"Loading {name}…", err=True)
+        backend.load(log=lambda line: click.echo(line, err=True))
+    systems = [System(name, cards[name], cards[name].sampling) for name in dict.fromkeys(models)]
+    try:
+        stories = generate_stories(
+            systems,
+            backends,
+            openings,
+            stories_per_prompt=per_prompt,
+            sentences=sentences,
+            seed=seed,
+            log=lambda line: click.echo(line, err=True),
+        )
+    except GenerationFailed as error:
+        raise click.ClickException(str(error)) from error
+    out.write_text(
+        "".join(
+            json.dumps(
+                {"story_id": s.story_id, "source": s.source, "title": s.title, "text": s.text,
+                 "origin": s.origin},
+                ensure_ascii=False,
+            )
+            + "\n"
+            for s in stories
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    click.echo(f"Wrote {len(stories)} stories to {out}.")

@@ -14,6 +14,8 @@ import click
 
 from cyoa.cli.context import get_app, open_existing, open_or_create
 from cyoa.experiments import SpecError
+from cyoa.rating.experiment import create_from_spec
+from cyoa.rating.spec import RatingSpecError, parse_rating_spec
 from cyoa.research.auth import AccountError, create_researcher
 from cyoa.research.lifecycle import LifecycleError, create_experiment, parse_spec, set_status
 
@@ -51,13 +53,23 @@ def experiment_group() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.pass_context
 def experiment_create_command(ctx: click.Context, file: Path) -> None:
-    """Store the spec FILE (TOML or JSON) as a new, paused experiment."""
+    """Store the spec FILE (TOML or JSON) as a new, paused experiment: co-writing, or a
+    rating study (kind = "rating")."""
     cards = get_app(ctx).extensions["cyoa"]["cards"]
     db = open_or_create(ctx)
     try:
         raw = parse_spec(file.read_text(encoding="utf-8"), str(file))
+        if raw.get("kind") == "rating":
+            spec = parse_rating_spec(raw, str(file), file.resolve().parent, db)
+            create_from_spec(db, spec)
+            click.echo(
+                f"Rating experiment '{spec.id}' created, paused, with {len(spec.stories)} "
+                f"stories. Open it (python -m cyoa experiment open {spec.id}); raters start "
+                f"at /r/{spec.id}."
+            )
+            return
         exp = create_experiment(db, raw, cards, where=str(file))
-    except SpecError as exc:
+    except (SpecError, RatingSpecError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         db.close()

@@ -89,6 +89,30 @@ class Item:
                 f"{name} has FEI kind {self.fei_kind!r}: use one of {', '.join(FEI_KINDS)}."
             )
 
+    def parse(self, raw: object, owner: str = "") -> float | str:
+        """The stored value of an answer ``raw`` to this item (see
+        :meth:`Instrument.parse_value`); ``owner`` names the instrument in errors."""
+        name = f"Item {self.id} of {owner}" if owner else f"Item {self.id}"
+        if self.kind == "text":
+            if raw is None:
+                raise InstrumentError(f"{name} expects a written answer; got none.")
+            return str(raw)
+        if self.kind == "likert":
+            number = _whole_number(raw)
+            if number is None or not 1 <= number <= self.points:
+                raise InstrumentError(
+                    f"{name} takes a whole number from 1 to {self.points}; got {raw!r}."
+                )
+            return float(number)
+        value = _binary(raw)
+        if value is None:
+            accepted = "Yes or No" if self.kind == "yes_no" else "true or false"
+            raise InstrumentError(
+                f"{name} takes {accepted} (also yes/no, true/false or 1/0, in any case); "
+                f"got {raw!r}."
+            )
+        return value
+
     @property
     def scored(self) -> bool:
         """Whether answers are numbers that enter the statistics (every kind but text)."""
@@ -157,29 +181,7 @@ class Instrument:
         Anything else (out of range, unparseable, missing) raises :class:`InstrumentError`
         naming the item and the accepted values.
         """
-        item = self.item(item_id)
-        if item.kind == "text":
-            if raw is None:
-                raise InstrumentError(
-                    f"Item {item.id} of {self.id} expects a written answer; got none."
-                )
-            return str(raw)
-        if item.kind == "likert":
-            number = _whole_number(raw)
-            if number is None or not 1 <= number <= item.points:
-                raise InstrumentError(
-                    f"Item {item.id} of {self.id} takes a whole number from 1 to "
-                    f"{item.points}; got {raw!r}."
-                )
-            return float(number)
-        value = _binary(raw)
-        if value is None:
-            accepted = "Yes or No" if item.kind == "yes_no" else "true or false"
-            raise InstrumentError(
-                f"Item {item.id} of {self.id} takes {accepted} (also yes/no, true/false or "
-                f"1/0, in any case); got {raw!r}."
-            )
-        return value
+        return self.item(item_id).parse(raw, self.id)
 
     def coded(self, item_id: str, value: float) -> float:
         """The score of a stored ``value`` (see :meth:`parse_value`): ``points + 1 − value``

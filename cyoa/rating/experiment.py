@@ -21,6 +21,7 @@ from cyoa import store
 from cyoa.instruments import Instrument
 from cyoa.instruments.definition import instrument_to_dict
 from cyoa.rating.importing import Judgement, RatingImportError, Story
+from cyoa.rating.spec import RatingSpec, RatingSpecError
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
@@ -181,3 +182,42 @@ def rating_summaries(db: Database) -> list[dict[str, Any]]:
         {**row, "sources": sorted((row["sources"] or "").split(",") if row["sources"] else [])}
         for row in rows
     ]
+
+
+def create_from_spec(db: Database, spec: RatingSpec) -> None:
+    """Store a checked rating spec as a new, paused rating experiment with its stories and
+    instrument, ready for raters once opened. Raises :class:`RatingSpecError` if the id is
+    taken."""
+    stored = {
+        **{key: value for key, value in spec.source.items() if key != "instrument"},
+        "instrument": spec.instrument.id,
+        "raters_per_story": spec.raters_per_story,
+        "stories_per_rater": spec.stories_per_rater,
+        "dropout_minutes": spec.dropout_minutes,
+    }
+    try:
+        store.create_rating_experiment(
+            db,
+            spec.id,
+            spec.title,
+            stored,
+            instrument=instrument_row(spec.instrument),
+            items=item_rows(spec.instrument),
+            stories=[
+                {
+                    "story_id": story.story_id,
+                    "source": story.source,
+                    "title": story.title,
+                    "text": story.text,
+                    "url": story.url,
+                    "origin": json.dumps(story.origin, ensure_ascii=False, sort_keys=True),
+                    "family": story.family,
+                }
+                for story in spec.stories
+            ],
+            raters=[],
+            judgements=[],
+            status="paused",
+        )
+    except ValueError as error:
+        raise RatingSpecError(f"{error} Choose another id.") from None

@@ -41,11 +41,10 @@ from cyoa.research.card import evaluation_card
 from cyoa.research.columns import Column
 from cyoa.research.progress import DROPOUT_MINUTES, seconds_between, session_status
 from cyoa.research.rating_exports import RATING_TABLES, rating_table_rows
+from cyoa.security import neutralize_cell
 
 FORMATS = ("csv", "jsonl", "parquet", "cyoa-tsv", "bundle")
 TABLE_FORMATS = ("csv", "jsonl", "parquet")
-# Characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 class ExportError(ValueError):
@@ -336,14 +335,6 @@ def table_rows(
 # --- formats --------------------------------------------------------------------------
 
 
-def neutralize_cell(value: Any) -> Any:
-    """A text cell that a spreadsheet would run as a formula (starting with = + - @, a tab
-    or a carriage return) gets a leading single quote; anything else is returned as is."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
 def to_csv(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> bytes:
     """CSV (UTF-8, header line, RFC 4180 quoting) with formula-like text neutralised
     (:func:`neutralize_cell`). Empty cells are nulls; booleans are ``true``/``false``."""
@@ -394,10 +385,13 @@ def export_table(
     return _WRITERS[fmt](table_rows(db, exp_id, table, now), TABLES[table])
 
 
-def cyoa_tsv(db: Database, exp_id: str, pair: tuple[str, str] | None = None) -> bytes:
+def cyoa_tsv(
+    db: Database, exp_id: str, pair: tuple[str, str] | None = None, *, exact: bool = False
+) -> bytes:
     """The layout of the original CYOA evaluation script
     (:func:`cyoa.analysis.tsv.export_cyoa_tsv`): the writers of one pair of systems (``pair``
-    is needed when the experiment has more than two)."""
+    is needed when the experiment has more than two). Formula-like cells are neutralised as
+    in the CSV unless ``exact`` (the text as stored, which the original script needs)."""
     systems = experiment_systems(db, exp_id) if store.get_experiment(db, exp_id) else []
     if pair is None and len(systems) > 2:
         raise ExportError(
@@ -406,7 +400,7 @@ def cyoa_tsv(db: Database, exp_id: str, pair: tuple[str, str] | None = None) -> 
             "per pair that writers compared."
         )
     try:
-        return export_cyoa_tsv(db, exp_id, pair).encode("utf-8")
+        return export_cyoa_tsv(db, exp_id, pair, exact=exact).encode("utf-8")
     except AnalysisError as exc:
         raise ExportError(str(exc)) from exc
 
@@ -420,14 +414,15 @@ def export(
     pair: tuple[str, str] | None = None,
     experiment: Experiment | None = None,
     now: datetime | None = None,
+    exact_text: bool = False,
 ) -> bytes:
     """Every export of a stored experiment, by format: one of :data:`TABLE_FORMATS` (one
     ``table``: of :data:`TABLES` for a co-writing experiment, default ``preference``; of
     :data:`~cyoa.research.rating_exports.RATING_TABLES` for a rating one, default
     ``judgements``), ``cyoa-tsv`` (one
-    ``pair`` of systems, co-writing only) or ``bundle`` (everything; a co-writing experiment
-    needs its loaded ``experiment``). The web downloads and the ``export`` verb both come
-    here."""
+    ``pair`` of systems, co-writing only; ``exact_text``: not neutralised) or ``bundle``
+    (everything; a co-writing experiment needs its loaded ``experiment``). The web downloads
+    and the ``export`` verb both come here."""
     row = store.get_experiment(db, exp_id)
     if row is None:
         raise ExportError(f"There is no experiment '{exp_id}' in this database.")
@@ -441,7 +436,7 @@ def export(
             )
         return bundle(db, experiment, store.get_evaluation_details(db, exp_id), now)
     if fmt == "cyoa-tsv":
-        return cyoa_tsv(db, exp_id, pair)
+        return cyoa_tsv(db, exp_id, pair, exact=exact_text)
     return export_table(db, exp_id, table or "preference", fmt, now)
 
 

@@ -23,6 +23,8 @@ from cyoa.experiments import Experiment, SpecError, experiment_from_dict
 from cyoa.generation.types import ModelCard
 
 SPEC_MAX_BYTES = 256 * 1024
+# A spec needs four levels (the spec, systems, a system, its sampling); more is a mistake.
+SPEC_MAX_DEPTH = 16
 STATUS_VERBS = {"open": "opened", "paused": "paused", "closed": "closed"}
 
 
@@ -31,21 +33,55 @@ class LifecycleError(ValueError):
 
 
 def parse_spec(text: str, filename: str) -> dict[str, Any]:
-    """A spec file's contents as a dict: TOML (``.toml``) or JSON (``.json``)."""
-    if len(text.encode("utf-8")) > SPEC_MAX_BYTES:
+    """A spec file's contents as a dict: TOML (``.toml``) or JSON (``.json``). Anything that
+    is not a readable spec of at most :data:`SPEC_MAX_BYTES` and :data:`SPEC_MAX_DEPTH`
+    levels of nesting, in real Unicode text, is a SpecError that says what to fix."""
+    if len(text.encode("utf-8", "surrogatepass")) > SPEC_MAX_BYTES:
         raise SpecError(f"{filename}: the spec is larger than {SPEC_MAX_BYTES // 1024} KB.")
     try:
         is_json = filename.lower().endswith(".json")
         raw = json.loads(text) if is_json else tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        raise SpecError(_too_deep(filename)) from None
+    except ValueError as exc:  # also TOMLDecodeError, JSONDecodeError, a 5,000-digit number
         raise SpecError(f"{filename}: cannot read the spec ({exc}).") from exc
     if not isinstance(raw, dict):
         raise SpecError(f"{filename}: a spec is a table of fields (TOML) or an object (JSON).")
+    _check_shape(raw, filename)
     try:
         json.dumps(raw)
     except TypeError as exc:
         raise SpecError(f"{filename}: use only text, numbers and lists (no dates).") from exc
     return raw
+
+
+def _too_deep(filename: str) -> str:
+    return (
+        f"{filename}: the spec is nested too deeply (at most {SPEC_MAX_DEPTH} levels of tables "
+        "and lists)."
+    )
+
+
+def _check_shape(raw: dict[str, Any], filename: str) -> None:
+    """Refuse nesting deeper than :data:`SPEC_MAX_DEPTH` and text that is not Unicode (a
+    lone surrogate, which JSON's ``\ud800`` can write and nothing can store or show).
+    Iterative: no recursion, whatever the depth."""
+    pending: list[tuple[Any, int]] = [(raw, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth + 1 > SPEC_MAX_DEPTH:
+                raise SpecError(_too_deep(filename))
+            children = [*item, *item.values()] if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise SpecError(
+                    f"{filename}: the text {ascii(item[:40])} holds a lone surrogate (half of "
+                    "a character); write the character itself."
+                ) from None
 
 
 def create_experiment(
@@ -127,14 +163,16 @@ def participant_links(base_url: str, exp_id: str) -> list[ParticipantLink]:
             "Prolific",
             f"{base}?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}"
             f"&SESSION_ID={{{{%SESSION_ID%}}}}",
-            "Prolific fills in PROLIFIC_PID, STUDY_ID and SESSION_ID; the same PROLIFIC_PID "
-            "resumes the same story from any browser.",
+            "Prolific fills in PROLIFIC_PID, STUDY_ID and SESSION_ID; the participant's own "
+            "link (the same PROLIFIC_PID and SESSION_ID) resumes their story from any browser.",
         ),
         ParticipantLink(
             "Other platforms",
             f"{base}?pid=PARTICIPANT_ID",
             "Replace PARTICIPANT_ID with the platform's worker id (letters, digits, . _ : @ -, "
-            "up to 128 characters).",
+            "up to 128 characters); the same id resumes the story in the same browser. Add "
+            "&SESSION_ID= with a per-assignment id that only the worker sees (e.g. MTurk's "
+            "assignmentId) to let them resume it from another browser too.",
         ),
         ParticipantLink(
             "Anonymous",

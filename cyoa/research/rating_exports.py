@@ -13,7 +13,8 @@ import pandas as pd
 from sqlite_utils import Database
 
 from cyoa.analysis.fei import question_entropies, story_indices
-from cyoa.analysis.rating_data import load_ratings
+from cyoa.analysis.rating_data import load_ratings, review_raters
+from cyoa.analysis.rating_report import quality_rows
 from cyoa.analysis.scales import factor_scores
 from cyoa.analysis.ttcw import majority_passed, story_totals
 from cyoa.instruments import Instrument
@@ -70,6 +71,26 @@ RATER_COLUMNS = (
     Column("rationales", "int", "judgements with a written rationale"),
     Column("first_answer_at", "string", "the rater's first answer (UTC; null if imported)"),
     Column("last_answer_at", "string", "the rater's last answer (UTC; null if imported)"),
+    Column("checks", "int", "attention checks the rater answered"),
+    Column("failed_checks", "int", "attention checks answered wrongly"),
+    Column(
+        "median_seconds_per_story",
+        "float",
+        "time on task: seconds from when the server showed a story to its last answer, the "
+        "median over the rater's stories (null if not measured, e.g. imported)",
+    ),
+    Column(
+        "median_words_per_minute",
+        "float",
+        "the story's words / minutes on task, median over the rater's stories",
+    ),
+    Column(
+        "straight_lined_pages",
+        "int",
+        "stories whose Likert answers (5 or more) were all the same, reversed items included",
+    ),
+    Column("excluded", "bool", "whether the spec's exclusion rules exclude the rater"),
+    Column("rules_broken", "string", "the exclusion rules the rater broke ('' if none)"),
 )
 
 RATING_TABLES: dict[str, tuple[Column, ...]] = {
@@ -175,7 +196,10 @@ def story_measures(instrument: Instrument, judgements: pd.DataFrame) -> dict[str
 
 
 def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
-    """One row per rater, with how much they judged."""
+    """One row per rater, with how much they judged and what quality control found: flagged
+    raters are in the export, never dropped."""
+    review = review_raters(db, exp_id, load_ratings(db, exp_id))
+    quality = {row["rater_id"]: row for row in quality_rows(review)}
     rows = db.query(
         "SELECT r.experiment_id, r.rater_id, r.external_id, r.id_source,"
         " count(DISTINCT j.story_id) AS stories, count(j.item_id) AS judgements,"
@@ -186,4 +210,4 @@ def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
         " WHERE r.experiment_id = ? GROUP BY r.rater_id ORDER BY r.rater_id",
         [exp_id],
     )
-    return list(rows)
+    return [{**row, **quality.get(row["rater_id"], {})} for row in rows]

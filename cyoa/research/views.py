@@ -96,6 +96,14 @@ def _experiment(exp_id: str):
 # --- login ----------------------------------------------------------------------------
 
 
+def _too_many(wait: float) -> str:
+    minutes = max(1, round(wait / 60))
+    return (
+        f"Too many failed attempts for this name from your address. Please wait about "
+        f"{minutes} minute{'s' if minutes > 1 else ''} and try again."
+    )
+
+
 @bp.route("/login", methods=["GET", "POST"])
 def login():
     next_url = request.values.get("next", "")
@@ -104,18 +112,15 @@ def login():
     name = (request.form.get("name") or "").strip()
     key = auth.limiter_key(name)
     limiter = _research()["limiter"]
-    wait = limiter.retry_after(key)
+    wait = limiter.begin(key)
     if wait:
-        minutes = max(1, round(wait / 60))
-        error = (
-            f"Too many failed attempts for this name from your address. Please wait about "
-            f"{minutes} minute{'s' if minutes > 1 else ''} and try again."
+        page = render_template(
+            "research/login.html", next=next_url, error=_too_many(wait), name=name
         )
-        return render_template("research/login.html", next=next_url, error=error, name=name), 429
+        return page, 429
     with _db() as db:
         researcher = auth.authenticate(db, name, request.form.get("password") or "")
     if researcher is None:
-        limiter.failed(key)
         error = "Wrong name or password. Please try again."
         return render_template("research/login.html", next=next_url, error=error, name=name), 401
     limiter.succeeded(key)
@@ -126,9 +131,47 @@ def login():
 @bp.post("/logout")
 @auth.login_required
 def logout():
+    with _db() as db:
+        auth.end_sessions(db, g.researcher["id"])
     auth.log_out()
-    flash("You are logged out.")
+    flash("You are logged out, in every browser.")
     return redirect(url_for("research.login"))
+
+
+@bp.route("/password", methods=["GET", "POST"])
+@auth.login_required
+def password():
+    if request.method == "GET":
+        return render_template("research/password.html")
+    name = g.researcher["name"]
+    new = request.form.get("new_password") or ""
+    error = ""
+    if new != (request.form.get("new_password_again") or ""):
+        error = "The two new passwords differ. Please type the same one twice."
+    else:
+        try:
+            auth.validate_account(name, new)
+        except auth.AccountError as exc:
+            error = str(exc)
+    if error:
+        return render_template("research/password.html", error=error), 400
+    key = auth.limiter_key(name)
+    limiter = _research()["limiter"]
+    wait = limiter.begin(key)
+    if wait:
+        return render_template("research/password.html", error=_too_many(wait)), 429
+    with _db() as db:
+        if auth.authenticate(db, name, request.form.get("current_password") or "") is None:
+            error = "The current password is not right. Please try again."
+            return render_template("research/password.html", error=error), 401
+        try:
+            researcher = auth.change_password(db, g.researcher["id"], new)
+        except auth.AccountError as exc:  # the account was deleted meanwhile
+            return render_template("research/password.html", error=str(exc)), 400
+    limiter.succeeded(key)
+    auth.log_in(researcher)
+    flash("Your password is changed, and you are logged out in every other browser.")
+    return redirect(url_for("research.experiments"))
 
 
 # --- experiments ----------------------------------------------------------------------

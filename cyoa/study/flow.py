@@ -13,6 +13,7 @@ and adds it. After the last round comes the survey.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -22,6 +23,7 @@ SLOTS = (1, 2)
 # A draft may overshoot the turn limit while the writer is editing; the limit is enforced
 # when the turn is submitted. This cap only protects the server from huge payloads.
 DRAFT_MAX_CHARS = 5000
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Phase(StrEnum):
@@ -90,8 +92,9 @@ class Event:
 
 
 def normalize_text(text: str) -> str:
-    """Text as it is stored: Unicode NFC, control characters removed (newlines and tabs
-    become spaces), surrounding whitespace stripped. Otherwise exactly as typed."""
+    """Text as it is stored: Unicode NFC, control characters and unpaired surrogates (half
+    of a character, which a browser can send but no database can store) removed, newlines
+    and tabs as spaces, surrounding whitespace stripped. Otherwise exactly as typed."""
     if not isinstance(text, str):
         raise RuleError("The text is missing. Please type your line and try again.")
     text = unicodedata.normalize("NFC", text)
@@ -99,15 +102,25 @@ def normalize_text(text: str) -> str:
     for ch in text:
         if ch in "\n\r\t":
             cleaned.append(" ")
-        elif unicodedata.category(ch) in ("Cc", "Cf") and ch not in "\u200d":
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs") and ch not in "\u200d":
             continue
         else:
             cleaned.append(ch)
     return "".join(cleaned).strip()
 
 
+def without_unpaired_surrogates(text: str) -> str:
+    """``text`` without unpaired surrogates (in a Python string every surrogate is unpaired:
+    a pair sent as JSON escapes arrives as the one character it encodes)."""
+    return _SURROGATE.sub("", text)
+
+
 def validate_turn(text: Any, limits: Limits) -> str:
     """The normalised turn, or a RuleError saying how to fix its length."""
+    # A text twice the limit is too long whatever normalising would strip from it; refusing
+    # it here keeps a huge paste from costing the server a pass over every character.
+    if isinstance(text, str) and len(text) > 2 * max(limits.max_chars, DRAFT_MAX_CHARS):
+        raise RuleError(f"Too long — at most {limits.max_chars} characters.")
     text = normalize_text(text)
     if len(text) < limits.min_chars:
         raise RuleError(f"Too short — at least {limits.min_chars} characters.")
@@ -187,7 +200,11 @@ def check(state: State, event_type: str, payload: dict[str, Any]) -> Event:
         if not isinstance(text, str):
             raise RuleError("The draft is missing its text.")
         if len(text) > DRAFT_MAX_CHARS:
-            raise RuleError(f"The draft is too long (more than {DRAFT_MAX_CHARS} characters).")
+            raise RuleError(
+                f"The draft is too long (more than {DRAFT_MAX_CHARS} characters). "
+                "Please shorten it."
+            )
+        text = without_unpaired_surrogates(text)
         return Event(event_type, {"round": rnd.number, "slot": slot, "text": text})
     if event_type == "turn_submitted":
         _require(state, Phase.CHOOSING)

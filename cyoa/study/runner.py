@@ -11,18 +11,25 @@ the same machine the text is the same).
 Several worker processes may serve the same writer (two tabs on two workers, or a reconnect
 that lands on another worker). Before generating, a task claims the slot in the database
 (:func:`cyoa.store.claim_generation`): a slot claimed by a live worker is left to it, and
-this process only watches until it is settled; a claim whose heartbeat is older than
-:func:`stale_after_seconds` belongs to a dead worker and is taken over. The partial text
+this process only watches until it is settled; a claim whose holder is a process of this
+host that no longer runs (:func:`cyoa.study.workers.worker_gone`: a server killed and
+restarted) is taken over at once, and one whose heartbeat is older than
+:func:`stale_after_seconds` (a worker on another host that died) too. The partial text
 (:meth:`SuggestionRunner.live_text`) is known only to the process that generates it; the
 finished suggestion reaches every worker through the database.
+
+A slot's task never strands its writer: a finished suggestion that cannot be recorded
+because the database stays locked is recorded as soon as it can be
+(:data:`RECORD_PATIENCE_SECONDS`), and a task that dies (the database locked before the
+suggestion was generated, or a bug) is started again after a pause
+(:data:`RESTART_DELAYS_SECONDS`), so the writer's page receives the suggestions without a
+reload.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import secrets
-import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +39,7 @@ from cyoa import store
 from cyoa.generation import Suggestion, SuggestionError, generate_suggestion
 from cyoa.study.flow import Phase, RuleError, State
 from cyoa.study.service import Study
+from cyoa.study.workers import new_worker_id, worker_gone
 
 log = logging.getLogger(__name__)
 # A slot's tries before the writer is told it failed. A text too short for a turn (the model
@@ -46,6 +54,14 @@ ATTEMPTS = 5
 FAULT_ATTEMPTS = 2
 # How often a process that leaves a slot to another worker checks whether it is settled.
 WATCH_SECONDS = 1.0
+# Pauses before a slot whose task died is started again: quick at first (a lock held for a
+# moment), then every 30 s, about ten minutes in all. After that only the writer's next
+# join starts it again.
+RESTART_DELAYS_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0) + (30.0,) * 18
+# How long a finished suggestion keeps trying to be recorded through a locked database
+# (each try waits up to the busy timeout), and the pause between two tries.
+RECORD_PATIENCE_SECONDS = 600.0
+RECORD_PAUSE_SECONDS = 0.5
 
 
 def stale_after_seconds(suggestion_timeout_seconds: float) -> float:
@@ -54,12 +70,6 @@ def stale_after_seconds(suggestion_timeout_seconds: float) -> float:
     and an attempt lasts at most the timeout) plus the database's busy timeout (recording
     the result may wait that long for the write lock)."""
     return 2 * suggestion_timeout_seconds + store.BUSY_TIMEOUT_SECONDS
-
-
-def new_worker_id() -> str:
-    """This process's name in ``generation_claims``: host, process id and a random part
-    (process ids are reused after a restart)."""
-    return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(3)}"
 
 
 class SuggestionTimeout(RuntimeError):
@@ -135,9 +145,19 @@ class SuggestionRunner:
     def _run_slot(self, session_id: str, round_number: int, slot: int, story: list[str]) -> None:
         key = (session_id, round_number, slot)
         try:
-            self._generate_and_record(session_id, round_number, slot, story)
-        except Exception:  # noqa: BLE001 - a crash here must never leave a writer stuck
-            log.exception("generation task crashed for %s", key)
+            for delay in (*RESTART_DELAYS_SECONDS, None):
+                try:
+                    self._generate_and_record(session_id, round_number, slot, story)
+                    return
+                except sqlite3.OperationalError as exc:
+                    log.warning("generation of %s stopped: the database said %r", key, str(exc))
+                except Exception:  # noqa: BLE001 - a crash here must never leave a writer stuck
+                    log.exception("generation task crashed for %s", key)
+                if delay is None:
+                    log.error("generation of %s given up; the writer's next join restarts it", key)
+                    return
+                log.info("generation of %s starts again in %g s", key, delay)
+                time.sleep(delay)
         finally:
             with self._idle:
                 self._running.discard(key)
@@ -232,7 +252,10 @@ class SuggestionRunner:
         already ours, or stale), rather than another live worker."""
         db = self.study.db()
         try:
-            return store.claim_generation(db, *claim, self.worker_id, stale_after) is None
+            holder = store.claim_generation(
+                db, *claim, self.worker_id, stale_after, holder_gone=worker_gone
+            )
+            return holder is None
         finally:
             db.close()
 
@@ -316,11 +339,26 @@ class SuggestionRunner:
         return line, last
 
     def _record(self, session_id: str, event_type: str, payload: dict[str, Any]) -> None:
-        try:
-            self.study.act(session_id, event_type, payload)
-        except RuleError as exc:
-            # The round moved on meanwhile (e.g. a duplicate task after a restart).
-            log.info("suggestion for %s not recorded: %s", session_id, exc)
+        """Record the slot's outcome, trying again while the database stays locked (up to
+        :data:`RECORD_PATIENCE_SECONDS`): the suggestion is written, it must not be lost."""
+        deadline = time.monotonic() + RECORD_PATIENCE_SECONDS
+        while True:
+            try:
+                self.study.act(session_id, event_type, payload)
+                return
+            except RuleError as exc:
+                # The round moved on meanwhile (e.g. a duplicate task after a restart).
+                log.info("suggestion for %s not recorded: %s", session_id, exc)
+                return
+            except sqlite3.OperationalError as exc:
+                if time.monotonic() >= deadline:
+                    raise
+                log.warning(
+                    "suggestion for %s waits to be recorded: the database said %r",
+                    session_id,
+                    str(exc),
+                )
+                time.sleep(RECORD_PAUSE_SECONDS)
 
 
 def _start_thread(fn: Callable[..., Any], *args: Any) -> threading.Thread:

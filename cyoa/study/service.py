@@ -1,9 +1,15 @@
 """Sessions: open or resume one, apply a writer's action, describe the state to the browser.
 
 Each action is checked against the rules (:mod:`cyoa.study.flow`) and recorded inside one
-``BEGIN IMMEDIATE`` transaction, reading the session's events afresh, so the check and the
-write cannot interleave with another action on the same session (from another tab, thread
-or process). Only after the commit does the caller acknowledge the action.
+``BEGIN IMMEDIATE`` transaction, reading the session's new events afresh, so the check and
+the write cannot interleave with another action on the same session (from another tab,
+thread or process). Only after the commit does the caller acknowledge the action. An action
+the rules refuse is refused on the committed state before the write lock is taken, so
+refused actions never hold up another writer's.
+
+The state of a session is its events folded by the rules. A :class:`Study` keeps the last
+state it folded for each session (a few thousand sessions at most) and folds only the events
+recorded since, by this process or any other, instead of the whole log for every action.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import hashlib
 import json
 import random
 import secrets
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +35,9 @@ from cyoa.study.flow import (
     Phase,
     RuleError,
     State,
+    apply,
     check,
     is_slot,
-    replay,
 )
 
 # Actions a browser may send; everything else (suggestion results) comes from the server.
@@ -44,17 +52,32 @@ WRITER_ACTIONS = frozenset(
     }
 )
 CLIENT_ACTION_ID_MAX = 64
+# Sessions whose last folded state a Study keeps (a state is a few kilobytes: the story and
+# the round's drafts); the least recently used is dropped first.
+STATES_KEPT = 4096
 _rng = random.SystemRandom()
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """The result of an accepted action: the new state and the recorded event."""
+    """The result of an accepted action: the new state and the recorded event
+    (``duplicate``: nothing new was recorded, the action had been already)."""
 
     state: State
     event: Event
     seq: int
     duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class _Accepted:
+    """An action the rules accept on ``state`` (the session's event ``seq``): to record."""
+
+    session: dict[str, Any]
+    state: State
+    seq: int
+    event: Event
+    extra: dict[str, Any] | None
 
 
 def new_token() -> str:
@@ -84,6 +107,9 @@ class Study:
         # Called after each committed action with (experiment id, session id, event type);
         # e.g. the researcher's live dashboard. A listener must not raise.
         self.listeners: list[Callable[[str, str, str], None]] = []
+        # session id -> (number of the last event folded, the state after it)
+        self._states: OrderedDict[str, tuple[int, State]] = OrderedDict()
+        self._states_lock = threading.Lock()
 
     def db(self):
         return store.connect(self.db_path)
@@ -104,16 +130,17 @@ class Study:
 
     def open_session(
         self, exp: Experiment, participant: dict[str, str], user_agent: str = ""
-    ) -> str:
-        """The participant's session in ``exp``: their existing one, or a new one.
+    ) -> str | None:
+        """A new session for the participant in ``exp``, or None when they have one already
+        (also when another request created it a moment ago): who may resume that one is for
+        the caller to decide (:mod:`cyoa.study.pages`).
 
         ``participant`` has ``external_id`` and ``id_source`` (and optionally ``study_id``,
         ``platform_session_id``)."""
         db = self.db()
         try:
-            existing = store.find_session_for_participant(db, exp.id, participant["external_id"])
-            if existing:
-                return existing
+            if store.find_session_for_participant(db, exp.id, participant["external_id"]):
+                return None
             pair = assign_pair(exp.pairs, store.sessions_per_pair(db, exp.id), _rng)
             first_event: dict[str, Any] = {
                 "experiment": exp.id,
@@ -127,9 +154,10 @@ class Study:
             }
             if exp.slot_order == "balanced":
                 first_event["slot_plan"] = balanced_slot_plan(exp.limits.rounds, _rng)
+            proposed = new_token()
             session_id = store.create_session(
                 db,
-                session_id=new_token(),
+                session_id=proposed,
                 exp_id=exp.id,
                 participant=participant,
                 pair=pair,
@@ -139,6 +167,8 @@ class Study:
             )
         finally:
             db.close()
+        if session_id != proposed:
+            return None
         for listener in self.listeners:
             listener(exp.id, session_id, "session_started")
         return session_id
@@ -167,7 +197,7 @@ class Study:
             db.close()
 
     def state(self, session_id: str) -> tuple[dict[str, Any], State]:
-        """The session's row and its state rebuilt from its events."""
+        """The session's row and its state: its events folded by the rules."""
         db = self.db()
         try:
             session = store.get_session(db, session_id)
@@ -179,10 +209,30 @@ class Study:
             db.close()
 
     def _fold(self, db, session: dict[str, Any]) -> tuple[State, int]:
+        """The session's state and the number of its last event: the state kept from the
+        last fold with the events recorded since folded in (all of them the first time)."""
         exp = self.experiments[session["experiment_id"]]
-        events = store.load_events(db, session["id"])
-        state = replay(exp.limits, [Event(e["type"], e["payload"]) for e in events])
-        return state, (events[-1]["seq"] if events else 0)
+        with self._states_lock:
+            kept = self._states.get(session["id"])
+        if kept is not None and kept[1].limits == exp.limits:
+            seq, state = kept
+        else:
+            seq, state = 0, State(limits=exp.limits)
+        for e in store.load_events(db, session["id"], after=seq):
+            state = apply(state, Event(e["type"], e["payload"]))
+            seq = e["seq"]
+        self._keep(session["id"], seq, state)
+        return state, seq
+
+    def _keep(self, session_id: str, seq: int, state: State) -> None:
+        """Remember a committed state (never an older one than is kept already)."""
+        with self._states_lock:
+            kept = self._states.get(session_id)
+            if kept is None or kept[0] <= seq:
+                self._states[session_id] = (seq, state)
+            self._states.move_to_end(session_id)
+            while len(self._states) > STATES_KEPT:
+                self._states.popitem(last=False)
 
     # --- actions ------------------------------------------------------------------------
 
@@ -196,43 +246,71 @@ class Study:
         """Check and record one action; raises RuleError when it is not allowed.
 
         A resent action (same ``client_action_id``) is recorded once: the second call
-        returns the first outcome with ``duplicate=True``."""
+        returns the first outcome with ``duplicate=True``. So is a draft that repeats the
+        slot's saved draft: there is nothing new to record."""
         if client_action_id is not None and (
-            not isinstance(client_action_id, str) or len(client_action_id) > CLIENT_ACTION_ID_MAX
+            not isinstance(client_action_id, str)
+            or len(client_action_id) > CLIENT_ACTION_ID_MAX
+            or not client_action_id.isprintable()
         ):
             raise RuleError("The request was malformed. Please reload the page.")
         client_action_id = client_action_id or None  # an empty id is no id
         db = self.db()
         try:
+            # Decided first on the committed state, without the write lock: a refusal (or a
+            # resend) needs no lock. Then again under the lock, where nothing can come
+            # between the check and the write.
+            decided = self._decide(db, session_id, event_type, payload, client_action_id)
+            if isinstance(decided, Outcome):
+                return decided
             with store.write_transaction(db):
-                session = store.get_session(db, session_id)
-                if session is None:
-                    raise RuleError("This session does not exist. Please use your study link.")
-                if client_action_id:
-                    previous = store.find_action(db, session_id, client_action_id)
-                    if previous is not None:
-                        state, _ = self._fold(db, session)
-                        event = Event(previous["type"], previous["payload"])
-                        return Outcome(state, event, previous["seq"], duplicate=True)
-                exp = self.experiments[session["experiment_id"]]
-                state, last_seq = self._fold(db, session)
-                payload, extra = self._enrich(db, exp, session, state, event_type, payload)
-                event = check(state, event_type, payload)
+                decided = self._decide(db, session_id, event_type, payload, client_action_id)
+                if isinstance(decided, Outcome):
+                    return decided
+                seq = decided.seq + 1
                 new_state = recording.record(
                     db,
-                    session,
-                    last_seq + 1,
-                    state,
-                    event,
+                    decided.session,
+                    seq,
+                    decided.state,
+                    decided.event,
                     client_action_id=client_action_id,
-                    extra=extra,
+                    extra=decided.extra,
                 )
-            outcome = Outcome(new_state, event, last_seq + 1)
+            self._keep(session_id, seq, new_state)
         finally:
             db.close()
         for listener in self.listeners:
-            listener(session["experiment_id"], session_id, event.type)
-        return outcome
+            listener(decided.session["experiment_id"], session_id, decided.event.type)
+        return Outcome(new_state, decided.event, seq)
+
+    def _decide(
+        self,
+        db,
+        session_id: str,
+        event_type: str,
+        payload: Any,
+        client_action_id: str | None,
+    ) -> Outcome | _Accepted:
+        """What an action comes to on the session's state as the database has it now: an
+        outcome with nothing to record (a resend, an unchanged draft), or the event to
+        record. Raises RuleError when the rules refuse it."""
+        session = store.get_session(db, session_id)
+        if session is None:
+            raise RuleError("This session does not exist. Please use your study link.")
+        state, seq = self._fold(db, session)
+        if client_action_id:
+            previous = store.find_action(db, session_id, client_action_id)
+            if previous is not None:
+                event = Event(previous["type"], previous["payload"])
+                return Outcome(state, event, previous["seq"], duplicate=True)
+        exp = self.experiments[session["experiment_id"]]
+        payload, extra = self._enrich(db, exp, session, state, event_type, payload)
+        event = check(state, event_type, payload)
+        saved = state.current.drafts.get(event.payload.get("slot"))
+        if event.type == "draft_saved" and saved == event.payload["text"]:
+            return Outcome(state, event, seq, duplicate=True)
+        return _Accepted(session, state, seq, event, extra)
 
     def _enrich(
         self,
@@ -270,8 +348,15 @@ class Study:
                 "seeds": seeds,
             }
             return payload, None
+        if event_type in recording.SUGGESTION_OUTCOMES:
+            asked = store.generation_requested_at(db, session["id"], rnd.number)
+            waited = None if asked is None else round(store.seconds_since(asked), 4)
+            return {**payload, "waited_seconds": waited}, None
         if event_type == "survey_submitted":
             answers = validate_survey(payload.get("answers"), exp.survey)
+            # validate_survey takes 4.0 for 4 (they compare equal); the tables store ints.
+            if any(type(answers[i.id]) is not int for i in exp.survey if i.kind == "likert"):
+                raise RuleError("Please choose one of the five answers for every statement.")
             questions = {i.id: (i.kind, i.text, exp.likert_labels) for i in exp.survey}
             return answers, {"questions": questions}
         if event_type in ("suggestion_chosen", "turn_submitted"):

@@ -11,6 +11,12 @@ Protocol (all acknowledged with ``{"ok": true, "state": view}`` or
 
 The server also sends ``state`` (the whole view, to every tab of the session) and
 ``suggestion_progress`` ``{"round", "slot", "text"}`` while a suggestion streams.
+
+Every message is answered. A malformed one (:mod:`cyoa.study.messages`) or one the rules
+refuse gets the sentence to show; one sent faster than the session's rate limit
+(:mod:`cyoa.study.ratelimit`) or while the database is locked gets ``retry: true``, and the
+page sends it again a moment later with the same ``action_id``; an error no handler expected
+is logged and answered too.
 """
 
 from __future__ import annotations
@@ -22,12 +28,20 @@ from typing import Any
 from flask import Flask, current_app, request, session
 from flask_socketio import SocketIO, emit, join_room
 
+from cyoa.study import messages
 from cyoa.study.flow import RuleError
-from cyoa.study.service import WRITER_ACTIONS, client_view
+from cyoa.study.service import client_view
 
 log = logging.getLogger(__name__)
 BUSY_MESSAGE = (
     "The server is busy saving other stories. Your text is kept; it will be sent again in a moment."
+)
+TOO_FAST_MESSAGE = (
+    "Your changes are arriving faster than the server saves them. Your text is kept; it will "
+    "be sent again in a moment."
+)
+FAILED_MESSAGE = (
+    "Something went wrong on the server. Your story so far is saved; please reload the page."
 )
 
 
@@ -52,11 +66,16 @@ def push_state(app: Flask, session_id: str) -> None:
         socketio.emit("state", view_for(app, session_id), to=session_id)
 
 
-def on_join(data: Any) -> dict[str, Any]:
-    exp_id = data.get("experiment") if isinstance(data, dict) else None
-    session_id = (session.get("cyoa") or {}).get(exp_id) if isinstance(exp_id, str) else None
+def on_join(*args: Any) -> dict[str, Any]:
+    try:
+        exp_id = messages.join_experiment(args)
+    except RuleError as exc:
+        return {"ok": False, "error": str(exc)}
+    session_id = (session.get("cyoa") or {}).get(exp_id)
     if not session_id or _parts()["study"].session_row(session_id) is None:
         return {"ok": False, "error": "No story found for this browser. Please open your link."}
+    if not _parts()["limiter"].allow(session_id):
+        return {"ok": False, "retry": True, "error": TOO_FAST_MESSAGE}
     # Flask-SocketIO keeps a per-connection copy of the cookie session: remember the join.
     session["joined"] = session_id
     join_room(session_id)
@@ -66,21 +85,23 @@ def on_join(data: Any) -> dict[str, Any]:
     return {"ok": True, "state": view_for(current_app, session_id)}
 
 
-def on_action(data: Any) -> dict[str, Any]:
+def on_action(*args: Any) -> dict[str, Any]:
     session_id = session.get("joined")
     if session_id is None:
         return {"ok": False, "error": "Please reload the page to reconnect to your story."}
-    if not isinstance(data, dict) or data.get("type") not in WRITER_ACTIONS:
-        return _refusal(session_id, "That action is not possible. Please reload the page.")
-    payload = data.get("payload") if isinstance(data.get("payload"), dict) else {}
+    if not _parts()["limiter"].allow(session_id):
+        return {"ok": False, "retry": True, "error": TOO_FAST_MESSAGE}
     try:
-        outcome = _parts()["study"].act(session_id, data["type"], payload, data.get("action_id"))
+        action = messages.action(args)
+        if action.type == "draft_saved" and not _parts()["draft_limiter"].allow(session_id):
+            return {"ok": False, "retry": True, "error": TOO_FAST_MESSAGE}
+        outcome = _parts()["study"].act(session_id, action.type, action.payload, action.action_id)
     except RuleError as exc:
         return _refusal(session_id, str(exc))
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError as exc:
         # The database stayed locked past the busy timeout: nothing was recorded. The page
         # keeps the text and resends the same action (same action_id) a moment later.
-        log.exception("database busy for session %s", session_id)
+        log.warning("database busy for session %s: %s", session_id, exc)
         return {"ok": False, "retry": True, "error": BUSY_MESSAGE}
     if outcome.event.type in ("line_submitted", "suggestions_retried"):
         _parts()["runner"].start(session_id, outcome.state)
@@ -93,6 +114,14 @@ def _refusal(session_id: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": message, "state": view_for(current_app, session_id)}
 
 
+def on_error(exc: Exception) -> dict[str, Any]:
+    """An error no handler expected (a bug): logged with its traceback, and answered, so the
+    page is never left waiting for a reply."""
+    log.error("Socket.IO event %r failed", request.event["message"], exc_info=exc)
+    return {"ok": False, "error": FAILED_MESSAGE}
+
+
 def register(socketio: SocketIO) -> None:
     socketio.on_event("join", on_join)
     socketio.on_event("action", on_action)
+    socketio.on_error_default(on_error)

@@ -2,6 +2,8 @@
 // is sent, mirrors the length rules for a friendly UI, and sends the writer's actions. An
 // action counts as saved only when the server acknowledges it (after its database commit).
 // Text typed but not yet sent is kept in localStorage so a reload or crash loses nothing.
+// Actions wait in an outbox until the connection has joined the story, so a click made while
+// the server is down is sent once it is back; nothing too large for one message is sent.
 (function () {
   "use strict";
 
@@ -12,6 +14,15 @@
   const ACK_TIMEOUT_MS = 15000;
   const DRAFT_SAVE_DELAY_MS = 600;
   const BUSY_RETRY_MS = 1500;
+  // No writer's action comes near this (a turn is a few hundred characters). A larger one
+  // is refused here rather than risk the transport's limit (MAX_MESSAGE_BYTES in
+  // cyoa/realtime.py), past which the server drops the connection instead of answering.
+  const MAX_ACTION_BYTES = 64 * 1024;
+  // The server's limit on one open survey answer (OPEN_ANSWER_MAX_CHARS in cyoa/experiments.py).
+  const OPEN_ANSWER_MAX_CHARS = 2000;
+  const OFFLINE_MESSAGE = "The connection is lost. What you did is kept and will be sent as "
+    + "soon as the connection is back; please keep this page open.";
+  const DRAFT_TOO_LONG = "Too long to save: your text is kept in this browser until you shorten it.";
 
   let view = null;
   let shownRound = null;
@@ -51,11 +62,20 @@
     try { return localStorage.getItem(storageKey(kind)); } catch (e) { return null; }
   }
 
-  function notice(message, kind) {
+  // A notice about the connection is cleared when the story is joined again; one about the
+  // writer's action (a refusal, say) stays until the writer acts again.
+  let noticeAboutConnection = false;
+
+  function notice(message, kind, aboutConnection = false) {
     const el = $("notice");
     el.textContent = message || "";
     el.className = "notice" + (kind ? " " + kind : "");
     el.hidden = !message;
+    noticeAboutConnection = Boolean(message) && aboutConnection;
+  }
+
+  function fitsInOneMessage(data) {
+    return new TextEncoder().encode(JSON.stringify(data)).length <= MAX_ACTION_BYTES;
   }
 
   function el(tag, attrs, text) {
@@ -68,48 +88,104 @@
   // --- talking to the server -----------------------------------------------------------
 
   const socket = io({ transports: ["websocket", "polling"] });
+  // The server attaches a connection to the story only on `join` (and forgets it when it
+  // restarts), so actions are sent on a joined connection only, oldest first, one at a time.
+  let joined = false;
+  let connection = 0; // counts connections, so a late join reply for an old one is ignored
+  const outbox = []; // {data, message, sent, promise, resolve}: not yet acknowledged
+  let sending = false;
+  // A draft is saved quietly; the writer waits for any other action.
+  const writerWaits = () => outbox.some((item) => item.data.type !== "draft_saved");
 
-  function emitWithAck(event, data) {
+  function send(type, payload, message) {
+    const item = { data: { type, payload, action_id: actionId() }, message, sent: false };
+    item.promise = new Promise((resolve) => { item.resolve = resolve; });
+    outbox.push(item);
+    if (!joined && writerWaits()) notice(OFFLINE_MESSAGE, "warn", true);
+    sendOutbox();
+    return item.promise;
+  }
+
+  function emitAction(data) {
     return new Promise((resolve) => {
-      const attempt = () => {
-        socket.timeout(ACK_TIMEOUT_MS).emit(event, data, (err, reply) => {
-          if (err) {
-            notice("Still saving… please keep this page open.", "warn");
-            attempt(); // same action_id: the server records it once
-          } else if (reply && reply.retry) {
-            notice(reply.error, "warn");
-            setTimeout(attempt, BUSY_RETRY_MS);
-          } else {
-            resolve(reply);
-          }
-        });
-      };
-      attempt();
+      socket.timeout(ACK_TIMEOUT_MS).emit("action", data, (err, reply) => resolve(err ? null : reply));
     });
   }
 
-  async function act(type, payload) {
-    const reply = await emitWithAck("action", { type, payload, action_id: actionId() });
+  const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  async function sendOutbox() {
+    if (sending) return;
+    sending = true;
+    let announced = null;
+    while (joined && outbox.length) {
+      const item = outbox[0];
+      if (item.message && item !== announced) notice(item.message);
+      announced = item;
+      item.sent = true;
+      const reply = await emitAction(item.data); // a resend keeps the action_id: recorded once
+      if (reply === null) {
+        // No reply: the connection dropped (sent again after the next join) or timed out.
+        if (joined) notice("Still saving… please keep this page open.", "warn", true);
+        continue;
+      }
+      if (reply.retry) {
+        notice(reply.error, "warn");
+        await pause(BUSY_RETRY_MS);
+        continue;
+      }
+      outbox.shift();
+      item.resolve(reply);
+    }
+    sending = false;
+  }
+
+  async function act(type, payload, message) {
+    if (!fitsInOneMessage({ type, payload })) {
+      const error = "This is too long to send. Please shorten your text and try again.";
+      notice(error, "error");
+      return { ok: false, error };
+    }
+    const reply = await send(type, payload, message);
     if (reply.state) render(reply.state);
     if (!reply.ok) notice(reply.error, "error");
     return reply;
   }
 
-  socket.on("connect", async () => {
-    $("connection").textContent = "Connected";
-    $("connection").className = "connection ok";
-    const reply = await emitWithAck("join", { experiment });
-    if (!reply.ok) {
-      notice(reply.error, "error");
-      return;
-    }
-    notice("");
-    render(reply.state);
+  function connectionBadge(text, ok) {
+    $("connection").textContent = text;
+    $("connection").className = "connection " + (ok ? "ok" : "lost");
+  }
+
+  function join(ofConnection) {
+    socket.timeout(ACK_TIMEOUT_MS).emit("join", { experiment }, (err, reply) => {
+      if (ofConnection !== connection || !socket.connected) return; // the next connect joins
+      if (err) { join(ofConnection); return; }
+      if (reply.retry) { setTimeout(() => join(ofConnection), BUSY_RETRY_MS); return; }
+      if (!reply.ok) {
+        // The story cannot be joined: answer what was waiting rather than leave it waiting.
+        connectionBadge("Not connected", false);
+        for (const item of outbox.splice(0)) item.resolve({ ok: false, error: reply.error });
+        notice(reply.error, "error", true);
+        return;
+      }
+      joined = true;
+      connectionBadge("Connected", true);
+      if (noticeAboutConnection) notice("");
+      render(reply.state);
+      sendOutbox();
+    });
+  }
+
+  socket.on("connect", () => {
+    connection += 1;
+    join(connection);
   });
 
   socket.on("disconnect", () => {
-    $("connection").textContent = "Reconnecting… your text is kept";
-    $("connection").className = "connection lost";
+    joined = false;
+    connectionBadge("Reconnecting… your text is kept", false);
+    if (writerWaits()) notice(OFFLINE_MESSAGE, "warn", true);
   });
 
   socket.on("state", (state) => render(state));
@@ -246,6 +322,7 @@
   async function withBusy(fn) {
     if (busy) return;
     busy = true;
+    if (view) render(view); // disable the buttons until the action is answered
     try { return await fn(); } finally { busy = false; if (view) render(view); }
   }
 
@@ -263,35 +340,48 @@
   async function saveDraft(slot) {
     clearTimeout(draftTimer);
     if (!view || view.phase !== "choosing" || drafts[slot] === undefined) return;
-    if (view.current.drafts[String(slot)] === drafts[slot]) return;
-    const reply = await emitWithAck("action", {
-      type: "draft_saved", payload: { slot, text: drafts[slot] }, action_id: actionId(),
-    });
+    const text = drafts[slot];
+    if (view.current.drafts[String(slot)] === text) return;
+    const payload = { slot, text };
+    if (textLength(text) > view.limits.max || !fitsInOneMessage({ type: "draft_saved", payload })) {
+      $("draft-status").textContent = DRAFT_TOO_LONG;
+      return;
+    }
+    // While the connection is down, the newest text replaces a draft still waiting to go.
+    const waiting = outbox.find((item) => !item.sent && item.data.type === "draft_saved"
+      && item.data.payload.slot === slot);
+    if (waiting) waiting.data.payload.text = text;
+    const reply = await (waiting ? waiting.promise : send("draft_saved", payload));
     if (reply.ok) {
       view.current.drafts[String(slot)] = reply.state.current.drafts[String(slot)];
-      $("draft-status").textContent = "Draft saved";
+      if (drafts[slot] === view.current.drafts[String(slot)]) {
+        $("draft-status").textContent = "Draft saved";
+      }
     }
   }
 
+  // A turn is sent without its surrounding blanks (the server strips them too), so blanks
+  // pasted around a sentence cannot make the message too large.
   $("line-submit").addEventListener("click", () => withBusy(async () => {
-    notice("Saving your sentence…");
-    const reply = await act("line_submitted", { text: $("line").value });
-    if (reply.ok) { notice(""); }
+    const text = $("line").value;
+    if (lengthProblem(text)) { updateCounter("line"); return; }
+    const reply = await act("line_submitted", { text: text.trim() }, "Saving your sentence…");
+    if (reply.ok) notice("");
   }));
 
   function choose(slot) {
     return withBusy(async () => {
       const previous = view.current.chosen_slot;
-      if (previous) await saveDraft(previous);
+      if (previous) saveDraft(previous); // queued ahead of the choice, so saved first
       await act("suggestion_chosen", { slot });
     });
   }
 
   $("edit-submit").addEventListener("click", () => withBusy(async () => {
-    const slot = view.current.chosen_slot;
+    const text = drafts[view.current.chosen_slot];
     const round = view.round;
-    notice("Adding to your story…");
-    const reply = await act("turn_submitted", { text: drafts[slot] });
+    if (lengthProblem(text)) { updateCounter("edit"); return; }
+    const reply = await act("turn_submitted", { text: text.trim() }, "Adding to your story…");
     if (reply.ok) { forgetRoundOf(round); notice(""); }
   }));
 
@@ -314,10 +404,17 @@
           const picked = document.querySelector(`input[name="${item.id}"]:checked`);
           if (picked) answers[item.id] = Number(picked.value);
         } else {
-          answers[item.id] = $(`q-${item.id}`).value;
+          const text = $(`q-${item.id}`).value;
+          if (textLength(text) > OPEN_ANSWER_MAX_CHARS) {
+            $("survey-message").textContent =
+              `Please keep each answer under ${OPEN_ANSWER_MAX_CHARS} characters.`;
+            $(`q-${item.id}`).focus();
+            return;
+          }
+          answers[item.id] = text.trim();
         }
       }
-      const reply = await act("survey_submitted", { answers });
+      const reply = await act("survey_submitted", { answers }, "Sending your answers…");
       $("survey-message").textContent = reply.ok ? "" : reply.error;
     });
   });

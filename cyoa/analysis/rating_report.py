@@ -1,0 +1,120 @@
+"""The report of a rating experiment: quality control first (which raters broke which of
+the spec's exclusion rules), then the analysis with every rater and, when any rater is
+excluded, without them, as *The Perils of Using Mechanical Turk* asks an evaluation to
+report (Karpinska et al. 2021, §6): nobody is dropped silently."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlite_utils import Database
+
+from cyoa.analysis.rating_data import RaterReview, load_ratings, review_raters
+from cyoa.analysis.rating_render import render_rating_analysis
+from cyoa.analysis.ratings import RatingAnalysis, analyze_ratings
+from cyoa.rating.quality import split_judgements
+
+
+@dataclass(frozen=True)
+class RatingReport:
+    review: RaterReview
+    all_raters: RatingAnalysis
+    kept_raters: RatingAnalysis | None  # None when no rater is excluded
+
+
+def rating_report(db: Database, experiment: str) -> RatingReport:
+    """Quality control and the analysis of the stored rating experiment ``experiment``."""
+    data = load_ratings(db, experiment)
+    review = review_raters(db, experiment, data)
+    everyone = analyze_ratings(data.instrument, data.judgements)
+    kept = None
+    if review.excluded:
+        rows, _ = split_judgements(data.judgements, review.excluded, review.check_ids)
+        kept = analyze_ratings(data.instrument, rows) if len(rows) else None
+    return RatingReport(review, everyone, kept)
+
+
+def quality_rows(review: RaterReview) -> list[dict[str, Any]]:
+    """One row per rater: what quality control measured, and the rules they broke."""
+    broken = {e.rater_id: e.broken for e in review.exclusions}
+    return [
+        {
+            "rater_id": quality.rater_id,
+            "failed_checks": quality.failed_checks,
+            "checks": len(quality.checks),
+            "median_words_per_minute": quality.words_per_minute("median"),
+            "median_seconds_per_story": quality.seconds_per_story("median"),
+            "straight_lined_pages": quality.straight_lined_pages(),
+            "excluded": bool(broken.get(quality.rater_id)),
+            "rules_broken": "; ".join(rule.describe() for rule in broken.get(quality.rater_id, ())),
+        }
+        for quality in review.qualities
+    ]
+
+
+def render_report(report: RatingReport, fmt: str) -> str:
+    """``report`` as markdown, csv (the analysis tables with a first column ``raters``:
+    ``all`` or ``kept``) or json."""
+    summary = report.review.summary
+    if fmt == "json":
+        body = {
+            "quality": {
+                "raters": summary.raters,
+                "excluded": summary.excluded,
+                "by_rule": [
+                    {
+                        "rule": count.description,
+                        "raters": count.raters,
+                        "only_this_rule": count.only_this_rule,
+                    }
+                    for count in summary.by_rule
+                ],  # fmt: skip
+                "per_rater": quality_rows(report.review),
+            },
+            "all_raters": report.all_raters.to_dict(),
+            "without_excluded": report.kept_raters.to_dict() if report.kept_raters else None,
+        }
+        return json.dumps(body, indent=2, ensure_ascii=False, default=str) + "\n"
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(("raters", "table", "row", "column", "value"))
+        parts = [("all", report.all_raters)]
+        if report.kept_raters is not None:
+            parts.append(("kept", report.kept_raters))
+        for label, analysis in parts:
+            lines = render_rating_analysis(analysis, "csv").splitlines()[1:]
+            for row in csv.reader(lines):
+                writer.writerow((label, *row))
+        return out.getvalue()
+    lines = ["# Quality control", ""]
+    if not summary.by_rule:
+        lines.append("The spec sets no exclusion rule: every rater is analysed.")
+    else:
+        lines += [
+            f"{summary.excluded} of {summary.raters} raters excluded by the spec's rules.",
+            "",
+            "| rule | raters who broke it | excluded by it alone |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {count.description} | {count.raters} | {count.only_this_rule} |"
+            for count in summary.by_rule
+        ]
+        flagged = [row for row in quality_rows(report.review) if row["excluded"]]
+        if flagged:
+            lines += ["", "Excluded raters: " + "; ".join(
+                f"{row['rater_id']} ({row['rules_broken']})" for row in flagged
+            ) + "."]  # fmt: skip
+    lines += ["", "# With every rater", "", render_rating_analysis(report.all_raters)]
+    if report.kept_raters is not None:
+        lines += [
+            f"# Without the {summary.excluded} excluded raters",
+            "",
+            render_rating_analysis(report.kept_raters),
+        ]
+    return "\n".join(lines)
