@@ -798,7 +798,8 @@ def write_results(results: dict[str, Any], out: Path) -> Path:
     """The run's raw figures and its summary page in ``out``: ``load.md`` and ``load.json``
     for the cards as shipped, ``load-<options>.{md,json}`` (e.g. ``load-dtype-bfloat16``)
     with card options, ``load-no-pauses.{md,json}`` for writers without pauses
-    (``--no-pauses``). Each run is also kept as ``runs/load-<timestamp>.json`` (not in git).
+    (``--no-pauses``); variant pages stay local, not in git (load.md quotes the latest
+    no-pauses table). Each run is also kept as ``runs/load-<timestamp>.json`` (not in git).
     The notes section of an existing page, from its "Notes" heading on, is kept."""
     out.mkdir(parents=True, exist_ok=True)
     raw = json.dumps(results, indent=1) + "\n"
