@@ -3,8 +3,10 @@
 Every message from a session's tabs takes a token; tokens come back at ``rate`` per second,
 up to ``burst``. The writing page sends a few messages a second at most (a draft 0.6 s after
 the writer stops typing, a click), well inside the defaults (docs/deployment.md); a session
-that sends more is answered at once with "send it again in a moment", which costs the server
-neither a database write nor a thread.
+that sends more is answered "send it again in a moment", which costs the server neither a
+database write nor a thread, and is answered only when its next token is due
+(:mod:`cyoa.study.sockets` waits that long, at most a second, on the connection's own
+thread), so a page that floods the server slows itself down rather than the server.
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ class Bucket:
     at: float  # when it was last filled up, in seconds of the limiter's clock
 
 
-def take(bucket: Bucket | None, now: float, rate: float, burst: float) -> tuple[bool, Bucket]:
-    """Whether a message at ``now`` is within the rate, and the bucket after it. A session
-    with no bucket yet has a full one."""
+def take(bucket: Bucket | None, now: float, rate: float, burst: float) -> tuple[float, Bucket]:
+    """For a message at ``now``: 0 when it is within the rate, else the seconds until it
+    would be; and the bucket after it. A session with no bucket yet has a full one."""
     tokens = burst if bucket is None else min(burst, bucket.tokens + (now - bucket.at) * rate)
     if tokens >= 1:
-        return True, Bucket(tokens - 1, now)
-    return False, Bucket(tokens, now)
+        return 0.0, Bucket(tokens - 1, now)
+    return (1 - tokens) / rate, Bucket(tokens, now)
 
 
 class RateLimiter:
@@ -51,15 +53,15 @@ class RateLimiter:
         self._buckets: dict[str, Bucket] = {}
         self._lock = threading.Lock()
 
-    def allow(self, key: str) -> bool:
-        """Take a token for ``key``: False when it has none left."""
+    def take(self, key: str) -> float:
+        """Take a token for ``key``: 0 when it had one, else the seconds until it will."""
         with self._lock:
             now = self.clock()
-            allowed, self._buckets[key] = take(self._buckets.get(key), now, self.rate, self.burst)
+            wait, self._buckets[key] = take(self._buckets.get(key), now, self.rate, self.burst)
             if len(self._buckets) > BUCKETS_KEPT:
                 self._buckets = {
                     k: b
                     for k, b in self._buckets.items()
                     if b.tokens + (now - b.at) * self.rate < self.burst
                 }
-        return allowed
+        return wait

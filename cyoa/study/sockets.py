@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from typing import Any
 
 from flask import Flask, current_app, request, session
@@ -40,6 +41,7 @@ TOO_FAST_MESSAGE = (
     "Your changes are arriving faster than the server saves them. Your text is kept; it will "
     "be sent again in a moment."
 )
+STALL_MAX_SECONDS = 1.0
 FAILED_MESSAGE = (
     "Something went wrong on the server. Your story so far is saved; please reload the page."
 )
@@ -74,8 +76,8 @@ def on_join(*args: Any) -> dict[str, Any]:
     session_id = (session.get("cyoa") or {}).get(exp_id)
     if not session_id or _parts()["study"].session_row(session_id) is None:
         return {"ok": False, "error": "No story found for this browser. Please open your link."}
-    if not _parts()["limiter"].allow(session_id):
-        return {"ok": False, "retry": True, "error": TOO_FAST_MESSAGE}
+    if too_fast := _over_rate("limiter", session_id):
+        return too_fast
     # Flask-SocketIO keeps a per-connection copy of the cookie session: remember the join.
     session["joined"] = session_id
     join_room(session_id)
@@ -89,12 +91,12 @@ def on_action(*args: Any) -> dict[str, Any]:
     session_id = session.get("joined")
     if session_id is None:
         return {"ok": False, "error": "Please reload the page to reconnect to your story."}
-    if not _parts()["limiter"].allow(session_id):
-        return {"ok": False, "retry": True, "error": TOO_FAST_MESSAGE}
+    if too_fast := _over_rate("limiter", session_id):
+        return too_fast
     try:
         action = messages.action(args)
-        if action.type == "draft_saved" and not _parts()["draft_limiter"].allow(session_id):
-            return {"ok": False, "retry": True, "error": TOO_FAST_MESSAGE}
+        if action.type == "draft_saved" and (too_fast := _over_rate("draft_limiter", session_id)):
+            return too_fast
         outcome = _parts()["study"].act(session_id, action.type, action.payload, action.action_id)
     except RuleError as exc:
         return _refusal(session_id, str(exc))
@@ -108,6 +110,17 @@ def on_action(*args: Any) -> dict[str, Any]:
     view = view_for(current_app, session_id)
     emit("state", view, to=session_id, skip_sid=request.sid)
     return {"ok": True, "state": view, "duplicate": outcome.duplicate}
+
+
+def _over_rate(limiter: str, session_id: str) -> dict[str, Any] | None:
+    """None when the session's message is within the rate of ``limiter``; else the answer to
+    send, once its next token is due (at most STALL_MAX_SECONDS later): this connection's
+    events wait meanwhile, so a flooding page slows itself down, not the server."""
+    wait = _parts()[limiter].take(session_id)
+    if not wait:
+        return None
+    time.sleep(min(wait, STALL_MAX_SECONDS))
+    return {"ok": False, "retry": True, "error": TOO_FAST_MESSAGE}
 
 
 def _refusal(session_id: str, message: str) -> dict[str, Any]:
