@@ -489,22 +489,31 @@ def create_experiment(
 ) -> None:
     """Store a new experiment (one a researcher creates); raises ValueError if the id is
     taken, so that a new spec never silently replaces one that writers may have used."""
+    with write_transaction(db):
+        _insert_experiment(db, exp_id, title, spec, status, "cowriting")
+
+
+def _insert_experiment(
+    db: Database, exp_id: str, title: str, spec: dict[str, Any], status: str, kind: str
+) -> None:
+    """A new experiment's row, inside the caller's transaction; ValueError for an unknown
+    status or a taken id."""
     if status not in EXPERIMENT_STATUSES:
         raise ValueError(f"status must be one of {', '.join(EXPERIMENT_STATUSES)}.")
+    if get_experiment(db, exp_id) is not None:
+        raise ValueError(f"An experiment with the id '{exp_id}' exists already.")
     stamp = now()
-    with write_transaction(db):
-        if get_experiment(db, exp_id) is not None:
-            raise ValueError(f"An experiment with the id '{exp_id}' exists already.")
-        db["experiments"].insert(
-            {
-                "id": exp_id,
-                "title": title,
-                "status": status,
-                "spec": json.dumps(spec, sort_keys=True),
-                "created_at": stamp,
-                "updated_at": stamp,
-            }
-        )
+    db["experiments"].insert(
+        {
+            "id": exp_id,
+            "title": title,
+            "status": status,
+            "spec": json.dumps(spec, sort_keys=True),
+            "created_at": stamp,
+            "updated_at": stamp,
+            "kind": kind,
+        }
+    )
 
 
 def create_rating_experiment(
@@ -524,23 +533,9 @@ def create_rating_experiment(
     instrument it uses and its items, its stories, raters and judgements (rows as in
     docs/data-dictionary.md). Raises ValueError if the id is taken; nothing is stored then,
     nor when any row is refused."""
-    if status not in EXPERIMENT_STATUSES:
-        raise ValueError(f"status must be one of {', '.join(EXPERIMENT_STATUSES)}.")
     stamp = now()
     with write_transaction(db):
-        if get_experiment(db, exp_id) is not None:
-            raise ValueError(f"An experiment with the id '{exp_id}' exists already.")
-        db["experiments"].insert(
-            {
-                "id": exp_id,
-                "title": title,
-                "status": status,
-                "spec": json.dumps(spec, sort_keys=True),
-                "created_at": stamp,
-                "updated_at": stamp,
-                "kind": "rating",
-            }
-        )
+        _insert_experiment(db, exp_id, title, spec, status, "rating")
         db["instruments"].insert({**instrument, "experiment_id": exp_id})
         for table, rows in (
             ("instrument_items", items),

@@ -76,16 +76,7 @@ def read_records(text: str, filename: str) -> Iterator[tuple[int, dict[str, Any]
             yield reader.line_num, {k.strip(): v for k, v in record.items() if k is not None}
         return
     if suffix == ".json" and text.lstrip().startswith("["):
-        try:
-            records = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise RatingImportError(
-                f"{filename}, line {error.lineno}: not valid JSON ({error.msg})."
-            ) from None
-        for index, record in enumerate(records, start=1):
-            if not isinstance(record, dict):
-                raise RatingImportError(f"{filename}, record {index}: not a JSON object.")
-            yield index, record
+        yield from enumerate(_json_list(text, filename), start=1)
         return
     if suffix not in (".jsonl", ".ndjson", ".json"):
         raise RatingImportError(
@@ -105,6 +96,22 @@ def read_records(text: str, filename: str) -> Iterator[tuple[int, dict[str, Any]
         yield number, record
 
 
+def _json_list(text: str, filename: str) -> list[dict[str, Any]]:
+    """The objects of a file holding one JSON list of objects."""
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RatingImportError(
+            f"{filename}, line {error.lineno}: not valid JSON ({error.msg})."
+        ) from None
+    if not isinstance(records, list):
+        raise RatingImportError(f"{filename}: the file must hold a JSON list of objects.")
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            raise RatingImportError(f"{filename}, record {number}: not a JSON object.")
+    return records
+
+
 def _field(record: dict[str, Any], name: str, where: str) -> str:
     value = record.get(name)
     if value is None or str(value).strip() == "":
@@ -114,19 +121,9 @@ def _field(record: dict[str, Any], name: str, where: str) -> str:
 
 def ttcw_judgements(text: str, filename: str) -> list[Judgement]:
     """The judgements of a released TTCW annotation file (see the module docstring)."""
-    try:
-        records = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise RatingImportError(
-            f"{filename}, line {error.lineno}: not valid JSON ({error.msg})."
-        ) from None
-    if not isinstance(records, list):
-        raise RatingImportError(f"{filename}: a TTCW annotation file is a JSON list of objects.")
     judgements = []
-    for number, record in enumerate(records, start=1):
+    for number, record in enumerate(_json_list(text, filename), start=1):
         where = f"{filename}, record {number}"
-        if not isinstance(record, dict):
-            raise RatingImportError(f"{where}: not a JSON object.")
         story_id = _field(record, "story_id", where)
         _, underscore, source = story_id.partition("_")
         if not underscore or not source:
