@@ -87,7 +87,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
             f"CYOA_GENERATION_MODE is {mode!r}; use one of: {', '.join(GENERATION_MODES)}."
         )
     share = None
-    if any(s.model.backend == "transformers" for e in experiments.values() for s in e.systems):
+    if any(card.backend == "transformers" for card in cards.values()):
         # Batched: each model generates on its own scheduler thread, and the models working
         # at a step share the cores equally (one alone gets them all; two on 2 cores get one
         # each, which keeps them from fighting). CYOA_TORCH_THREADS fixes the threads per
@@ -103,11 +103,12 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
             f"CYOA_PROMPT_STORE_TOKENS is {store_tokens}; use 0 (keep no prompts) or more."
         )
     pool = ModelPool(
-        used,
+        cards,
         Path(app.config["MODEL_CACHE"]),
         generation_mode=mode,
         cores=share,
         prompt_store_tokens=store_tokens,
+        load_at_start=used,
     )
     if app.config["LOAD_MODELS_AT_START"]:
         pool.start_loading()

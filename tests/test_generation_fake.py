@@ -265,14 +265,16 @@ def test_the_shipped_model_cards_describe_the_packaged_models():
 
 def test_pool_loads_fake_models_and_reports_status(tmp_path):
     pool = ModelPool({"fake-a": fake_card("fake-a"), "fake-b": fake_card("fake-b")}, tmp_path)
-    assert pool.status()["fake-a"] == {"state": "pending", "error": ""}
+    assert pool.status()["fake-a"]["state"] == "pending"
     pool.start_loading()
     assert pool.wait_ready(timeout=5)
     assert pool.is_ready()
-    assert pool.status() == {
-        "fake-a": {"state": "ready", "error": ""},
-        "fake-b": {"state": "ready", "error": ""},
+    status = pool.status()
+    assert {name: (s["state"], s["error"]) for name, s in status.items()} == {
+        "fake-a": ("ready", ""),
+        "fake-b": ("ready", ""),
     }
+    assert status["fake-a"]["seconds"] >= 0 and status["fake-a"]["memory_bytes"] >= 0
     assert pool.get("fake-a").card.name == "fake-a"
     assert pool.get("fake-a") is pool.get("fake-a")
 

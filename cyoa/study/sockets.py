@@ -57,7 +57,8 @@ def view_for(app: Flask, session_id: str) -> dict[str, Any]:
     row, state = study.state(session_id)
     exp = study.experiments[row["experiment_id"]]
     live = runner.live_text(session_id, state.current.number)
-    return client_view(exp, row, state, live=live, models_ready=pool.is_ready())
+    ready = pool.is_ready(system.model.name for system in exp.systems)
+    return client_view(exp, row, state, live=live, models_ready=ready)
 
 
 def push_state(app: Flask, session_id: str) -> None:

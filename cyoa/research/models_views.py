@@ -1,0 +1,161 @@
+"""The researcher's Models page (``/research/models``): every model card with its state
+(loaded, loading, failed with the reason, not loaded), the time and memory its loading took,
+which experiments use it, buttons to load or unload it while the app runs, and a "Try" box
+that shows three suggestions for a typed story (:func:`cyoa.generation.trial.try_model`).
+
+Thin: the pool (:class:`cyoa.generation.pool.ModelPool`) loads and unloads; a model an open
+experiment uses cannot be unloaded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import (
+    Blueprint,
+    current_app,
+    flash,
+    g,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+
+from cyoa import store
+from cyoa.generation.pool import ModelNotAvailable
+from cyoa.generation.trial import DEFAULT_STORY, STORY_MAX_CHARS, try_model
+from cyoa.research import auth
+
+bp = Blueprint("research_models", __name__, url_prefix="/research/models")
+bp.before_request(auth.check_csrf)
+TRIALS = 3
+
+
+@bp.context_processor
+def _template_globals() -> dict[str, Any]:
+    return {"csrf_token": auth.csrf_token, "researcher": g.get("researcher")}
+
+
+def _parts() -> dict[str, Any]:
+    return current_app.extensions["cyoa"]
+
+
+def experiments_using(model: str) -> list[dict[str, str]]:
+    """The co-writing experiments whose systems use ``model``: ``id`` and ``status``."""
+    study = _parts()["study"]
+    db = store.connect(current_app.config["DATABASE"])
+    try:
+        statuses = {
+            row["id"]: row["status"]
+            for row in db.query("SELECT id, status FROM experiments WHERE kind = 'cowriting'")
+        }
+    finally:
+        db.close()
+    return [
+        {"id": exp.id, "status": statuses.get(exp.id, "")}
+        for exp in sorted(study.experiments.values(), key=lambda e: e.id)
+        if any(system.model.name == model for system in exp.systems)
+    ]
+
+
+def model_rows() -> list[dict[str, Any]]:
+    """One row per card, display-ready: the card, its pool status and its experiments."""
+    status = _parts()["pool"].status()
+    return [
+        {
+            "card": card,
+            **status[name],
+            "memory_mb": (
+                None if status[name]["memory_bytes"] is None
+                else round(status[name]["memory_bytes"] / 2**20)
+            ),
+            "experiments": experiments_using(name),
+        }
+        for name, card in sorted(_parts()["cards"].items())
+    ]  # fmt: skip
+
+
+def _page(trial: dict[str, Any] | None = None, status: int = 200):
+    rows = model_rows()
+    busy = any(row["state"] in ("pending", "loading") for row in rows)
+    page = render_template(
+        "research/models.html",
+        rows=rows,
+        busy=busy,
+        trial=trial,
+        default_story=DEFAULT_STORY,
+        story_max_chars=STORY_MAX_CHARS,
+    )
+    return page, status
+
+
+def _known(name: str) -> bool:
+    if name in _parts()["cards"]:
+        return True
+    flash(f"There is no model card named {name!r}.", "error")
+    return False
+
+
+@bp.get("/")
+@auth.login_required
+def models():
+    return _page()
+
+
+@bp.get("/status.json")
+@auth.login_required
+def models_status():
+    return jsonify(_parts()["pool"].status())
+
+
+@bp.post("/<name>/load")
+@auth.login_required
+def load(name: str):
+    if _known(name):
+        _parts()["pool"].load([name])
+        flash(f"Loading {name} in the background; this page shows when it is ready.")
+    return redirect(url_for("research_models.models"))
+
+
+@bp.post("/<name>/unload")
+@auth.login_required
+def unload(name: str):
+    if not _known(name):
+        return redirect(url_for("research_models.models"))
+    needed = [e["id"] for e in experiments_using(name) if e["status"] == "open"]
+    if needed:
+        flash(
+            f"{name} is used by the open experiment(s) {', '.join(needed)}: pause or close "
+            "them first.",
+            "error",
+        )
+        return redirect(url_for("research_models.models"))
+    try:
+        _parts()["pool"].unload(name)
+    except ModelNotAvailable as exc:
+        flash(str(exc), "error")
+    else:
+        flash(f"{name} is unloaded; its memory is freed once no generation uses it.")
+    return redirect(url_for("research_models.models"))
+
+
+@bp.post("/<name>/try")
+@auth.login_required
+def try_(name: str):
+    if not _known(name):
+        return redirect(url_for("research_models.models"))
+    story = (request.form.get("story") or "").strip()
+    trial: dict[str, Any] = {"model": name, "story": story or DEFAULT_STORY}
+    state = _parts()["pool"].status()[name]["state"]
+    if state != "ready":
+        trial["error"] = f"{name} is {state.replace('_', ' ')}: load it first, then try it."
+        return _page(trial, 409)
+    try:
+        backend = _parts()["pool"].get(name, timeout=0)
+        trial["draws"] = try_model(backend, _parts()["cards"][name], story, n=TRIALS)
+    except (ModelNotAvailable, ValueError) as exc:
+        trial["error"] = str(exc)
+        return _page(trial, 400)
+    return _page(trial)

@@ -1,0 +1,91 @@
+"""The researcher's Models page: every card with its state, loading and unloading while the
+app runs, and three suggestions for a typed story (fake models)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import FAKE_CARD, Researcher, write_setup
+
+from cyoa import create_app
+
+
+@pytest.fixture
+def app(tmp_path):
+    """The test setup plus a third card, fake-c, that no experiment uses."""
+    config = write_setup(tmp_path)
+    (tmp_path / "models" / "fake-c.toml").write_text(FAKE_CARD.format(name="fake-c", options=""))
+    return create_app(config)
+
+
+@pytest.fixture
+def researcher(app):
+    person = Researcher(app)
+    assert person.login().status_code == 302
+    return person
+
+
+def wait_state(app, name: str, state: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while app.extensions["cyoa"]["pool"].status()[name]["state"] != state:
+        assert time.monotonic() < deadline, f"{name} did not become {state}"
+        time.sleep(0.05)
+
+
+def test_the_models_page_lists_every_card_with_its_state(app, researcher):
+    app.extensions["cyoa"]["pool"].wait_ready(timeout=10)
+    page = researcher.get("/research/models/").get_data(as_text=True)
+    for name in ("fake-a", "fake-b", "fake-c"):
+        assert f'id="model-{name}"' in page
+    assert 'id="model-fake-c" data-state="not_loaded"' in page
+    assert 'id="model-fake-a" data-state="ready"' in page
+    assert "fake-ab</a> (" in page  # the experiment that uses fake-a
+
+
+def test_a_card_no_experiment_uses_is_loaded_from_the_page_without_a_restart(app, researcher):
+    response = researcher.post("/research/models/fake-c/load")
+    assert response.status_code == 302
+    wait_state(app, "fake-c", "ready")
+    page = researcher.get("/research/models/").get_data(as_text=True)
+    assert 'id="model-fake-c" data-state="ready"' in page
+    assert researcher.get("/research/models/status.json").json["fake-c"]["state"] == "ready"
+
+
+def test_trying_a_model_shows_three_suggestions_with_their_times(app, researcher):
+    app.extensions["cyoa"]["pool"].wait_ready(timeout=10)
+    response = researcher.post("/research/models/fake-a/try", {"story": "Once upon a time."})
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert page.count('<blockquote class="suggestion">') == 3
+    assert "first token after" in page and "seed 1" in page and "seed 3" in page
+
+
+def test_trying_a_model_that_is_not_loaded_says_to_load_it(researcher):
+    response = researcher.post("/research/models/fake-c/try", {"story": "Once upon a time."})
+    assert response.status_code == 409
+    assert "fake-c is not loaded: load it first" in response.get_data(as_text=True)
+
+
+def test_a_model_an_open_experiment_uses_cannot_be_unloaded(app, researcher):
+    app.extensions["cyoa"]["pool"].wait_ready(timeout=10)
+    researcher.post("/research/experiments/fake-ab/status", {"status": "open"})
+    response = researcher.post("/research/models/fake-a/unload", follow_redirects=True)
+    assert "used by the open experiment(s) fake-ab" in response.get_data(as_text=True)
+    assert app.extensions["cyoa"]["pool"].status()["fake-a"]["state"] == "ready"
+
+
+def test_an_unused_model_can_be_unloaded(app, researcher):
+    researcher.post("/research/models/fake-c/load")
+    wait_state(app, "fake-c", "ready")
+    response = researcher.post("/research/models/fake-c/unload", follow_redirects=True)
+    assert "fake-c is unloaded" in response.get_data(as_text=True)
+    assert app.extensions["cyoa"]["pool"].status()["fake-c"]["state"] == "not_loaded"
+
+
+def test_the_models_page_needs_a_login_and_the_csrf_token(app):
+    client = app.test_client()
+    assert client.get("/research/models/").status_code == 302
+    person = Researcher(app)
+    person.login()
+    assert person.http.post("/research/models/fake-c/load").status_code == 400
