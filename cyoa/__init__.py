@@ -30,6 +30,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         MODELS_DIR=str(ROOT / "models"),
         EXPERIMENTS_DIR=str(ROOT / "experiments"),
         MODEL_CACHE=str(Path(app.instance_path) / "models"),
+        RATING_FILES=str(Path(app.instance_path) / "ratings"),
         DEFAULT_EXPERIMENT="gemma-vs-smollm",
         HOST="127.0.0.1",
         PORT=5000,

@@ -564,6 +564,26 @@ def set_experiment_status(db: Database, exp_id: str, status: str) -> None:
         )
 
 
+def session_count(db: Database, exp_id: str) -> int:
+    """How many writer sessions an experiment has, finished or not."""
+    row = db.execute("SELECT count(*) FROM sessions WHERE experiment_id = ?", [exp_id])
+    return row.fetchone()[0]
+
+
+def update_experiment_spec(db: Database, exp_id: str, title: str, spec: dict[str, Any]) -> bool:
+    """Replace a co-writing experiment's title and spec, only while it is not open and has
+    no session: checked by the write itself, so no writer can start in between. Returns
+    whether it was replaced."""
+    with write_transaction(db):
+        cursor = db.execute(
+            "UPDATE experiments SET title = ?, spec = ?, updated_at = ?"
+            " WHERE id = ? AND kind = 'cowriting' AND status != 'open'"
+            " AND NOT EXISTS (SELECT 1 FROM sessions WHERE experiment_id = ?)",
+            [title, json.dumps(spec, sort_keys=True), now(), exp_id, exp_id],
+        )
+    return cursor.rowcount == 1
+
+
 def get_experiment(db: Database, exp_id: str) -> dict[str, Any] | None:
     rows = list(db.query("SELECT * FROM experiments WHERE id = ?", [exp_id]))
     return rows[0] if rows else None
@@ -1157,3 +1177,96 @@ def record_rating_event(
         updates["finished_at"] = stamp
     db["raters"].update((exp_id, rater_id), updates)
     return stamp
+
+
+# --- rating experiments made, copied and changed by researchers ---------------------------
+
+# What a copy of a rating experiment takes along; raters, their events and answers stay, and
+# so do the evaluation-card details (as for a copy of a co-writing experiment).
+_RATING_COPIED = ("instruments", "instrument_items", "stories")
+
+
+def cowriting_story_counts(db: Database) -> list[dict[str, Any]]:
+    """Every co-writing experiment, by id, with how many of its sessions finished (each gives
+    one story to rate): ``id``, ``title``, ``finished``."""
+    return list(
+        db.query(
+            "SELECT e.id, e.title, (SELECT count(*) FROM sessions s WHERE s.experiment_id = e.id"
+            " AND s.phase = 'done') AS finished FROM experiments e WHERE e.kind = 'cowriting'"
+            " ORDER BY e.id"
+        )
+    )
+
+
+def _rating_row(db: Database, exp_id: str) -> dict[str, Any]:
+    row = get_experiment(db, exp_id)
+    if row is None or row["kind"] != "rating":
+        raise ValueError(f"There is no rating experiment '{exp_id}'.")
+    return row
+
+
+def clone_rating_experiment(db: Database, exp_id: str, new_id: str) -> None:
+    """Store a copy of the rating experiment ``exp_id`` as ``new_id``, paused, in one
+    transaction: its title and spec (with the new id), instrument and items, and stories
+    (created now); not its raters, their events or answers. Raises ValueError when ``exp_id``
+    is no rating experiment or ``new_id`` is taken."""
+    stamp = now()
+    with write_transaction(db):
+        row = _rating_row(db, exp_id)
+        spec = {**json.loads(row["spec"]), "id": new_id}
+        _insert_experiment(db, new_id, row["title"], spec, "paused", "rating")
+        for table in _RATING_COPIED:
+            rows = list(db.query(f"SELECT * FROM {table} WHERE experiment_id = ?", [exp_id]))
+            fresh = {"created_at": stamp} if table == "stories" else {}
+            db[table].insert_all({**copied, "experiment_id": new_id, **fresh} for copied in rows)
+
+
+def rating_edit_refusal(db: Database, exp_id: str) -> str:
+    """Why the rating experiment ``exp_id`` cannot be edited now, as a sentence, or "" if it
+    can: a rater has started (what a rater was given stays as it was), or it is open (no
+    rater may start while it changes). ValueError when it is no rating experiment."""
+    row = _rating_row(db, exp_id)
+    started = db.execute("SELECT count(*) FROM raters WHERE experiment_id = ?", [exp_id])
+    if started.fetchone()[0]:
+        return (
+            f"Raters have started '{exp_id}', so it can no longer be edited; clone it and edit "
+            "the copy."
+        )
+    if row["status"] == "open":
+        return (
+            f"'{exp_id}' is open: pause it before editing, so that no rater starts while it "
+            "changes."
+        )
+    return ""
+
+
+def replace_rating_experiment(
+    db: Database,
+    exp_id: str,
+    title: str,
+    spec: dict[str, Any],
+    *,
+    instrument: dict[str, Any],
+    items: list[dict[str, Any]],
+    stories: list[dict[str, Any]],
+) -> None:
+    """Replace the rating experiment ``exp_id``'s title, spec, instrument, items and stories
+    (rows as :func:`create_rating_experiment` takes them) in one transaction. Raises
+    ValueError when it is no rating experiment or cannot be edited
+    (:func:`rating_edit_refusal`)."""
+    stamp = now()
+    with write_transaction(db):
+        refusal = rating_edit_refusal(db, exp_id)
+        if refusal:
+            raise ValueError(refusal)
+        db.execute(
+            "UPDATE experiments SET title = ?, spec = ?, updated_at = ? WHERE id = ?",
+            [title, json.dumps(spec, sort_keys=True), stamp, exp_id],
+        )
+        for table in ("instrument_items", "instruments", "stories"):
+            db.execute(f"DELETE FROM {table} WHERE experiment_id = ?", [exp_id])
+        db["instruments"].insert({**instrument, "experiment_id": exp_id})
+        db["instrument_items"].insert_all({**item, "experiment_id": exp_id} for item in items)
+        db["stories"].insert_all(
+            {**story, "experiment_id": exp_id, "created_at": stamp} for story in stories
+        )

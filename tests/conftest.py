@@ -90,6 +90,7 @@ def write_setup(
         "MODELS_DIR": str(models),
         "EXPERIMENTS_DIR": str(experiments),
         "MODEL_CACHE": str(root / "model-cache"),
+        "RATING_FILES": str(root / "rating-files"),
         "DEFAULT_EXPERIMENT": "fake-ab",
         # Background tagging spawns spaCy processes; its own tests turn it on.
         "TAG_SENTENCES": False,

@@ -22,8 +22,12 @@ def test_a_card_no_experiment_needs_is_not_loaded_until_asked(tmp_path):
     assert pool.wait_ready(timeout=5)
     assert pool.status()["fake-b"]["state"] == "not_loaded"
     assert pool.is_ready() and not pool.is_ready(["fake-a", "fake-b"])
-    with pytest.raises(ModelNotAvailable, match="'fake-b' is not loaded: open an experiment"):
-        pool.get("fake-b")
+
+
+def test_asking_for_a_model_that_is_not_loaded_loads_it(tmp_path):
+    pool = pool_of(tmp_path, "fake-a", at_start=[])
+    assert pool.get("fake-a", timeout=5).card.name == "fake-a"
+    assert pool.status()["fake-a"]["state"] == "ready"
 
 
 def test_loading_a_model_while_running_tells_the_caller_when_it_is_ready(tmp_path):
@@ -74,8 +78,6 @@ def test_an_unloaded_model_can_be_loaded_again(tmp_path):
     first = pool.get("fake-a")
     pool.unload("fake-a")
     assert pool.status()["fake-a"]["state"] == "not_loaded"
-    with pytest.raises(ModelNotAvailable, match="not loaded"):
-        pool.get("fake-a")
     done = threading.Event()
     pool.load(["fake-a"], then=lambda errors: done.set())
     assert done.wait(5)

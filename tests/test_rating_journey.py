@@ -251,6 +251,20 @@ def test_a_spec_without_consent_or_with_link_only_stories_is_refused(app, tmp_pa
     )
 
 
+def test_a_generated_story_keeps_its_model_seeds_and_sampling(app, tmp_path):
+    spec = write_spec(tmp_path)
+    origin = {"generated": True, "model": "fake-a", "model_version": "fake-1", "seeds": [7, 8]}
+    generated = [{**STORIES[0], "origin": origin}, *STORIES[1:]]
+    (tmp_path / "stories.jsonl").write_text("".join(json.dumps(s) + "\n" for s in generated))
+    base = ["--db", app.config["DATABASE"], "experiment", "create"]
+    assert CliRunner().invoke(cli, [*base, str(spec)]).exit_code == 0
+    db = store.connect(app.config["DATABASE"])
+    stored = {r["story_id"]: json.loads(r["origin"]) for r in db.query("SELECT * FROM stories")}
+    db.close()
+    assert stored["s1"] == {**origin, "file": "stories.jsonl"}
+    assert stored["s2"] == {"file": "stories.jsonl"}
+
+
 def test_a_co_writing_experiment_s_finished_stories_can_be_rated(app, tmp_path):
     db = store.connect(app.config["DATABASE"])
     make_experiment(db, "cowrite")

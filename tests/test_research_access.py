@@ -21,6 +21,7 @@ SAMPLES = {
     "rater_id": "r1",
     "table": "judgements",
     "fmt": "csv",
+    "job_id": "job1",
 }
 
 
@@ -28,7 +29,7 @@ def _researcher_urls() -> list[tuple[str, str, str]]:
     app = create_app(write_setup(Path(tempfile.mkdtemp(prefix="cyoa-urls-"))))
     urls = []
     for rule in app.url_map.iter_rules():
-        researcher_side = rule.endpoint.startswith(("research.", "research_ratings."))
+        researcher_side = rule.endpoint.startswith("research")
         if not researcher_side or rule.endpoint in PUBLIC:
             continue
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):

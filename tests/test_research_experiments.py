@@ -4,6 +4,7 @@ pause, close, participant links, and what the writers see at each step."""
 import html
 import io
 import json
+import time
 from collections import Counter
 
 import pytest
@@ -136,26 +137,62 @@ def test_the_form_offers_the_model_cards_and_the_papers_survey(researcher):
     )
 
 
-def test_an_experiment_whose_model_is_not_loaded_cannot_be_opened(tmp_path):
+def test_an_experiment_whose_model_is_not_loaded_opens_once_it_loads_without_a_restart(
+    tmp_path,
+):
     config = write_setup(tmp_path)
-    (tmp_path / "models" / "fake-c.toml").write_text(FAKE_CARD.format(name="fake-c", options=""))
+    card = FAKE_CARD.format(name="fake-c", options="delay_seconds = 0.01")
+    (tmp_path / "models" / "fake-c.toml").write_text(card)
     app = create_app(config)
+    assert app.extensions["cyoa"]["pool"].status()["fake-c"]["state"] == "not_loaded"
     researcher = Researcher(app)
     researcher.login()
     page = researcher.get("/research/experiments/new").get_data(as_text=True)
-    assert "fake-c, loaded at next start" in page
+    assert "fake-c, loaded when opened" in page
     response = researcher.post(
         "/research/experiments/new", data=form(system2_model="fake-c"), follow_redirects=True
     )
-    assert "restart the app before opening it" in response.get_data(as_text=True)
+    assert "Opening it first loads fake-c" in response.get_data(as_text=True)
     response = researcher.post(
         "/research/experiments/new-study/status", data={"status": "open"}, follow_redirects=True
     )
-    assert "Cannot open it yet: this server has not loaded fake-c" in response.get_data(True)
+    assert "Loading fake-c: &#39;new-study&#39; opens as soon as it is ready" in response.get_data(
+        True
+    )
+    deadline = time.monotonic() + 10
+    while status_of(app, "new-study") != "open":
+        assert time.monotonic() < deadline, "the experiment did not open"
+        time.sleep(0.05)
+    writer = Writer(app, "?pid=after-load", experiment="new-study")
+    writer.connect()
+    state = writer.write_round(1)
+    rounds = list(store.connect(config["DATABASE"]).query(
+        "SELECT s.model FROM suggestions s JOIN sessions x ON x.id = s.session_id"
+        " WHERE x.experiment_id = 'new-study'"
+    ))  # fmt: skip
+    assert "fake-c" in {row["model"] for row in rounds} and state["round"] >= 1
+
+
+def test_an_opening_whose_model_fails_to_load_keeps_the_experiment_paused(tmp_path):
+    config = write_setup(tmp_path)
+    broken = "\n".join([
+        'name = "broken"', 'display_name = "Broken"', 'backend = "transformers"',
+        'package = "no-such-weights-package"', 'weights_file = "m.gguf"', 'version = "1"',
+        "[sampling]", "top_k = 40",
+    ])  # fmt: skip
+    (tmp_path / "models" / "broken.toml").write_text(broken)
+    app = create_app(config)
+    researcher = Researcher(app)
+    researcher.login()
+    researcher.post("/research/experiments/new", data=form(system2_model="broken"))
+    researcher.post("/research/experiments/new-study/status", data={"status": "open"})
+    deadline = time.monotonic() + 30
+    while app.extensions["research"]["openings"].waiting_for("new-study"):
+        assert time.monotonic() < deadline, "the loading did not end"
+        time.sleep(0.05)
+    page = researcher.get("/research/experiments/new-study").get_data(as_text=True)
+    assert "Not opened: broken could not be loaded" in page and "no-such-weights-package" in page
     assert status_of(app, "new-study") == "paused"
-    # After a restart the pool loads it, and the experiment can be opened.
-    restarted = create_app(config)
-    assert "fake-c" in restarted.extensions["cyoa"]["pool"].status()
 
 
 def test_three_systems_made_with_the_form_are_balanced_over_pairs_and_slots(app, researcher):

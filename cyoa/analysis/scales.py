@@ -163,7 +163,7 @@ def coded_values(instrument: Instrument, judgements: pd.DataFrame) -> pd.Series:
         item.id: float(item.points) for item in instrument.items if item.reverse and item.points
     }
     values = judgements["value"].astype(float)
-    points = judgements["item"].map(reversed_points)
+    points = judgements["item"].map(reversed_points).astype(float)  # float even when empty
     return values.where(points.isna(), points + 1 - values)
 
 

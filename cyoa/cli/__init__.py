@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from cyoa.cli import analysis, export, ratings, research, setup
+from cyoa.cli import analysis, export, models, ratings, research, setup
 
 
 @click.group(name="cyoa", help="CYOA: collaborative story writing for model evaluation.")
@@ -41,5 +41,6 @@ for command in (
     research.create_researcher_command,
     research.experiment_group,
     export.export_command,
+    models.try_model_command,
 ):
     cli.add_command(command)

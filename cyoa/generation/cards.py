@@ -1,20 +1,40 @@
-"""Model cards: one TOML file per model in ``models/``, read into :class:`ModelCard`."""
+"""Model cards: one TOML file per model in ``models/``, read into :class:`ModelCard`.
+
+A card is checked for its form here (fields, types, which combinations make sense); whether
+its weights are on this machine, fit in memory and run on its device is checked when the
+model is loaded (:mod:`cyoa.generation.checkpoints`, :mod:`cyoa.generation.local`), so that
+one missing model does not stop the app from starting.
+"""
 
 from __future__ import annotations
 
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from cyoa.generation.checkpoints import content_version
+from cyoa.generation.local import DEFAULT_SYSTEM_PROMPT, options_problem
 from cyoa.generation.openai_backend import OPTIONS as OPENAI_OPTIONS
 from cyoa.generation.types import ModelCard, Sampling
 
 BACKENDS = ("transformers", "fake", "openai")
-_TEXT_FIELDS = ("display_name", "package", "weights_file", "version", "prompt_template", "license")
-_TOP_LEVEL = {"name", "backend", "sampling", "options", *_TEXT_FIELDS}
+_TEXT_FIELDS = (
+    "display_name",
+    "package",
+    "weights_file",
+    "version",
+    "prompt_template",
+    "license",
+    "path",
+    "gguf",
+    "system_prompt",
+)
+# The ways a transformers card names its weights; exactly one is given.
+WEIGHT_SOURCES = ("package", "path", "gguf")
+_TOP_LEVEL = {"name", "backend", "sampling", "options", "chat", *_TEXT_FIELDS}
 _SAMPLING_TYPES: dict[str, tuple[type, ...]] = {
     "top_k": (int,),
     "top_p": (int, float),
@@ -30,8 +50,12 @@ class ModelCardError(ValueError):
 def load_model_card(path: Path | str) -> ModelCard:
     """The model card in the TOML file at ``path``.
 
-    ``name`` defaults to the file name without ``.toml``. Raises :class:`ModelCardError`
-    naming the file and the field when the card is incomplete or malformed.
+    ``name`` defaults to the file name without ``.toml``. A relative ``path`` or ``gguf`` is
+    read from the card file's folder. A ``path`` or ``gguf`` card without ``version`` gets
+    the weights' content version (:func:`~cyoa.generation.checkpoints.content_version`;
+    empty while the weights are missing, which loading then reports). Raises
+    :class:`ModelCardError` naming the file and the field when the card is incomplete or
+    malformed.
     """
     path = Path(path)
     try:
@@ -82,9 +106,26 @@ def _card_from_dict(path: Path, data: dict[str, Any]) -> ModelCard:
                 raise fail(key, "must be a string.")
             text[key] = data[key]
     if backend == "transformers":
-        for key in ("package", "weights_file", "version"):
-            if not text.get(key):
-                raise fail(key, "is required for the transformers backend.")
+        _check_weight_source(text, fail)
+    else:
+        for key in ("path", "gguf"):
+            if key in text:
+                raise fail(key, "is for the transformers backend only (weights run here).")
+    for key in ("path", "gguf"):
+        if key in text:
+            if not text[key].strip():
+                raise fail(key, "must not be empty.")
+            text[key] = str((path.parent / Path(text[key]).expanduser()).resolve())
+    chat = data.get("chat", False)
+    if not isinstance(chat, bool):
+        raise fail("chat", f"must be true or false (found {chat!r}).")
+    if chat and backend != "transformers":
+        raise fail(
+            "chat",
+            "is for the transformers backend only (the openai backend sends the raw text).",
+        )
+    if "system_prompt" in text and not chat:
+        raise fail("system_prompt", "is used only with chat = true: add chat = true or remove it.")
     template = text.get("prompt_template", "{story}")
     if "{story}" not in template:
         raise fail("prompt_template", "must contain {story}, where the story so far goes.")
@@ -101,18 +142,58 @@ def _card_from_dict(path: Path, data: dict[str, Any]) -> ModelCard:
         raise fail("options", "must be a table ([options]).")
     if backend == "openai":
         _check_openai_options(options, fail)
-    return ModelCard(
+    if backend == "transformers":
+        problem = options_problem(options)
+        if problem is not None:
+            raise fail(*problem)
+    card = ModelCard(
         name=name,
         display_name=text.get("display_name", name),
         backend=backend,
         sampling=_sampling_from_dict(path, data.get("sampling"), fail),
         package=text.get("package", ""),
-        weights_file=text.get("weights_file", ""),
+        # A gguf card's file name is recorded with its suggestions, as a packaged one's is.
+        weights_file=Path(text["gguf"]).name if "gguf" in text else text.get("weights_file", ""),
         version=text.get("version", ""),
         prompt_template=template,
         license=text.get("license", ""),
         options=dict(options),
+        path=text.get("path", ""),
+        gguf=text.get("gguf", ""),
+        chat=chat,
+        system_prompt=text.get("system_prompt", DEFAULT_SYSTEM_PROMPT if chat else ""),
+        card_file=str(path),
     )
+    if (card.path or card.gguf) and not card.version:
+        card = replace(card, version=content_version(card), version_from_content=True)
+    return card
+
+
+def _check_weight_source(text: dict[str, str], fail: Callable[[str, str], ModelCardError]) -> None:
+    """A transformers card names its weights in exactly one way (:data:`WEIGHT_SOURCES`)."""
+    given = [key for key in WEIGHT_SOURCES if key in text]
+    if not given:
+        raise fail(
+            "package",
+            "is required for the transformers backend, or instead 'path' (a local checkpoint "
+            "folder) or 'gguf' (a local GGUF file): name the weights in one of these ways.",
+        )
+    if len(given) > 1:
+        raise fail(
+            given[1],
+            f"cannot be given with {given[0]!r}: name the weights in exactly one way, package "
+            "(with weights_file and version), path (a checkpoint folder) or gguf (a GGUF file).",
+        )
+    if given == ["package"]:
+        for key in ("package", "weights_file", "version"):
+            if not text.get(key):
+                raise fail(key, "is required for the transformers backend.")
+    elif "weights_file" in text:
+        raise fail(
+            "weights_file",
+            f"is for packaged weights only: {given[0]} names the weights itself; leave "
+            "weights_file out.",
+        )
 
 
 def _check_openai_options(

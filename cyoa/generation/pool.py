@@ -268,17 +268,17 @@ class ModelPool:
 
     def get(self, name: str, timeout: float | None = None) -> Backend:
         """The backend for model ``name``, waiting up to ``timeout`` seconds (None: no limit)
-        for it to load. Raises :class:`ModelNotAvailable` if the model is unknown, not
-        loaded (and not on its way), failed to load, or is not ready in time."""
+        for it to load; a model not loaded yet starts loading (an experiment opened from the
+        command line while the app runs). Raises :class:`ModelNotAvailable` if the model is
+        unknown, failed to load, or is not ready in time."""
         self._check_known([name])
         if name in self._at_start:
             self.start_loading()
         with self._lock:
-            if self._state[name] == NOT_LOADED:
-                raise ModelNotAvailable(
-                    f"Model {name!r} is not loaded: open an experiment that uses it, or load "
-                    "it on the researcher's Models page."
-                )
+            not_loaded = self._state[name] == NOT_LOADED
+        if not_loaded:
+            self.load([name])
+        with self._lock:
             done = self._done[name]
         if not done.wait(timeout):
             raise ModelNotAvailable(f"Model {name!r} is still loading after {timeout} s.")

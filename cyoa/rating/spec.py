@@ -51,7 +51,12 @@ from cyoa.instruments import (
     instrument_from_spec,
 )
 from cyoa.instruments import load_instrument as load_named_instrument
-from cyoa.rating.importing import RatingImportError, fei_questions, stories_from_file
+from cyoa.rating.importing import (
+    RatingImportError,
+    fei_questions,
+    read_records,
+    stories_from_file,
+)
 from cyoa.rating.quality import QualitySpecError, quality_spec
 from cyoa.stories import StoryRecord
 from cyoa.stories.corrupt import CorruptionError, corrupt
@@ -267,8 +272,19 @@ def _stories(
     if table.get("from", "file") != "file":
         raise RatingSpecError(f'{where}: [stories] from must be "file" or "cowriting".')
     path = _file(table, "stories", where, base)
+    text = path.read_text(encoding="utf-8")
     try:
-        read = stories_from_file(path.read_text(encoding="utf-8"), path.name)
+        read = stories_from_file(text, path.name)
     except RatingImportError as error:
         raise RatingSpecError(f"{where}: {error}") from None
-    return [StoryRecord.from_story(story, {"file": table["file"]}) for story in read]
+    # A story's own origin (generate-stories writes the model, version, sampling and seeds)
+    # is kept beside the file it came from.
+    origins = {
+        str(record.get("story_id") or record.get("id")).strip(): record["origin"]
+        for _, record in read_records(text, path.name)
+        if isinstance(record.get("origin"), dict)
+    }
+    return [
+        StoryRecord.from_story(story, {**origins.get(story.story_id, {}), "file": table["file"]})
+        for story in read
+    ]

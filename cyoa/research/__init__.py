@@ -13,6 +13,7 @@ from functools import partial
 from flask import Flask
 from flask_socketio import SocketIO
 
+from cyoa.research.opening import Openings
 from cyoa.research.progress import DROPOUT_MINUTES
 from cyoa.research.tagging import BackgroundTagger
 
@@ -20,7 +21,7 @@ from cyoa.research.tagging import BackgroundTagger
 def init_app(app: Flask, socketio: SocketIO) -> None:
     """Register the pages, the Socket.IO events, the live-dashboard listener, and (unless
     ``TAG_SENTENCES`` is off) the background tagging of new sentences."""
-    from cyoa.research import models_views, rating_views, sockets, views
+    from cyoa.research import models_views, rating_admin, rating_views, sockets, views
     from cyoa.research.auth import LoginLimiter
     from cyoa.research.dashboard import ResultsCache
 
@@ -28,9 +29,11 @@ def init_app(app: Flask, socketio: SocketIO) -> None:
         "limiter": LoginLimiter(),
         "results": ResultsCache(),
         "dropout_minutes": float(app.config.get("RESEARCH_DROPOUT_MINUTES", DROPOUT_MINUTES)),
+        "openings": Openings(),
     }
     app.register_blueprint(views.bp)
     app.register_blueprint(rating_views.bp)
+    app.register_blueprint(rating_admin.bp)
     app.register_blueprint(models_views.bp)
     sockets.register(socketio)
     study = app.extensions["cyoa"]["study"]

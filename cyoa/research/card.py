@@ -40,7 +40,7 @@ def _duration(values: Sequence[float]) -> str:
     return f"median {format_seconds(median)} (IQR {format_seconds(q1)} – {format_seconds(q3)})"
 
 
-def _quote(text: str) -> list[str]:
+def quote(text: str) -> list[str]:
     lines = (text or "").strip().splitlines() or ["(none)"]
     return [f"> {line}" if line.strip() else ">" for line in lines]
 
@@ -125,21 +125,21 @@ def evaluation_card(
         "",
         "Shown to writers before and during writing:",
         "",
-        *_quote(exp.instructions),
+        *quote(exp.instructions),
         "",
         "Consent text:",
         "",
-        *_quote(exp.consent),
+        *quote(exp.consent),
         "",
         "Story prompt:",
         "",
-        *_quote(exp.prompt_text),
+        *quote(exp.prompt_text),
         "",
         "## Qualifications and quality control",
         "",
         "Entered by the researcher:",
         "",
-        *_quote(details.get("qualifications") or "(not entered)"),
+        *quote(details.get("qualifications") or "(not entered)"),
         "",
         "Enforced by the app: one story per participant id per experiment; turn length limits; "
         "every action recorded before it is acknowledged.",
@@ -180,7 +180,7 @@ def evaluation_card(
         "",
         "## Pay",
         "",
-        *_quote(details.get("pay") or "(not entered)"),
+        *quote(details.get("pay") or "(not entered)"),
         "",
         "## Time on task (measured)",
         "",

@@ -31,7 +31,7 @@ from cyoa.analysis.results import LikertRow, PreferenceTable
 # Colour-blind-safe (Okabe & Ito 2008).
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 LIKERT_COLOURS = ("#B2182B", "#EF8A62", "#BDBDBD", "#67A9CF", "#2166AC")
-_RC = {
+RC = {
     "svg.fonttype": "none",
     "svg.hashsalt": "cyoa",
     "text.parse_math": False,  # labels are shown as written (no $…$ math)
@@ -41,34 +41,34 @@ _RC = {
 }
 
 
-def _svg(figure: Figure) -> bytes:
+def svg_bytes(figure: Figure) -> bytes:
     out = io.BytesIO()
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(RC):
         figure.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None})
     return out.getvalue()
 
 
-def _figure(width: float, height: float) -> Figure:
-    with matplotlib.rc_context(_RC):
+def new_figure(width: float, height: float) -> Figure:
+    with matplotlib.rc_context(RC):
         return Figure(figsize=(width, height), layout="constrained")
 
 
 def empty_chart(message: str) -> bytes:
     """A small chart that only says ``message`` (e.g. no data yet)."""
-    figure = _figure(5, 0.8)
-    with matplotlib.rc_context(_RC):
+    figure = new_figure(5, 0.8)
+    with matplotlib.rc_context(RC):
         axes = figure.add_subplot()
         axes.axis("off")
         axes.text(0.5, 0.5, message, ha="center", va="center", color="#656d76")
-    return _svg(figure)
+    return svg_bytes(figure)
 
 
 def preference_chart(tables: Sequence[PreferenceTable]) -> bytes:
     """One panel per pair: % of rounds in which ``table.system`` was chosen."""
     if not tables:
         return empty_chart("No round with two suggestions yet.")
-    figure = _figure(6.5, 2.4 * len(tables))
-    with matplotlib.rc_context(_RC):
+    figure = new_figure(6.5, 2.4 * len(tables))
+    with matplotlib.rc_context(RC):
         for index, table in enumerate(tables):
             axes = figure.add_subplot(len(tables), 1, index + 1)
             labels = [row.label for row in table.rows]
@@ -94,7 +94,7 @@ def preference_chart(tables: Sequence[PreferenceTable]) -> bytes:
                 axes.annotate(
                     f"n={row.total}", (x, 2), ha="center", va="bottom", fontsize=7, color="#fff"
                 )
-    return _svg(figure)
+    return svg_bytes(figure)
 
 
 def edit_chart(
@@ -107,9 +107,9 @@ def edit_chart(
     systems = list(values)
     if not any(values[s].get(m) for s in systems for m, _, _ in metrics):
         return empty_chart("No accepted suggestion yet.")
-    figure = _figure(3.4 * len(metrics), 1.2 + 0.5 * len(systems))
+    figure = new_figure(3.4 * len(metrics), 1.2 + 0.5 * len(systems))
     figure.get_layout_engine().set(wspace=0.12)
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(RC):
         for index, (metric, label, upper) in enumerate(metrics):
             axes = figure.add_subplot(1, len(metrics), index + 1)
             plotted = [
@@ -136,7 +136,7 @@ def edit_chart(
             axes.set_xlim(0, upper)
             axes.set_yticks(range(1, len(systems) + 1), systems if index == 0 else [])
             axes.set_xlabel(label)
-    return _svg(figure)
+    return svg_bytes(figure)
 
 
 def likert_chart(rows: Sequence[LikertRow]) -> bytes:
@@ -144,9 +144,9 @@ def likert_chart(rows: Sequence[LikertRow]) -> bytes:
     rows = [row for row in rows if row.summary is not None and row.summary.n]
     if not rows:
         return empty_chart("No survey answers yet.")
-    figure = _figure(7.5, 1.5 + 0.38 * len(rows))
+    figure = new_figure(7.5, 1.5 + 0.38 * len(rows))
     pairs = {row.pair for row in rows}
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(RC):
         axes = figure.add_subplot()
         labels = []
         for y, row in enumerate(reversed(rows)):
@@ -175,14 +175,14 @@ def likert_chart(rows: Sequence[LikertRow]) -> bytes:
             bbox_to_anchor=(0.5, 1.0),
             frameon=False,
         )
-    return _svg(figure)
+    return svg_bytes(figure)
 
 
 def ranking_chart(ranking: Ranking) -> bytes:
     """Bradley–Terry shares (strongest on top) with their bootstrap intervals."""
     systems = list(reversed(ranking.systems))
-    figure = _figure(6, 0.8 + 0.45 * len(systems))
-    with matplotlib.rc_context(_RC):
+    figure = new_figure(6, 0.8 + 0.45 * len(systems))
+    with matplotlib.rc_context(RC):
         axes = figure.add_subplot()
         for y, ranked in enumerate(systems):
             if ranked.ci_low is not None and ranked.ci_high is not None:
@@ -194,4 +194,4 @@ def ranking_chart(ranking: Ranking) -> bytes:
             f"Bradley–Terry strength (share, sums to 1) with {int(ranking.confidence * 100)}% "
             "writer bootstrap interval"
         )
-    return _svg(figure)
+    return svg_bytes(figure)

@@ -30,7 +30,7 @@ from cyoa.metrics.edit import edit_metrics_many
 
 RESAMPLES = 2000
 # matplotlib's style settings are global: one chart at a time.
-_CHART_LOCK = threading.Lock()
+CHART_LOCK = threading.Lock()
 # (edit_metrics key, axis label with unit, upper end of the axis: None = from the data)
 CHART_METRICS = (
     ("edit_distance", "ED (characters)", None),
@@ -359,7 +359,7 @@ def render_chart(results: Results, name: str) -> bytes:
     """The SVG chart ``name`` (see :func:`chart_names`), drawn once per data version."""
     from cyoa.research import charts
 
-    with _CHART_LOCK:
+    with CHART_LOCK:
         if name not in results.charts:
             results.charts[name] = _draw(charts, results, name)
     return results.charts[name]

@@ -40,6 +40,7 @@ from cyoa.paths import ROOT
 from cyoa.research.card import evaluation_card
 from cyoa.research.columns import Column
 from cyoa.research.progress import DROPOUT_MINUTES, seconds_between, session_status
+from cyoa.research.rating_card import rating_card_markdown
 from cyoa.research.rating_exports import RATING_TABLES, rating_table_rows
 from cyoa.security import neutralize_cell
 
@@ -461,6 +462,8 @@ def _export_rating(
             )
             spec = json.dumps(json.loads(row["spec"]), indent=2, ensure_ascii=False)
             archive.writestr("experiment-spec.json", spec + "\n")
+            card = rating_card_markdown(db, row["id"], now or datetime.now(UTC))
+            archive.writestr("evaluation-card.md", card)
         return out.getvalue()
     if fmt not in _WRITERS:
         raise ExportError(f"Unknown format '{fmt}': use one of {', '.join(TABLE_FORMATS)}.")

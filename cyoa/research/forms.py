@@ -1,18 +1,21 @@
-"""The web form for a new experiment, as a spec dict that
+"""The web form for an experiment, as a spec dict that
 :func:`~cyoa.experiments.experiment_from_dict` validates, so the form and spec files obey
-the same rules. Pure: a mapping of form fields in, a spec dict (or a SpecError) out."""
+the same rules. Pure: a mapping of form fields in, a spec dict (or a SpecError) out, and
+back (:func:`form_from_spec`) to show a stored spec in the form for editing."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from cyoa.experiments import DEFAULT_LIKERT, DEFAULT_OPEN, SLOT_ORDERS, SpecError
+from cyoa.experiments import DEFAULT_LIKERT, DEFAULT_OPEN, MAX_SYSTEMS, SLOT_ORDERS, SpecError
 
 FORM_SYSTEM_ROWS = 4
-MAX_SYSTEM_ROWS = 12
+MAX_SYSTEM_ROWS = MAX_SYSTEMS
+MORE_ROWS = 2
 SAMPLING_FIELDS = (("top_k", int), ("top_p", float), ("temperature", float))
 SAMPLING_FIELDS += (("max_new_tokens", int),)
+DEFAULT_TITLE = "Write a short story with an AI helper"
 
 
 def survey_lines(items: tuple[tuple[str, str], ...]) -> str:
@@ -20,24 +23,54 @@ def survey_lines(items: tuple[tuple[str, str], ...]) -> str:
     return "\n".join(f"{item_id}: {text}" for item_id, text in items)
 
 
-def form_defaults() -> dict[str, Any]:
+def form_defaults() -> dict[str, str]:
     """The form's initial values: the paper's protocol (5 rounds, 20–260 characters, the
     paper's survey)."""
-    return {
-        "id": "",
-        "title": "Write a short story with an AI helper",
-        "instructions": "",
-        "consent": "",
-        "prompt_text": "",
-        "rounds": "5",
-        "min_chars": "20",
-        "max_chars": "260",
-        "completion_url": "",
-        "target_writers": "0",
-        "slot_order": "coin",
-        "likert": survey_lines(DEFAULT_LIKERT),
-        "open": survey_lines(DEFAULT_OPEN),
+    return form_from_spec({"title": DEFAULT_TITLE})
+
+
+def form_from_spec(spec: Mapping[str, Any]) -> dict[str, str]:
+    """The form's values showing a (valid) spec: the inverse of :func:`spec_from_form`, so
+    ``spec_from_form(form_from_spec(s)) == s`` for every spec the form made. A field the
+    spec leaves out shows its default (5 rounds, turns of 20–260 characters, the paper's
+    survey); a system's sampling field it leaves out stays empty (the card's default)."""
+    prompt = spec.get("prompt") or {}
+    survey = spec.get("survey") or {}
+    systems = spec.get("systems") or []
+    values = {
+        "id": spec.get("id", ""),
+        "title": spec.get("title", ""),
+        "instructions": spec.get("instructions", ""),
+        "consent": spec.get("consent", ""),
+        "prompt_text": prompt.get("text", ""),
+        "rounds": str(spec.get("rounds", 5)),
+        "min_chars": str(spec.get("min_chars", 20)),
+        "max_chars": str(spec.get("max_chars", 260)),
+        "completion_url": spec.get("completion_url", ""),
+        "target_writers": str(spec.get("target_writers", 0)),
+        "slot_order": spec.get("slot_order", "coin"),
+        "likert": _survey_text(survey, "likert", DEFAULT_LIKERT),
+        "open": _survey_text(survey, "open", DEFAULT_OPEN),
+        "system_rows": str(max(FORM_SYSTEM_ROWS, len(systems))),
     }
+    for row, system in enumerate(systems, start=1):
+        values[f"system{row}_name"] = system["name"]
+        values[f"system{row}_model"] = system["model"]
+        for key, value in (system.get("sampling") or {}).items():
+            values[f"system{row}_{key}"] = str(value)
+    return values
+
+
+def _survey_text(survey: Mapping[str, Any], kind: str, default: tuple[tuple[str, str], ...]) -> str:
+    if kind not in survey:
+        return survey_lines(default)
+    return survey_lines(tuple((item["id"], item["text"]) for item in survey[kind]))
+
+
+def with_more_rows(form: Mapping[str, str]) -> dict[str, str]:
+    """The form as typed, with :data:`MORE_ROWS` more system rows (at most
+    :data:`MAX_SYSTEM_ROWS`): what "More system rows" shows, losing nothing."""
+    return {**form, "system_rows": str(min(MAX_SYSTEM_ROWS, system_rows(form) + MORE_ROWS))}
 
 
 def _number(form: Mapping[str, str], key: str, kind: type, label: str) -> int | float:
@@ -121,4 +154,20 @@ def spec_from_form(form: Mapping[str, str]) -> dict[str, Any]:
     if not likert and not open_:
         raise SpecError("Survey: give at least one Likert statement or open question.")
     spec["survey"] = {"likert": likert, "open": open_}
+    return spec
+
+
+def edited_spec(form: Mapping[str, str], stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored spec with what the form sets replaced by the form's values (the id stays
+    the stored one). What the form does not cover is kept as stored: e.g.
+    ``suggestion_timeout_seconds``, ``prompt.image``, and fields of newer spec files."""
+    edited = spec_from_form({**form, "id": stored["id"]})
+    spec = {**stored, **edited}
+    prompt = {k: v for k, v in (stored.get("prompt") or {}).items() if k != "text"}
+    prompt.update(edited.get("prompt", {}))
+    if prompt:
+        spec["prompt"] = prompt
+    else:
+        spec.pop("prompt", None)
+    spec["survey"] = {**(stored.get("survey") or {}), **edited["survey"]}
     return spec

@@ -2,10 +2,14 @@
 one: participant links and whether the server can generate with its models.
 
 A new experiment (from a spec file, the web form or ``experiment create``) is stored
-``paused``, so nobody writes in it before the researcher has checked it and opened it. The
-model pool of a running server is built at start from the experiments stored then; it cannot
-load another model while running, so an experiment whose models the pool lacks cannot be
-opened until the app restarts (:func:`models_not_served`).
+``paused``, so nobody writes in it before the researcher has checked it and opened it. An
+experiment opens only once the server has loaded its models (:func:`models_not_ready`); the
+researcher's pages load them in the background first (:mod:`cyoa.research.opening`).
+
+An experiment can be cloned whatever its status (:func:`clone_experiment`: a new id, the
+stored spec copied, paused), and edited while no writer has started it
+(:func:`edit_refusal`, :func:`edit_experiment`): once a session exists, its stories must keep
+the design they began with.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import json
 import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -84,12 +89,34 @@ def _check_shape(raw: dict[str, Any], filename: str) -> None:
                 ) from None
 
 
+def require_writer_texts(exp: Experiment, where: str) -> None:
+    """Refuse (SpecError) an experiment whose consent text or instructions are blank: writers
+    would see empty headings. The web form requires both; spec files may leave them out."""
+    if not exp.consent.strip():
+        raise SpecError(
+            f"{where}: the consent text is empty. Please write what writers agree to; it is "
+            "the first thing they read."
+        )
+    if not exp.instructions.strip():
+        raise SpecError(
+            f"{where}: the instructions are empty. Please write what writers are asked to do; "
+            "they read them before starting and above their story."
+        )
+
+
 def create_experiment(
-    db: Database, raw: dict[str, Any], cards: dict[str, ModelCard], where: str = "spec"
+    db: Database,
+    raw: dict[str, Any],
+    cards: dict[str, ModelCard],
+    where: str = "spec",
+    texts_required: bool = False,
 ) -> Experiment:
-    """Validate ``raw`` (through :func:`~cyoa.experiments.experiment_from_dict`) and store it
-    as a new, ``paused`` experiment. Raises SpecError for an invalid spec or a taken id."""
+    """Validate ``raw`` (through :func:`~cyoa.experiments.experiment_from_dict`, and with
+    ``texts_required`` through :func:`require_writer_texts`) and store it as a new,
+    ``paused`` experiment. Raises SpecError for an invalid spec or a taken id."""
     exp = experiment_from_dict(raw, cards, where=where)
+    if texts_required:
+        require_writer_texts(exp, where)
     try:
         store.create_experiment(db, exp.id, exp.title, exp.source, status="paused")
     except ValueError as exc:
@@ -100,30 +127,106 @@ def create_experiment(
     return exp
 
 
-def models_not_served(exp: Experiment, pool_status: dict[str, dict[str, Any]]) -> list[str]:
-    """The models of ``exp`` this server cannot generate with: not in its pool (loaded only
-    at start) or failed to load. ``pool_status`` is :meth:`ModelPool.status`."""
+def stored_spec(db: Database, exp_id: str) -> dict[str, Any]:
+    """The spec stored for a co-writing experiment; LifecycleError if there is none."""
+    row = store.get_experiment(db, exp_id)
+    if row is None or row["kind"] != "cowriting":
+        raise LifecycleError(f"There is no co-writing experiment '{exp_id}'.")
+    return json.loads(row["spec"])
+
+
+def clone_experiment(
+    db: Database, source_id: str, new_id: str, cards: dict[str, ModelCard]
+) -> Experiment:
+    """A new, ``paused`` experiment ``new_id`` with every field of ``source_id``'s stored
+    spec (whatever its status; not its sessions nor its evaluation-card details). Raises
+    SpecError for an invalid or taken id, LifecycleError for an unknown source."""
+    new_id = new_id.strip()
+    if not new_id:
+        raise SpecError("New id: please give the copy an id (lowercase letters, digits, - or _).")
+    spec = {**stored_spec(db, source_id), "id": new_id}
+    return create_experiment(db, spec, cards, where="New id")
+
+
+def spec_file_of(folder: Path, exp_id: str) -> Path | None:
+    """The spec file in ``folder`` (the app's ``EXPERIMENTS_DIR``) that defines ``exp_id``, if
+    any: the app stores such a file again at every start."""
+    for path in sorted(Path(folder).glob("*.toml")):
+        try:
+            if tomllib.loads(path.read_text(encoding="utf-8")).get("id") == exp_id:
+                return path
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+    return None
+
+
+def edit_refusal(db: Database, exp_id: str, spec_folder: Path) -> str:
+    """Why the experiment cannot be edited now, as a sentence saying what to do instead; ""
+    when it can. Editable: no writer session yet, not defined by a spec file in
+    ``spec_folder`` (an edit would be undone at the next start), and not open."""
+    row = store.get_experiment(db, exp_id)
+    if row is None or row["kind"] != "cowriting":
+        return f"There is no co-writing experiment '{exp_id}'."
+    sessions = store.session_count(db, exp_id)
+    if sessions:
+        writers = "1 writer has" if sessions == 1 else f"{sessions} writers have"
+        return (
+            f"{writers} started '{exp_id}', and their stories keep the design they began "
+            "with: clone it and edit the copy."
+        )
+    path = spec_file_of(spec_folder, exp_id)
+    if path is not None:
+        return (
+            f"'{exp_id}' comes from the spec file {path.name}, which the app stores again at "
+            "every start: edit that file and restart the app, or clone this experiment and edit "
+            "the copy."
+        )
+    if row["status"] == "open":
+        return f"'{exp_id}' is open: pause it first, then edit it."
+    return ""
+
+
+def edit_experiment(
+    db: Database,
+    exp_id: str,
+    raw: dict[str, Any],
+    cards: dict[str, ModelCard],
+    spec_folder: Path,
+) -> Experiment:
+    """Replace the stored spec and title of ``exp_id`` with ``raw`` (from the web form),
+    validated as a new experiment from the form is; its id must stay ``exp_id``. Raises
+    SpecError for an invalid spec and LifecycleError, with nothing changed, when
+    :func:`edit_refusal` says it cannot be edited."""
+    where = "The form"
+    refusal = edit_refusal(db, exp_id, spec_folder)
+    if refusal:
+        raise LifecycleError(refusal)
+    exp = experiment_from_dict(raw, cards, where=where)
+    if exp.id != exp_id:
+        raise SpecError(f"{where}: the id cannot change; clone '{exp_id}' to get a new id.")
+    require_writer_texts(exp, where)
+    if not store.update_experiment_spec(db, exp_id, exp.title, raw):
+        # A writer started, or it was opened, since the check above.
+        raise LifecycleError(edit_refusal(db, exp_id, spec_folder))
+    return exp
+
+
+def models_not_ready(exp: Experiment, pool_status: dict[str, dict[str, Any]]) -> list[str]:
+    """The models of ``exp`` this server cannot generate with yet: not loaded, waiting,
+    loading or failed. ``pool_status`` is :meth:`ModelPool.status`."""
     missing = []
     for system in exp.systems:
         name = system.model.name
-        state = pool_status.get(name, {}).get("state")
-        if (state is None or state == "failed") and name not in missing:
+        if pool_status.get(name, {}).get("state") != "ready" and name not in missing:
             missing.append(name)
     return missing
 
 
-def set_status(
-    db: Database, exp_id: str, status: str, unavailable_models: list[str] | None = None
-) -> None:
-    """Open, pause or close an experiment. Opening is refused while some of its models are
-    ``unavailable_models`` for the server (writers would get no suggestions)."""
+def set_status(db: Database, exp_id: str, status: str) -> None:
+    """Open, pause or close an experiment (the caller makes sure its models are ready before
+    opening it: :func:`models_not_ready`)."""
     if status not in STATUS_VERBS:
         raise LifecycleError("The status must be open, paused or closed.")
-    if status == "open" and unavailable_models:
-        raise LifecycleError(
-            f"Cannot open it yet: this server has not loaded {', '.join(unavailable_models)}. "
-            "Restart the app (it loads every model that a stored experiment uses), then open it."
-        )
     try:
         store.set_experiment_status(db, exp_id, status)
     except ValueError as exc:

@@ -15,7 +15,6 @@ from flask import (
     Blueprint,
     current_app,
     flash,
-    g,
     jsonify,
     redirect,
     render_template,
@@ -26,25 +25,17 @@ from flask import (
 from cyoa import store
 from cyoa.generation.pool import ModelNotAvailable
 from cyoa.generation.trial import DEFAULT_STORY, STORY_MAX_CHARS, try_model
-from cyoa.research import auth
+from cyoa.research import auth, web
 
 bp = Blueprint("research_models", __name__, url_prefix="/research/models")
 bp.before_request(auth.check_csrf)
+bp.context_processor(web.template_globals)
 TRIALS = 3
-
-
-@bp.context_processor
-def _template_globals() -> dict[str, Any]:
-    return {"csrf_token": auth.csrf_token, "researcher": g.get("researcher")}
-
-
-def _parts() -> dict[str, Any]:
-    return current_app.extensions["cyoa"]
 
 
 def experiments_using(model: str) -> list[dict[str, str]]:
     """The co-writing experiments whose systems use ``model``: ``id`` and ``status``."""
-    study = _parts()["study"]
+    study = web.parts()["study"]
     db = store.connect(current_app.config["DATABASE"])
     try:
         statuses = {
@@ -62,7 +53,7 @@ def experiments_using(model: str) -> list[dict[str, str]]:
 
 def model_rows() -> list[dict[str, Any]]:
     """One row per card, display-ready: the card, its pool status and its experiments."""
-    status = _parts()["pool"].status()
+    status = web.parts()["pool"].status()
     return [
         {
             "card": card,
@@ -73,7 +64,7 @@ def model_rows() -> list[dict[str, Any]]:
             ),
             "experiments": experiments_using(name),
         }
-        for name, card in sorted(_parts()["cards"].items())
+        for name, card in sorted(web.parts()["cards"].items())
     ]  # fmt: skip
 
 
@@ -92,7 +83,7 @@ def _page(trial: dict[str, Any] | None = None, status: int = 200):
 
 
 def _known(name: str) -> bool:
-    if name in _parts()["cards"]:
+    if name in web.parts()["cards"]:
         return True
     flash(f"There is no model card named {name!r}.", "error")
     return False
@@ -107,14 +98,14 @@ def models():
 @bp.get("/status.json")
 @auth.login_required
 def models_status():
-    return jsonify(_parts()["pool"].status())
+    return jsonify(web.parts()["pool"].status())
 
 
 @bp.post("/<name>/load")
 @auth.login_required
 def load(name: str):
     if _known(name):
-        _parts()["pool"].load([name])
+        web.parts()["pool"].load([name])
         flash(f"Loading {name} in the background; this page shows when it is ready.")
     return redirect(url_for("research_models.models"))
 
@@ -133,7 +124,7 @@ def unload(name: str):
         )
         return redirect(url_for("research_models.models"))
     try:
-        _parts()["pool"].unload(name)
+        web.parts()["pool"].unload(name)
     except ModelNotAvailable as exc:
         flash(str(exc), "error")
     else:
@@ -148,13 +139,13 @@ def try_(name: str):
         return redirect(url_for("research_models.models"))
     story = (request.form.get("story") or "").strip()
     trial: dict[str, Any] = {"model": name, "story": story or DEFAULT_STORY}
-    state = _parts()["pool"].status()[name]["state"]
+    state = web.parts()["pool"].status()[name]["state"]
     if state != "ready":
         trial["error"] = f"{name} is {state.replace('_', ' ')}: load it first, then try it."
         return _page(trial, 409)
     try:
-        backend = _parts()["pool"].get(name, timeout=0)
-        trial["draws"] = try_model(backend, _parts()["cards"][name], story, n=TRIALS)
+        backend = web.parts()["pool"].get(name, timeout=0)
+        trial["draws"] = try_model(backend, web.parts()["cards"][name], story, n=TRIALS)
     except (ModelNotAvailable, ValueError) as exc:
         trial["error"] = str(exc)
         return _page(trial, 400)

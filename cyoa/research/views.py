@@ -9,9 +9,8 @@ unsafe request (POST) must carry the session's CSRF token (checked before the vi
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from flask import (
@@ -31,13 +30,17 @@ from flask import (
 from cyoa import store
 from cyoa.experiments import SpecError
 from cyoa.rating.experiment import rating_summaries
-from cyoa.research import auth, exports, lifecycle
+from cyoa.research import auth, exports, lifecycle, web
 from cyoa.research.forms import (
     FORM_SYSTEM_ROWS,
     MAX_SYSTEM_ROWS,
+    SAMPLING_FIELDS,
+    edited_spec,
     form_defaults,
+    form_from_spec,
     spec_from_form,
     system_rows,
+    with_more_rows,
 )
 from cyoa.research.progress import format_seconds, progress_payload
 from cyoa.research.replay import build_replay
@@ -45,48 +48,18 @@ from cyoa.research.sockets import push_update
 
 bp = Blueprint("research", __name__, url_prefix="/research")
 bp.before_request(auth.check_csrf)
-DETAILS_MAX_CHARS = 4000
-MIMETYPES = {
-    "csv": "text/csv",
-    "jsonl": "application/x-ndjson",
-    "parquet": "application/vnd.apache.parquet",
-    "cyoa-tsv": "text/tab-separated-values",
-    "bundle": "application/zip",
-}
-CHART_CSP = "default-src 'none'; style-src 'unsafe-inline'"
+bp.context_processor(web.template_globals)
 
 
-@bp.context_processor
-def _template_globals() -> dict[str, Any]:
-    return {
-        "csrf_token": auth.csrf_token,
-        "researcher": g.get("researcher"),
-        "format_seconds": format_seconds,
-    }
-
-
-def _parts() -> dict[str, Any]:
-    return current_app.extensions["cyoa"]
-
-
-def _research() -> dict[str, Any]:
-    return current_app.extensions["research"]
-
-
-@contextmanager
-def _db() -> Iterator[Any]:
-    db = _parts()["study"].db()
-    try:
-        yield db
-    finally:
-        db.close()
+def _spec_folder() -> Path:
+    return Path(current_app.config["EXPERIMENTS_DIR"])
 
 
 def _experiment(exp_id: str):
-    study = _parts()["study"]
+    study = web.parts()["study"]
     if exp_id not in study.experiments:
-        with _db() as db:
-            lifecycle.sync_from_db(db, study.experiments, _parts()["cards"])
+        with web.db() as db:
+            lifecycle.sync_from_db(db, study.experiments, web.parts()["cards"])
     exp = study.experiment(exp_id)
     if exp is None:
         abort(404)
@@ -111,14 +84,14 @@ def login():
         return render_template("research/login.html", next=next_url)
     name = (request.form.get("name") or "").strip()
     key = auth.limiter_key(name)
-    limiter = _research()["limiter"]
+    limiter = web.research()["limiter"]
     wait = limiter.begin(key)
     if wait:
         page = render_template(
             "research/login.html", next=next_url, error=_too_many(wait), name=name
         )
         return page, 429
-    with _db() as db:
+    with web.db() as db:
         researcher = auth.authenticate(db, name, request.form.get("password") or "")
     if researcher is None:
         error = "Wrong name or password. Please try again."
@@ -131,7 +104,7 @@ def login():
 @bp.post("/logout")
 @auth.login_required
 def logout():
-    with _db() as db:
+    with web.db() as db:
         auth.end_sessions(db, g.researcher["id"])
     auth.log_out()
     flash("You are logged out, in every browser.")
@@ -156,11 +129,11 @@ def password():
     if error:
         return render_template("research/password.html", error=error), 400
     key = auth.limiter_key(name)
-    limiter = _research()["limiter"]
+    limiter = web.research()["limiter"]
     wait = limiter.begin(key)
     if wait:
         return render_template("research/password.html", error=_too_many(wait)), 429
-    with _db() as db:
+    with web.db() as db:
         if auth.authenticate(db, name, request.form.get("current_password") or "") is None:
             error = "The current password is not right. Please try again."
             return render_template("research/password.html", error=error), 401
@@ -180,11 +153,11 @@ def password():
 @bp.get("/")
 @auth.login_required
 def experiments():
-    study = _parts()["study"]
+    study = web.parts()["study"]
     base_url = request.host_url
     rows = []
-    with _db() as db:
-        lifecycle.sync_from_db(db, study.experiments, _parts()["cards"])
+    with web.db() as db:
+        lifecycle.sync_from_db(db, study.experiments, web.parts()["cards"])
         for exp in sorted(study.experiments.values(), key=lambda e: e.id):
             rows.append(
                 {
@@ -197,47 +170,72 @@ def experiments():
     return render_template("research/experiments.html", rows=rows, ratings=ratings)
 
 
-def _model_choices() -> list[dict[str, str]]:
-    status = _parts()["pool"].status()
+def _model_choices() -> list[dict[str, Any]]:
+    """The model cards the form offers, each with its default sampling (the placeholders of
+    a system row's empty sampling fields)."""
+    status = web.parts()["pool"].status()
     choices = []
-    for name, card in sorted(_parts()["cards"].items()):
+    for name, card in sorted(web.parts()["cards"].items()):
         state = status.get(name, {}).get("state")
         if state == "failed":
             continue
-        note = "loaded" if state == "ready" else "loading" if state else "loaded at next start"
-        choices.append({"name": name, "label": f"{card.display_name} ({name}, {note})"})
+        note = (
+            "loaded"
+            if state == "ready"
+            else "loading"
+            if state in ("pending", "loading")
+            else "loaded when opened"
+        )
+        choices.append(
+            {
+                "name": name,
+                "label": f"{card.display_name} ({name}, {note})",
+                "sampling": card.sampling.to_dict(),
+            }
+        )
     return choices
 
 
-def _new_form(values: dict[str, Any], error: str = "", status: int = 200):
+def _form_page(values: dict[str, Any], error: str = "", status: int = 200, editing: str = ""):
+    """The experiment form showing ``values``: a new experiment's, or with ``editing`` (an
+    experiment id) that experiment's."""
     asked = request.args.get("rows") or values.get("system_rows", FORM_SYSTEM_ROWS)
     rows = system_rows({"system_rows": asked})
+    models = _model_choices()
     page = render_template(
         "research/new.html",
         values=values,
         error=error,
-        models=_model_choices(),
+        models=models,
+        sampling_defaults={m["name"]: m["sampling"] for m in models},
+        sampling_fields=[key for key, _ in SAMPLING_FIELDS],
         system_rows=rows,
         max_rows=MAX_SYSTEM_ROWS,
+        editing=editing,
     )
     return page, status
+
+
+def _more_rows_asked() -> bool:
+    return request.form.get("action") == "more_rows"
 
 
 @bp.get("/experiments/new")
 @auth.login_required
 def new_experiment():
-    return _new_form(form_defaults())
+    return _form_page(form_defaults())
 
 
-def _created(exp) -> Any:
-    missing = lifecycle.models_not_served(exp, _parts()["pool"].status())
-    _parts()["study"].experiments[exp.id] = exp
-    message = f"Experiment '{exp.id}' created. It is paused: check it, then open it."
-    if missing:
-        message += (
-            f" This server has not loaded {', '.join(missing)}: restart the app before opening it."
-        )
-    flash(message)
+def _not_loaded(exp) -> str:
+    missing = lifecycle.models_not_ready(exp, web.parts()["pool"].status())
+    if not missing:
+        return ""
+    return f" Opening it first loads {', '.join(missing)} (not loaded yet)."
+
+
+def _created(exp, how: str = "created") -> Any:
+    web.parts()["study"].experiments[exp.id] = exp
+    flash(f"Experiment '{exp.id}' {how}. It is paused: check it, then open it.{_not_loaded(exp)}")
     return redirect(url_for("research.experiment", exp_id=exp.id))
 
 
@@ -245,12 +243,16 @@ def _created(exp) -> Any:
 @auth.login_required
 def create_experiment():
     values = request.form.to_dict()
+    if _more_rows_asked():
+        return _form_page(with_more_rows(values))
     try:
         raw = spec_from_form(values)
-        with _db() as db:
-            exp = lifecycle.create_experiment(db, raw, _parts()["cards"], where="The form")
+        with web.db() as db:
+            exp = lifecycle.create_experiment(
+                db, raw, web.parts()["cards"], where="The form", texts_required=True
+            )
     except SpecError as exc:
-        return _new_form(values, str(exc), 400)
+        return _form_page(values, str(exc), 400)
     return _created(exp)
 
 
@@ -259,29 +261,79 @@ def create_experiment():
 def upload_experiment():
     upload = request.files.get("spec")
     if upload is None or not upload.filename:
-        return _new_form(form_defaults(), "Please choose a spec file (.toml or .json).", 400)
+        return _form_page(form_defaults(), "Please choose a spec file (.toml or .json).", 400)
     data = upload.read(lifecycle.SPEC_MAX_BYTES + 1)
     try:
         text = data.decode("utf-8")
         raw = lifecycle.parse_spec(text, upload.filename)
-        with _db() as db:
-            exp = lifecycle.create_experiment(db, raw, _parts()["cards"], where=upload.filename)
+        with web.db() as db:
+            exp = lifecycle.create_experiment(db, raw, web.parts()["cards"], where=upload.filename)
     except UnicodeDecodeError:
-        return _new_form(form_defaults(), f"{upload.filename}: the file is not UTF-8 text.", 400)
+        return _form_page(form_defaults(), f"{upload.filename}: the file is not UTF-8 text.", 400)
     except SpecError as exc:
-        return _new_form(form_defaults(), str(exc), 400)
+        return _form_page(form_defaults(), str(exc), 400)
     return _created(exp)
+
+
+@bp.post("/experiments/<exp_id>/clone")
+@auth.login_required
+def clone_experiment(exp_id: str):
+    exp = _experiment(exp_id)
+    try:
+        with web.db() as db:
+            copy = lifecycle.clone_experiment(
+                db, exp.id, request.form.get("new_id") or "", web.parts()["cards"]
+            )
+    except (SpecError, lifecycle.LifecycleError) as exc:
+        flash(f"Not cloned. {exc}", "error")
+        return redirect(url_for("research.experiment", exp_id=exp.id, _anchor="lifecycle"))
+    return _created(copy, f"created as a copy of '{exp.id}'")
+
+
+def _edit_refused(exp_id: str, message: str):
+    flash(f"Not editable now: {message}", "error")
+    return redirect(url_for("research.experiment", exp_id=exp_id, _anchor="lifecycle"))
+
+
+@bp.route("/experiments/<exp_id>/edit", methods=["GET", "POST"])
+@auth.login_required
+def edit_experiment(exp_id: str):
+    exp = _experiment(exp_id)
+    with web.db() as db:
+        refusal = lifecycle.edit_refusal(db, exp.id, _spec_folder())
+        if refusal:
+            return _edit_refused(exp.id, refusal)
+        stored = lifecycle.stored_spec(db, exp.id)
+    if request.method == "GET":
+        return _form_page(form_from_spec(stored), editing=exp.id)
+    values = {**request.form.to_dict(), "id": exp.id}
+    if _more_rows_asked():
+        return _form_page(with_more_rows(values), editing=exp.id)
+    try:
+        raw = edited_spec(values, stored)
+        with web.db() as db:
+            edited = lifecycle.edit_experiment(
+                db, exp.id, raw, web.parts()["cards"], _spec_folder()
+            )
+    except SpecError as exc:
+        return _form_page(values, str(exc), 400, editing=exp.id)
+    except lifecycle.LifecycleError as exc:
+        return _edit_refused(exp.id, str(exc))
+    web.parts()["study"].experiments[exp.id] = edited
+    flash(f"Experiment '{exp.id}' saved.{_not_loaded(edited)}")
+    return redirect(url_for("research.experiment", exp_id=exp.id))
 
 
 @bp.get("/experiments/<exp_id>")
 @auth.login_required
 def experiment(exp_id: str):
     exp = _experiment(exp_id)
-    with _db() as db:
+    with web.db() as db:
         progress = progress_payload(db, exp)
-        results = _research()["results"].get(db, exp)
+        results = web.research()["results"].get(db, exp)
         writers = writer_rows(db, exp)
         details = store.get_evaluation_details(db, exp.id)
+        edit_refusal = lifecycle.edit_refusal(db, exp.id, _spec_folder())
     return render_template(
         "research/experiment.html",
         experiment=exp,
@@ -289,8 +341,11 @@ def experiment(exp_id: str):
         results=results,
         writers=writers,
         details=details,
+        edit_refusal=edit_refusal,
         links=lifecycle.participant_links(request.host_url, exp.id),
-        missing_models=lifecycle.models_not_served(exp, _parts()["pool"].status()),
+        models=_model_states(exp),
+        opening=web.research()["openings"].waiting_for(exp.id),
+        opening_failure=web.research()["openings"].failure(exp.id),
         tables=exports.TABLES,
         table_formats=exports.TABLE_FORMATS,
     )
@@ -301,10 +356,20 @@ def experiment(exp_id: str):
 def set_status(exp_id: str):
     exp = _experiment(exp_id)
     status = request.form.get("status", "")
-    missing = lifecycle.models_not_served(exp, _parts()["pool"].status())
+    openings = web.research()["openings"]
+    openings.cancel(exp.id)
+    missing = lifecycle.models_not_ready(exp, web.parts()["pool"].status())
+    if status == "open" and missing:
+        app = current_app._get_current_object()
+        openings.request(exp.id, missing, web.parts()["pool"], lambda: _open_now(app, exp.id))
+        flash(
+            f"Loading {', '.join(missing)}: '{exp.id}' opens as soon as "
+            f"{'it is' if len(missing) == 1 else 'they are'} ready (this page shows progress)."
+        )
+        return redirect(url_for("research.experiment", exp_id=exp.id))
     try:
-        with _db() as db:
-            lifecycle.set_status(db, exp.id, status, missing)
+        with web.db() as db:
+            lifecycle.set_status(db, exp.id, status)
     except lifecycle.LifecycleError as exc:
         flash(str(exc), "error")
     else:
@@ -313,13 +378,30 @@ def set_status(exp_id: str):
     return redirect(url_for("research.experiment", exp_id=exp.id))
 
 
+def _open_now(app, exp_id: str) -> None:
+    """Open ``exp_id`` once its models are ready (on the model-loading thread)."""
+    db = store.connect(app.config["DATABASE"])
+    try:
+        lifecycle.set_status(db, exp_id, "open")
+    finally:
+        db.close()
+    push_update(app, exp_id, "", "status_changed")
+
+
+def _model_states(exp) -> list[dict[str, str]]:
+    """The models of ``exp`` with their state in this server's pool."""
+    status = web.parts()["pool"].status()
+    names = dict.fromkeys(system.model.name for system in exp.systems)
+    return [{"name": name, **status.get(name, {"state": "unknown", "error": ""})} for name in names]
+
+
 @bp.post("/experiments/<exp_id>/details")
 @auth.login_required
 def save_details(exp_id: str):
     exp = _experiment(exp_id)
-    pay = (request.form.get("pay") or "").strip()[:DETAILS_MAX_CHARS]
-    qualifications = (request.form.get("qualifications") or "").strip()[:DETAILS_MAX_CHARS]
-    with _db() as db:
+    pay = (request.form.get("pay") or "").strip()[: web.DETAILS_MAX_CHARS]
+    qualifications = (request.form.get("qualifications") or "").strip()[: web.DETAILS_MAX_CHARS]
+    with web.db() as db:
         store.set_evaluation_details(
             db, exp.id, pay=pay, qualifications=qualifications, researcher=g.researcher["name"]
         )
@@ -331,13 +413,13 @@ def save_details(exp_id: str):
 @auth.login_required
 def progress_json(exp_id: str):
     exp = _experiment(exp_id)
-    with _db() as db:
+    with web.db() as db:
         return jsonify(progress_payload(db, exp))
 
 
 def writer_rows(db, exp) -> list[dict[str, Any]]:
     """The writers table of the dashboard: one row per session, display-ready."""
-    rows = exports.session_rows(db, exp.id, dropout_minutes=_research()["dropout_minutes"])
+    rows = exports.session_rows(db, exp.id, dropout_minutes=web.research()["dropout_minutes"])
     return [
         {
             "participant": s["participant"],
@@ -359,7 +441,7 @@ def writer_rows(db, exp) -> list[dict[str, Any]]:
 @auth.login_required
 def writers_json(exp_id: str):
     exp = _experiment(exp_id)
-    with _db() as db:
+    with web.db() as db:
         return jsonify(writer_rows(db, exp))
 
 
@@ -367,8 +449,8 @@ def writers_json(exp_id: str):
 @auth.login_required
 def results_json(exp_id: str):
     exp = _experiment(exp_id)
-    with _db() as db:
-        return jsonify(_research()["results"].get(db, exp).to_dict())
+    with web.db() as db:
+        return jsonify(web.research()["results"].get(db, exp).to_dict())
 
 
 @bp.get("/experiments/<exp_id>/charts/<name>.svg")
@@ -377,13 +459,13 @@ def chart(exp_id: str, name: str):
     from cyoa.research.dashboard import chart_names, render_chart
 
     exp = _experiment(exp_id)
-    with _db() as db:
-        results = _research()["results"].get(db, exp)
+    with web.db() as db:
+        results = web.research()["results"].get(db, exp)
     if name not in chart_names(results):
         abort(404)
     response = current_app.response_class(render_chart(results, name), mimetype="image/svg+xml")
     # matplotlib styles its SVG with style attributes; the image can run no script.
-    response.headers["Content-Security-Policy"] = CHART_CSP
+    response.headers["Content-Security-Policy"] = web.CHART_CSP
     response.headers["Cache-Control"] = "private, no-cache"
     return response
 
@@ -392,7 +474,7 @@ def chart(exp_id: str, name: str):
 @auth.login_required
 def replay(exp_id: str, participant_id: int):
     exp = _experiment(exp_id)
-    with _db() as db:
+    with web.db() as db:
         rows = list(
             db.query(
                 "SELECT s.*, p.external_id, p.id_source FROM sessions s"
@@ -425,7 +507,7 @@ def download(exp_id: str, name: str):
         fmt, table = extension, stem
     else:
         abort(404)
-    with _db() as db:
+    with web.db() as db:
         try:
             data = exports.export(db, exp.id, fmt, table=table, experiment=exp, now=now)
         except exports.ExportError as exc:
@@ -433,7 +515,7 @@ def download(exp_id: str, name: str):
             return redirect(url_for("research.experiment", exp_id=exp.id, _anchor="downloads"))
     return send_file(
         io.BytesIO(data),
-        mimetype=MIMETYPES[fmt],
+        mimetype=web.MIMETYPES[fmt],
         as_attachment=True,
         download_name=exports.filename(exp.id, table, fmt, now),
     )
@@ -446,11 +528,11 @@ def evaluation_card(exp_id: str):
 
     exp = _experiment(exp_id)
     now = datetime.now(UTC)
-    with _db() as db:
+    with web.db() as db:
         text = card(
             exp,
             store.get_evaluation_details(db, exp.id),
-            exports.session_rows(db, exp.id, now, _research()["dropout_minutes"]),
+            exports.session_rows(db, exp.id, now, web.research()["dropout_minutes"]),
             exports.preference_rows(db, exp.id),
             now,
         )

@@ -1,4 +1,5 @@
-"""The in-process CPU generation engine: continuous batching of local models.
+"""The in-process generation engine: continuous batching of local models on the CPU, and
+transformers' batched ``generate`` on a GPU.
 
 The app uses this package through the names below only (see README.md beside this file);
 everything else here is the engine's own. torch and transformers are imported when a model
@@ -23,6 +24,7 @@ from cyoa.generation.engine.prefixes import DEFAULT_MAX_TOKENS as DEFAULT_PROMPT
 from cyoa.generation.engine.prefixes import PrefixStore
 
 if TYPE_CHECKING:
+    from cyoa.generation.engine.generate import GenerateModel
     from cyoa.generation.engine.model import LocalModel
 
 
@@ -32,6 +34,15 @@ def load_local_model(folder: Path, tokenizer: Any, **options: Any) -> LocalModel
     from cyoa.generation.engine.model import LocalModel
 
     return LocalModel(folder, tokenizer, **options)
+
+
+def load_generate_model(folder: Path, tokenizer: Any, **options: Any) -> GenerateModel:
+    """The checkpoint in ``folder`` on a GPU, generating with transformers' batched
+    ``generate`` (:class:`GenerateModel` takes the options: ``name``, ``device``, ``dtype``);
+    the same ``stream``, ``rows`` and ``close`` as a :class:`LocalModel`."""
+    from cyoa.generation.engine.generate import GenerateModel
+
+    return GenerateModel(folder, tokenizer, **options)
 
 
 def save_exact_blocks(model: Any, folder: Path) -> bool:
@@ -51,6 +62,7 @@ __all__ = [
     "QUANTIZE_OPTIONS",
     "CoreShare",
     "PrefixStore",
+    "load_generate_model",
     "load_local_model",
     "save_exact_blocks",
 ]

@@ -111,6 +111,12 @@ class LocalModel:
         """How many continuations are decoding together now (0 in naive mode)."""
         return 0 if self._scheduler is None else self._scheduler.rows
 
+    def close(self) -> None:
+        """End the batching thread after its current step, so that nothing holds the model
+        once the app lets go of it (naive mode has no thread)."""
+        if self._scheduler is not None:
+            self._scheduler.close()
+
     def stream(self, prompt: str, sampling: Sampling, seed: int) -> Iterator[str]:
         """Yield the continuation of ``prompt``, exactly one piece per generated token (a
         piece is empty while a token only starts a multi-byte character), until an

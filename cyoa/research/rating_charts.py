@@ -1,0 +1,250 @@
+"""A rating experiment's charts as SVG, drawn server-side with matplotlib in the style of the
+co-writing charts (:mod:`cyoa.research.charts`: Okabe–Ito colours, no browser code).
+
+They draw what :func:`cyoa.analysis.ratings.analyze_ratings` computed; nothing is
+recomputed here:
+
+- :func:`pass_rate_chart` (``pass-rates``): a heat map of the Yes/No tests (rows, grouped
+  by dimension) × sources (columns); each cell is the pass rate, Yes judgements ÷
+  judgements of the test, with that number of judgements ``n``
+  (:func:`cyoa.analysis.ttcw.pass_rates`; Chakrabarty et al. 2024, Table 5);
+- :func:`factor_chart` (``factors``): per factor of a Likert scale (the AISS's five), each
+  source's mean factor score with its 95% Student t interval over stories
+  (:func:`cyoa.analysis.scales.analyze_scales`);
+- :func:`entropy_chart` (``entropy``): FEI's ETC and EWC per source, in bits, with the 95%
+  Student t interval over stories (:func:`cyoa.analysis.fei.analyze_fei`; Castricato et
+  al. 2021).
+
+Every function returns the SVG document as bytes. An axis of means spans the values a mean
+can take (1 … points; 0–1 bits): a t interval from few stories can reach past them, and its
+whisker is then cut at the edge (the tables give its ends). matplotlib's style is global:
+draw one chart at a time (the web app holds the co-writing dashboard's chart lock).
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+
+import matplotlib
+
+from cyoa.analysis.fei import IndexSummary
+from cyoa.analysis.ratings import RatingAnalysis
+from cyoa.analysis.scales import FactorSummary, MeanInterval
+from cyoa.analysis.ttcw import PassRate
+from cyoa.instruments import Instrument
+from cyoa.research.charts import COLOURS, RC, empty_chart, new_figure, svg_bytes
+
+# Chart name → what it shows (the image's alt text on the dashboard).
+CHARTS = {
+    "pass-rates": "Pass rate of each test per source, as a heat map of % Yes with n",
+    "factors": "Mean factor score per source with 95% t intervals over stories",
+    "entropy": "FEI entropies ETC and EWC per source with 95% t intervals over stories",
+}
+NO_DATA = "No judgements yet."
+# The y axes span the values a mean can take (1 … points; 0–1 bits) and this share more.
+MARGIN = 0.04
+
+
+def chart_names(instrument: Instrument) -> tuple[str, ...]:
+    """The charts that apply to ``instrument``: ``pass-rates`` with Yes/No items,
+    ``factors`` with Likert items in factors, ``entropy`` with FEI questions."""
+    names = []
+    if any(item.kind == "yes_no" for item in instrument.items):
+        names.append("pass-rates")
+    if any(item.kind == "likert" and item.factor for item in instrument.items):
+        names.append("factors")
+    if any(item.fei_kind for item in instrument.items):
+        names.append("entropy")
+    return tuple(names)
+
+
+def rating_chart(
+    name: str, instrument: Instrument, analysis: RatingAnalysis | None, caption: str = ""
+) -> bytes:
+    """The chart ``name`` (one of :func:`chart_names`) of ``analysis`` (None: no judgements
+    yet); ``caption`` says whose judgements it shows. Raises ``KeyError`` for a chart that
+    does not apply to ``instrument``."""
+    if name not in chart_names(instrument):
+        raise KeyError(name)
+    if name == "pass-rates":
+        if analysis is None or analysis.tests is None:
+            return empty_chart(NO_DATA)
+        return pass_rate_chart(analysis.tests.pass_rates, analysis.sources, caption)
+    if name == "factors":
+        if analysis is None or analysis.scales is None or not analysis.scales.factors:
+            return empty_chart(NO_DATA)
+        points = max(item.points or 0 for item in instrument.items if item.kind == "likert")
+        return factor_chart(analysis.scales.factors, tuple(instrument.factors()), points, caption)
+    if analysis is None or analysis.fei is None or not analysis.fei.summaries:
+        return empty_chart(NO_DATA)
+    return entropy_chart(analysis.fei.summaries, caption)
+
+
+def _rate(cell: PassRate | None) -> float:
+    return math.nan if cell is None or cell.rate is None else cell.rate
+
+
+def _percent(rate: float) -> str:
+    return f"{100 * rate:.0f}%"
+
+
+def pass_rate_chart(rates: Sequence[PassRate], sources: Sequence[str], caption: str = "") -> bytes:
+    """Heat map of ``rates``: one row per test (in the order given, each dimension's tests
+    together, the dimension named on the right), one column per source in ``sources``
+    order. A cell shows the pass rate in % (0–100, colour from 0% dark to 100% light,
+    cividis) and ``n``, the judgements it is over; "–" where a source has none."""
+    if not rates or not sources:
+        return empty_chart(NO_DATA)
+    tests: dict[str, PassRate] = {}
+    for rate in rates:
+        tests.setdefault(rate.test_id, rate)
+    dimensions = list(dict.fromkeys(rate.dimension for rate in tests.values()))
+    order = sorted(tests.values(), key=lambda rate: dimensions.index(rate.dimension))
+    by_cell = {(rate.test_id, rate.source): rate for rate in rates}
+    grid = [[_rate(by_cell.get((test.test_id, source))) for source in sources] for test in order]
+    figure = new_figure(4.2 + 1.1 * len(sources), 1.3 + 0.42 * len(order))
+    with matplotlib.rc_context(RC):
+        axes = figure.add_subplot()
+        colours = matplotlib.colormaps["cividis"].with_extremes(bad="#eeeeee")
+        axes.imshow(grid, cmap=colours, vmin=0, vmax=1, aspect="auto")
+        for row, test in enumerate(order):
+            for column, source in enumerate(sources):
+                cell = by_cell.get((test.test_id, source))
+                if cell is None or cell.rate is None:
+                    axes.text(column, row, "–", ha="center", va="center", color="#656d76")
+                    continue
+                colour = "#ffffff" if cell.rate < 0.6 else "#1f2328"
+                label = f"{_percent(cell.rate)}\nn={cell.n}"
+                axes.text(column, row, label, ha="center", va="center", color=colour, fontsize=7)
+        axes.set_xticks(range(len(sources)), list(sources))
+        axes.xaxis.tick_top()
+        axes.set_yticks(range(len(order)), [f"{t.test_id}. {t.category}" for t in order])
+        axes.tick_params(length=0)
+        for side in ("top", "right", "bottom", "left"):
+            axes.spines[side].set_visible(False)
+        start = 0
+        for dimension in dimensions:
+            size = sum(1 for test in order if test.dimension == dimension)
+            if start:
+                axes.axhline(start - 0.5, color="#ffffff", linewidth=3)
+            if dimension:
+                axes.text(
+                    len(sources) - 0.4,
+                    start + (size - 1) / 2,
+                    dimension,
+                    ha="left",
+                    va="center",
+                    fontweight="bold",
+                )
+            start += size
+        axes.set_title(
+            "Pass rate: % of judgements that are Yes (n = judgements)"
+            + (f"; {caption}" if caption else ""),
+            loc="left",
+            pad=18,
+        )
+    return svg_bytes(figure)
+
+
+def _dodged(count: int, index: int, width: float = 0.5) -> float:
+    """The x offset of series ``index`` of ``count`` side by side within ``width``."""
+    return 0.0 if count == 1 else -width / 2 + width * index / (count - 1)
+
+
+def _errorbar(axes, x: float, mean: MeanInterval, colour: str, label: str | None) -> None:
+    low = mean.mean - mean.ci_low if mean.ci_low is not None else 0
+    high = mean.ci_high - mean.mean if mean.ci_high is not None else 0
+    axes.errorbar(
+        [x],
+        [mean.mean],
+        yerr=[[low], [high]],
+        fmt="o",
+        color=colour,
+        capsize=3,
+        markersize=5,
+        label=label,
+    )
+    axes.annotate(
+        f"{mean.mean:.2f}",
+        (x, mean.mean),
+        xytext=(5, 0),
+        textcoords="offset points",
+        va="center",
+        fontsize=7,
+        color=colour,
+    )
+
+
+def factor_chart(
+    factors: Sequence[FactorSummary], order: Sequence[str], points: int, caption: str = ""
+) -> bytes:
+    """Each factor's mean score per source (the mean over stories of the story's mean over
+    its raters, after reverse coding, in points 1 … ``points``), with the 95% Student t
+    interval over stories as whiskers (none with one story) and the mean written beside it.
+    Factors along the x axis in ``order``; one colour per source, sorted by name."""
+    factors = [f for f in factors if f.mean.mean is not None]
+    if not factors:
+        return empty_chart(NO_DATA)
+    sources = sorted({f.source for f in factors})
+    by_key = {(f.factor, f.source): f for f in factors}
+    shown = [name for name in order if any(f.factor == name for f in factors)]
+    figure = new_figure(1.2 + 1.5 * len(shown), 3.2)
+    with matplotlib.rc_context(RC):
+        axes = figure.add_subplot()
+        for index, source in enumerate(sources):
+            colour = COLOURS[index % len(COLOURS)]
+            label: str | None = source
+            for x, name in enumerate(shown):
+                summary = by_key.get((name, source))
+                if summary is None:
+                    continue
+                _errorbar(axes, x + _dodged(len(sources), index), summary.mean, colour, label)
+                label = None
+        labels = [textwrap.fill(name, 14, break_long_words=False) for name in shown]
+        axes.set_xticks(range(len(shown)), labels)
+        axes.set_xlim(-0.6, len(shown) - 0.4)
+        axes.set_ylim(1 - MARGIN * (points - 1), points + MARGIN * (points - 1))
+        axes.set_yticks(range(1, points + 1))
+        axes.set_ylabel(f"mean factor score (1–{points}, after reverse coding)")
+        axes.legend(title="source", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        axes.set_title(
+            "Mean over stories with 95% t interval" + (f"; {caption}" if caption else ""),
+            loc="left",
+        )
+    return svg_bytes(figure)
+
+
+def entropy_chart(summaries: Sequence[IndexSummary], caption: str = "") -> bytes:
+    """FEI's ETC and EWC per source: the mean over stories of the story's entropy in bits
+    (0–1, lower is more coherent), with the 95% Student t interval over stories as whiskers
+    (none with one story) and the mean written beside it; one colour per source, sorted."""
+    summaries = [s for s in summaries if s.mean.mean is not None]
+    if not summaries:
+        return empty_chart(NO_DATA)
+    sources = sorted({s.source for s in summaries})
+    by_key = {(s.index, s.source): s for s in summaries}
+    indices = [index for index in ("ETC", "EWC") if any(s.index == index for s in summaries)]
+    figure = new_figure(1.6 + 1.8 * len(indices), 3.2)
+    with matplotlib.rc_context(RC):
+        axes = figure.add_subplot()
+        for number, source in enumerate(sources):
+            colour = COLOURS[number % len(COLOURS)]
+            label: str | None = source
+            for x, index in enumerate(indices):
+                summary = by_key.get((index, source))
+                if summary is None:
+                    continue
+                _errorbar(axes, x + _dodged(len(sources), number), summary.mean, colour, label)
+                label = None
+        axes.set_ylim(-MARGIN, 1 + MARGIN)
+        axes.set_xticks(range(len(indices)), indices)
+        axes.set_xlim(-0.6, len(indices) - 0.4)
+        axes.set_ylabel("entropy (bits; lower is more coherent)")
+        axes.legend(title="source", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        axes.set_title(
+            "Mean over stories with 95% t interval" + (f"; {caption}" if caption else ""),
+            loc="left",
+        )
+    return svg_bytes(figure)

@@ -1,0 +1,55 @@
+"""What every researcher page shares: the app's parts, a database handle for one request, the
+template globals (CSRF token, the logged-in researcher) and the response constants. Each
+researcher blueprint registers :func:`template_globals` and
+:func:`cyoa.research.auth.check_csrf`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from flask import current_app, g
+
+from cyoa.research import auth
+from cyoa.research.progress import format_seconds
+
+DETAILS_MAX_CHARS = 4000
+MIMETYPES = {
+    "csv": "text/csv",
+    "jsonl": "application/x-ndjson",
+    "parquet": "application/vnd.apache.parquet",
+    "cyoa-tsv": "text/tab-separated-values",
+    "bundle": "application/zip",
+}
+# matplotlib styles its SVG with style attributes; a chart can run no script.
+CHART_CSP = "default-src 'none'; style-src 'unsafe-inline'"
+
+
+def template_globals() -> dict[str, Any]:
+    """What every researcher template may use."""
+    return {
+        "csrf_token": auth.csrf_token,
+        "researcher": g.get("researcher"),
+        "format_seconds": format_seconds,
+    }
+
+
+def parts() -> dict[str, Any]:
+    """The app's parts: study, runner, pool, cards, ratings, limiters."""
+    return current_app.extensions["cyoa"]
+
+
+def research() -> dict[str, Any]:
+    """The researcher side's parts: login limiter, results cache, openings."""
+    return current_app.extensions["research"]
+
+
+@contextmanager
+def db() -> Iterator[Any]:
+    """A database handle for the length of a ``with`` block."""
+    handle = parts()["study"].db()
+    try:
+        yield handle
+    finally:
+        handle.close()
