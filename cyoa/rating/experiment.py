@@ -22,6 +22,7 @@ from cyoa.instruments import Instrument
 from cyoa.instruments.definition import instrument_to_dict
 from cyoa.rating.importing import Judgement, RatingImportError, Story
 from cyoa.rating.spec import RatingSpec, RatingSpecError
+from cyoa.stories import StoryRecord
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
@@ -184,40 +185,65 @@ def rating_summaries(db: Database) -> list[dict[str, Any]]:
     ]
 
 
-def create_from_spec(db: Database, spec: RatingSpec) -> None:
-    """Store a checked rating spec as a new, paused rating experiment with its stories and
-    instrument, ready for raters once opened. Raises :class:`RatingSpecError` if the id is
-    taken."""
-    stored = {
+def _stored_spec(spec: RatingSpec) -> dict[str, Any]:
+    """The spec as stored: the researcher's fields, the instrument by id, the defaults
+    filled in."""
+    return {
         **{key: value for key, value in spec.source.items() if key != "instrument"},
         "instrument": spec.instrument.id,
         "raters_per_story": spec.raters_per_story,
         "stories_per_rater": spec.stories_per_rater,
         "dropout_minutes": spec.dropout_minutes,
     }
+
+
+def story_row(story: StoryRecord) -> dict[str, Any]:
+    """A story as a row of the ``stories`` table."""
+    return {
+        "story_id": story.story_id,
+        "source": story.source,
+        "title": story.title,
+        "text": story.text,
+        "url": story.url,
+        "origin": json.dumps(story.origin, ensure_ascii=False, sort_keys=True),
+        "family": story.family,
+    }
+
+
+def create_from_spec(db: Database, spec: RatingSpec) -> None:
+    """Store a checked rating spec as a new, paused rating experiment with its stories and
+    instrument, ready for raters once opened. Raises :class:`RatingSpecError` if the id is
+    taken."""
     try:
         store.create_rating_experiment(
             db,
             spec.id,
             spec.title,
-            stored,
+            _stored_spec(spec),
             instrument=instrument_row(spec.instrument),
             items=item_rows(spec.instrument),
-            stories=[
-                {
-                    "story_id": story.story_id,
-                    "source": story.source,
-                    "title": story.title,
-                    "text": story.text,
-                    "url": story.url,
-                    "origin": json.dumps(story.origin, ensure_ascii=False, sort_keys=True),
-                    "family": story.family,
-                }
-                for story in spec.stories
-            ],
+            stories=[story_row(story) for story in spec.stories],
             raters=[],
             judgements=[],
             status="paused",
         )
     except ValueError as error:
         raise RatingSpecError(f"{error} Choose another id.") from None
+
+
+def replace_from_spec(db: Database, spec: RatingSpec) -> None:
+    """Store a checked rating spec in place of the experiment with its id (an edit), in one
+    transaction. Raises :class:`RatingSpecError` when it cannot be edited (a rater has
+    started, or it is open)."""
+    try:
+        store.replace_rating_experiment(
+            db,
+            spec.id,
+            spec.title,
+            _stored_spec(spec),
+            instrument=instrument_row(spec.instrument),
+            items=item_rows(spec.instrument),
+            stories=[story_row(story) for story in spec.stories],
+        )
+    except ValueError as error:
+        raise RatingSpecError(str(error)) from None

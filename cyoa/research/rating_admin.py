@@ -49,7 +49,7 @@ from werkzeug.utils import secure_filename
 from cyoa import store
 from cyoa.generation import System
 from cyoa.generation.pool import ModelNotAvailable
-from cyoa.rating.experiment import create_from_spec, instrument_row, item_rows
+from cyoa.rating.experiment import create_from_spec, replace_from_spec
 from cyoa.rating.form import (
     INSTRUMENTS,
     Generation,
@@ -65,7 +65,6 @@ from cyoa.rating.service import RatingExperiment
 from cyoa.rating.spec import RatingSpec, RatingSpecError, parse_rating_spec
 from cyoa.realtime import socketio
 from cyoa.research import auth, lifecycle, web
-from cyoa.stories import StoryRecord
 from cyoa.stories.corrupt import OPERATIONS
 from cyoa.stories.generate import GenerationFailed, generate_stories
 
@@ -409,37 +408,10 @@ def _store(db: Database, spec: RatingSpec, existing: RatingExperiment | None) ->
     if existing is None:
         create_from_spec(db, spec)
         return
-    stored = {
-        **{key: value for key, value in spec.source.items() if key != "instrument"},
-        "instrument": spec.instrument.id,
-        "raters_per_story": spec.raters_per_story,
-        "stories_per_rater": spec.stories_per_rater,
-        "dropout_minutes": spec.dropout_minutes,
-    }
     try:
-        store.replace_rating_experiment(
-            db,
-            spec.id,
-            spec.title,
-            stored,
-            instrument=instrument_row(spec.instrument),
-            items=item_rows(spec.instrument),
-            stories=[_story_row(story) for story in spec.stories],
-        )
-    except ValueError as error:
+        replace_from_spec(db, spec)
+    except RatingSpecError as error:
         raise RatingFormError(str(error)) from None
-
-
-def _story_row(story: StoryRecord) -> dict[str, Any]:
-    return {
-        "story_id": story.story_id,
-        "source": story.source,
-        "title": story.title,
-        "text": story.text,
-        "url": story.url,
-        "origin": json.dumps(story.origin, ensure_ascii=False, sort_keys=True),
-        "family": story.family,
-    }
 
 
 # --- generated stories ------------------------------------------------------------------
