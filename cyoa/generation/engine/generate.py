@@ -26,13 +26,7 @@ see the README beside it.)
 
 from __future__ import annotations
 
-import atexit
 import logging
-import queue
-import threading
-import time
-import weakref
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,55 +41,20 @@ from transformers import (
 )
 
 from cyoa.generation.engine.model import special_tokens
+from cyoa.generation.engine.rows import (
+    INCOMPLETE,
+    MAX_ROWS,
+    SHUTDOWN,
+    WINDOW_SECONDS,
+    Row,
+    RowServer,
+)
 from cyoa.generation.engine.sampling import sample_rows
-from cyoa.generation.types import Sampling
 
 log = logging.getLogger(__name__)
 
-# At most this many rows generate together; later requests wait for the next batch.
-MAX_ROWS = 32
-# When idle, the first request waits this long (seconds) for others to arrive with it (the
-# two systems of a same-model pair are asked for at almost the same moment).
-WINDOW_SECONDS = 0.01
-# Decoding a token list that ends inside a multi-byte character gives this replacement
-# character; the piece is held back until the next token completes the character.
-INCOMPLETE = "\ufffd"
-# How long interpreter exit waits for a batch being generated (seconds).
-SHUTDOWN_WAIT_SECONDS = 30.0
-_END = object()
-_SHUTDOWN = object()
-_models: weakref.WeakSet[GenerateModel] = weakref.WeakSet()
 
-
-@atexit.register
-def _shutdown_all() -> None:
-    """Stop every generating thread before the interpreter finalizes: a daemon thread still
-    inside torch then is killed mid-C++ and aborts the whole process."""
-    for model in list(_models):
-        model.close()
-
-
-class _Row:
-    """One request: its settings, what it has generated (generating thread only), and the
-    queue of pieces its reader takes from."""
-
-    def __init__(self, prompt: str, sampling: Sampling, seed: int) -> None:
-        self.prompt = prompt
-        self.sampling = sampling
-        self.generator = torch.Generator().manual_seed(seed)
-        self.pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.stopped = threading.Event()
-        self.generated: list[int] = []
-        self.shown = ""
-        self.done = False
-
-    def finish(self, item: Any = _END) -> None:
-        if not self.done:
-            self.done = True
-            self.pieces.put(item)
-
-
-class GenerateModel:
+class GenerateModel(RowServer):
     """The checkpoint in ``folder`` loaded on ``device`` (``cuda:N`` or ``mps``; ``cpu`` works
     too, for tests) in ``dtype`` (``float32``, ``bfloat16`` or ``float16``), generating with
     ``generate`` on its own thread, named for ``name``."""
@@ -130,49 +89,16 @@ class GenerateModel:
         self.pad_id = pad if pad is not None else min(self.stop_ids, default=0)
         # Rows in the batch being generated now (written by the generating thread only).
         self.rows = 0
-        self._incoming: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name=f"cyoa-generate-{name}", daemon=True)
-        _models.add(self)
-        self._thread.start()
-
-    def stream(self, prompt: str, sampling: Sampling, seed: int) -> Iterator[str]:
-        """Yield the continuation of ``prompt``, exactly one piece per generated token (empty
-        while a token only starts a multi-byte character), until an end-of-text token or
-        ``sampling.max_new_tokens`` tokens. Closing the iterator takes the row out of its
-        batch before the next token."""
-        row = _Row(prompt, sampling, seed)
-        self._incoming.put(row)
-        try:
-            while True:
-                item = row.pieces.get()
-                if item is _END:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            row.stopped.set()
-
-    def close(self) -> None:
-        """End the generating thread after its current batch (waiting for it)."""
-        if self._thread.is_alive():
-            self._incoming.put(_SHUTDOWN)
-            self._thread.join(SHUTDOWN_WAIT_SECONDS)
+        super().__init__(f"cyoa-generate-{name}")
+        self.start()
 
     def _run(self) -> None:
         waiting: list[Any] = []
         while True:
-            if not waiting:
-                waiting.append(self._incoming.get())
-                time.sleep(self.window_seconds)
-            while True:
-                try:
-                    waiting.append(self._incoming.get_nowait())
-                except queue.Empty:
-                    break
-            if _SHUTDOWN in waiting:
+            waiting = self._collect(waiting, not waiting, self.window_seconds)
+            if SHUTDOWN in waiting:
                 for row in waiting:
-                    if row is not _SHUTDOWN:
+                    if row is not SHUTDOWN:
                         row.finish(RuntimeError(f"The {self.name} model shut down."))
                 return
             waiting = [row for row in waiting if not row.stopped.is_set()]
@@ -191,7 +117,7 @@ class GenerateModel:
             for row in rows:
                 row.finish()
 
-    def _generate(self, rows: list[_Row]) -> None:
+    def _generate(self, rows: list[Row]) -> None:
         """One ``generate`` call for ``rows``, left-padded to the longest prompt."""
         prompts = [self.tokenizer(row.prompt).input_ids for row in rows]
         width = max(len(ids) for ids in prompts)
@@ -218,7 +144,7 @@ class _Draw(LogitsProcessor):
     """Draws each row's next token (on the CPU, from the row's own generator) and leaves it
     the only token greedy decoding can pick; rows already done get padding."""
 
-    def __init__(self, rows: list[_Row], banned: torch.Tensor, pad_id: int) -> None:
+    def __init__(self, rows: list[Row], banned: torch.Tensor, pad_id: int) -> None:
         self.rows = rows
         self.banned = banned
         self.pad_id = pad_id
@@ -244,7 +170,7 @@ class _Read(StoppingCriteria):
     row at a stop token, at its own ``max_new_tokens``, or when its reader stopped reading.
     (A stopping criterion sees each token as soon as it is chosen, on every device.)"""
 
-    def __init__(self, rows: list[_Row], stop_ids: frozenset[int], tokenizer: Any) -> None:
+    def __init__(self, rows: list[Row], stop_ids: frozenset[int], tokenizer: Any) -> None:
         self.rows = rows
         self.stop_ids = stop_ids
         self.tokenizer = tokenizer

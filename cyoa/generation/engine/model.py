@@ -30,8 +30,9 @@ from cyoa.generation.engine.embeddings import use_blocks
 from cyoa.generation.engine.options import BATCHED, GENERATION_MODES
 from cyoa.generation.engine.packing import pack_model, packing_available
 from cyoa.generation.engine.prefixes import PrefixStore
+from cyoa.generation.engine.rows import INCOMPLETE
 from cyoa.generation.engine.sampling import sample_rows_from_hidden
-from cyoa.generation.engine.scheduler import INCOMPLETE, BatchScheduler
+from cyoa.generation.engine.scheduler import BatchScheduler
 from cyoa.generation.engine.vocabulary import SCREEN_FROM_ENTRIES, Vocabulary
 from cyoa.generation.types import Sampling
 

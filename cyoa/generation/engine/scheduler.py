@@ -16,13 +16,7 @@ wide as the work in progress. Each row samples with its own settings and its own
 
 from __future__ import annotations
 
-import atexit
 import logging
-import queue
-import threading
-import time
-import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -30,59 +24,21 @@ import torch
 from cyoa.generation.engine.batching import Batch
 from cyoa.generation.engine.cores import CoreShare
 from cyoa.generation.engine.prefixes import PrefixStore
+from cyoa.generation.engine.rows import (
+    INCOMPLETE,
+    MAX_ROWS,
+    SHUTDOWN,
+    WINDOW_SECONDS,
+    Row,
+    RowServer,
+)
 from cyoa.generation.engine.sampling import sample_rows_from_hidden
 from cyoa.generation.engine.vocabulary import Vocabulary
-from cyoa.generation.types import Sampling
 
 log = logging.getLogger(__name__)
 
-# Decoding a token list that ends inside a multi-byte character gives this replacement
-# character; the piece is held back until the next token completes the character.
-INCOMPLETE = "\ufffd"
-# At most this many rows decode together; later requests wait for a row to leave.
-MAX_ROWS = 32
-# When idle, the first request waits this long (seconds) for others to arrive with it (the
-# two systems of a same-model pair are asked for at almost the same moment).
-WINDOW_SECONDS = 0.01
-_END = object()
-# Asks a scheduler thread to finish its current step and end.
-_SHUTDOWN = object()
-# How long interpreter exit waits for a scheduler's current step (seconds).
-SHUTDOWN_WAIT_SECONDS = 30.0
-_schedulers: weakref.WeakSet[BatchScheduler] = weakref.WeakSet()
 
-
-@atexit.register
-def _shutdown_all() -> None:
-    """Stop every scheduler thread before the interpreter finalizes. A daemon thread still
-    inside torch when Python finalizes is killed mid-C++ and aborts the whole process
-    ("terminate called without an active exception"), so each thread is asked to end and
-    is waited for."""
-    for scheduler in list(_schedulers):
-        scheduler.close()
-
-
-class _Row:
-    """One request: its settings, its decoding state (scheduler thread only), and the queue
-    of pieces its reader takes from."""
-
-    def __init__(self, prompt: str, sampling: Sampling, seed: int) -> None:
-        self.prompt = prompt
-        self.sampling = sampling
-        self.generator = torch.Generator().manual_seed(seed)
-        self.pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.stopped = threading.Event()
-        self.ids: list[int] = []
-        self.generated: list[int] = []
-        self.shown = ""
-        self.done = False
-
-    def finish(self, item: Any = _END) -> None:
-        self.done = True
-        self.pieces.put(item)
-
-
-class BatchScheduler:
+class BatchScheduler(RowServer):
     """Dynamic batching for one loaded model (``model``, ``tokenizer``); ``stop_ids`` end a
     row; ``vocabulary`` scores the next token (and never a banned one). With ``cores``, the
     thread uses its share of the cores for each step (:mod:`cyoa.generation.engine.cores`);
@@ -114,59 +70,24 @@ class BatchScheduler:
         self._threads = 0
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(stop_ids, default=0)
-        self._incoming: queue.SimpleQueue[_Row] = queue.SimpleQueue()
         # Rows decoding now (written by the scheduler thread only).
         self.rows = 0
-        self._thread = threading.Thread(target=self._run, name=f"cyoa-batch-{name}", daemon=True)
-        _schedulers.add(self)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        """End the scheduler thread after its current step (waiting for it)."""
-        if self._thread.is_alive():
-            self._incoming.put(_SHUTDOWN)
-            self._thread.join(SHUTDOWN_WAIT_SECONDS)
-
-    def stream(self, prompt: str, sampling: Sampling, seed: int) -> Iterator[str]:
-        """Yield the continuation of ``prompt``, one piece per generated token (empty while a
-        token only starts a multi-byte character), until an end-of-text token or
-        ``sampling.max_new_tokens`` tokens. Closing the iterator takes the row out of the
-        batch before the next token."""
-        row = _Row(prompt, sampling, seed)
-        self._incoming.put(row)
-        try:
-            while True:
-                item = row.pieces.get()
-                if item is _END:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            row.stopped.set()
+        super().__init__(f"cyoa-batch-{name}")
 
     def _run(self) -> None:
         # torch sets a thread's own thread count from the process-wide one on its first
         # parallel operation; done now, so that a later share is not overwritten by it.
         self._threads = torch.get_num_threads()
         batch = Batch(self.model, self.pad_id)
-        rows: list[_Row] = []
-        waiting: list[_Row] = []
+        rows: list[Row] = []
+        waiting: list[Row] = []
         while True:
-            if not rows and not waiting:
-                if self.cores is not None:
-                    self.cores.idle(self)
-                waiting.append(self._incoming.get())
-                time.sleep(self.window_seconds)
-            while True:
-                try:
-                    waiting.append(self._incoming.get_nowait())
-                except queue.Empty:
-                    break
-            if _SHUTDOWN in waiting:
-                for row in rows + [r for r in waiting if r is not _SHUTDOWN]:
+            idle = not rows and not waiting
+            if idle and self.cores is not None:
+                self.cores.idle(self)
+            waiting = self._collect(waiting, idle, self.window_seconds)
+            if SHUTDOWN in waiting:
+                for row in rows + [r for r in waiting if r is not SHUTDOWN]:
                     row.finish(RuntimeError(f"The {self.name} scheduler shut down."))
                 if self.cores is not None:
                     self.cores.idle(self)
@@ -213,7 +134,7 @@ class BatchScheduler:
             torch.set_num_threads(threads)
             self._threads = threads
 
-    def _drop_finished(self, batch: Batch, rows: list[_Row]) -> list[_Row]:
+    def _drop_finished(self, batch: Batch, rows: list[Row]) -> list[Row]:
         keep = [i for i, row in enumerate(rows) if not row.done and not row.stopped.is_set()]
         if len(keep) != len(rows):
             if self.prefixes is not None:
@@ -224,7 +145,7 @@ class BatchScheduler:
             rows = [rows[i] for i in keep]
         return rows
 
-    def _store(self, batch: Batch, index: int, row: _Row) -> None:
+    def _store(self, batch: Batch, index: int, row: Row) -> None:
         """Keep what a leaving row has read, its prompt and the tokens it generated (fed to
         the model so far), so that a next prompt with the suggestion kept reads only what
         follows it (:mod:`cyoa.generation.engine.prefixes`)."""
@@ -232,7 +153,7 @@ class BatchScheduler:
         if length > len(row.ids):
             self.prefixes.put((row.ids + row.generated)[:length], cache, None, len(row.ids))
 
-    def _advance(self, rows: list[_Row], hidden: torch.Tensor) -> None:
+    def _advance(self, rows: list[Row], hidden: torch.Tensor) -> None:
         """Sample each row's next token from its last hidden state and hand its reader the
         new text."""
         tokens = sample_rows_from_hidden(

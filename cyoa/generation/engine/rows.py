@@ -1,0 +1,118 @@
+"""What the engine's two generating threads share (the CPU batch scheduler and the GPU
+``generate`` loop): a request row and the queue of pieces its reader takes from, the stream
+that reads it, collecting the requests that arrive together, and ending the thread before the
+interpreter exits."""
+
+from __future__ import annotations
+
+import atexit
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from cyoa.generation.types import Sampling
+
+# Decoding a token list that ends inside a multi-byte character gives this replacement
+# character; the piece is held back until the next token completes the character.
+INCOMPLETE = "\ufffd"
+# At most this many rows generate together; later requests wait for a place.
+MAX_ROWS = 32
+# When idle, the first request waits this long (seconds) for others to arrive with it (the
+# two systems of a same-model pair are asked for at almost the same moment).
+WINDOW_SECONDS = 0.01
+# How long closing (and interpreter exit) waits for the current step (seconds).
+SHUTDOWN_WAIT_SECONDS = 30.0
+END = object()
+# Asks a generating thread to finish its current step and end.
+SHUTDOWN = object()
+_servers: weakref.WeakSet[RowServer] = weakref.WeakSet()
+
+
+@atexit.register
+def _shutdown_all() -> None:
+    """Stop every generating thread before the interpreter finalizes. A daemon thread still
+    inside torch when Python finalizes is killed mid-C++ and aborts the whole process
+    ("terminate called without an active exception"), so each thread is asked to end and
+    is waited for."""
+    for server in list(_servers):
+        server.close()
+
+
+class Row:
+    """One request: its settings, its decoding state (generating thread only), and the queue
+    of pieces its reader takes from."""
+
+    def __init__(self, prompt: str, sampling: Sampling, seed: int) -> None:
+        self.prompt = prompt
+        self.sampling = sampling
+        self.generator = torch.Generator().manual_seed(seed)
+        self.pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.stopped = threading.Event()
+        self.ids: list[int] = []
+        self.generated: list[int] = []
+        self.shown = ""
+        self.done = False
+
+    def finish(self, item: Any = END) -> None:
+        """End the row for its reader: ``END``, or an exception the reader raises."""
+        if not self.done:
+            self.done = True
+            self.pieces.put(item)
+
+
+class RowServer:
+    """A thread, named ``thread_name``, that generates the rows :meth:`stream` hands it
+    (its subclass's ``_run``); :meth:`start` once, :meth:`close` to end it."""
+
+    def __init__(self, thread_name: str) -> None:
+        self._incoming: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+        _servers.add(self)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        """End the thread after its current step (waiting for it); the rows it holds and
+        those waiting fail with an error their readers raise."""
+        if self._thread.is_alive():
+            self._incoming.put(SHUTDOWN)
+            self._thread.join(SHUTDOWN_WAIT_SECONDS)
+
+    def stream(self, prompt: str, sampling: Sampling, seed: int) -> Iterator[str]:
+        """Yield the continuation of ``prompt``, exactly one piece per generated token (empty
+        while a token only starts a multi-byte character), until an end-of-text token or
+        ``sampling.max_new_tokens`` tokens. Closing the iterator takes the row out of its
+        batch before the next token."""
+        row = Row(prompt, sampling, seed)
+        self._incoming.put(row)
+        try:
+            while True:
+                item = row.pieces.get()
+                if item is END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            row.stopped.set()
+
+    def _collect(self, waiting: list[Any], idle: bool, window_seconds: float) -> list[Any]:
+        """``waiting`` with every request that has arrived; when ``idle``, first wait for one
+        and then ``window_seconds`` for others to arrive with it. May hold ``SHUTDOWN``."""
+        if idle:
+            waiting.append(self._incoming.get())
+            time.sleep(window_seconds)
+        while True:
+            try:
+                waiting.append(self._incoming.get_nowait())
+            except queue.Empty:
+                return waiting
+
+    def _run(self) -> None:
+        raise NotImplementedError
