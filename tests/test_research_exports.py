@@ -106,6 +106,7 @@ def test_the_preference_table_has_one_row_per_writer_and_round(researcher, study
     )
     assert sampling["top_k"] == 20
     assert first["slot1_generation_seconds"] >= 0
+    assert first["slot1_waited_seconds"] >= 0
     assert first["turn_submitted_at"].endswith("Z") and first["round_seconds"] >= 0
     fourth = table.iloc[3]
     assert fourth["switches"] == 1 and fourth["chosen_slot"] == 2

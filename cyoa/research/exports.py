@@ -74,6 +74,11 @@ def _slot_columns(slot: int) -> list[Column]:
             f"slot{slot}_generation_seconds", "float", f"seconds to generate the suggestion ({s})"
         ),
         Column(f"slot{slot}_token_count", "int", f"tokens generated ({s})"),
+        Column(
+            f"slot{slot}_waited_seconds",
+            "float",
+            f"seconds the writer waited for the suggestion, from their request to its record ({s})",
+        ),
     ]
 
 
@@ -232,6 +237,7 @@ def preference_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
                     f"slot{slot}_seed": g.get("seed"),
                     f"slot{slot}_generation_seconds": g.get("generation_seconds"),
                     f"slot{slot}_token_count": g.get("token_count"),
+                    f"slot{slot}_waited_seconds": g.get("waited_seconds"),
                 }
             )
         row.update(

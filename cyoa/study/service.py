@@ -173,13 +173,6 @@ class Study:
             listener(exp.id, session_id, "session_started")
         return session_id
 
-    def find_participant_session(self, exp_id: str, external_id: str) -> str | None:
-        db = self.db()
-        try:
-            return store.find_session_for_participant(db, exp_id, external_id)
-        finally:
-            db.close()
-
     def experiment_status(self, exp_id: str) -> str:
         """``open``, ``paused`` or ``closed`` (an experiment not in the database is closed)."""
         db = self.db()
