@@ -133,3 +133,25 @@ def test_the_dashboard_updates_live_while_a_writer_writes(server, browser):
     page.wait_for_selector("#replay-position:text-is('Turn 1 of 1')")
     assert "A <b>bold</b> first sentence of the story." in page.inner_text("#round-1")
     assert not [e for e in errors if "Content Security Policy" in e], errors
+
+
+def test_the_new_experiment_form_fits_1280_pixels_and_shows_the_card_defaults(server, browser):
+    page = browser()
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(server + "/research/experiments/new")
+    page.fill("input[name=name]", "alice")
+    page.fill("input[name=password]", RESEARCHER_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/research/experiments/new")
+    # Every column is inside the visible part of the table's scrolling box.
+    shown = page.locator("table.systems").locator("xpath=..").bounding_box()
+    for key in ("name", "model", "top_k", "top_p", "temperature", "max_new_tokens"):
+        box = page.locator(f"[name=system1_{key}]").bounding_box()
+        assert box is not None and box["width"] > 20, key
+        assert shown["x"] <= box["x"] and box["x"] + box["width"] <= shown["x"] + shown["width"]
+    page.select_option("[name=system1_model]", "fake-a")
+    assert page.get_attribute("[name=system1_top_k]", "placeholder") == "40"
+    page.fill("[name=system2_name]", "typed before more rows")
+    page.click("button[value=more_rows]")
+    assert page.input_value("[name=system2_name]") == "typed before more rows"
+    assert page.locator("[name=system6_name]").count() == 1
