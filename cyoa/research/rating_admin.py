@@ -171,8 +171,9 @@ def _edit_refusal(exp_id: str) -> str:
 
 
 def _pool_models() -> dict[str, str]:
-    """The model cards this server's pool holds and did not fail to load, with their state
-    (``loading``, ``ready``…): the systems that can generate stories."""
+    """The model cards that did not fail to load, with their state (``not_loaded``,
+    ``loading``, ``ready``…): the systems that can generate stories (one not loaded yet is
+    loaded when the job asks for it)."""
     return {
         name: model["state"]
         for name, model in sorted(web.parts()["pool"].status().items())
@@ -188,7 +189,7 @@ def _form(
 ):
     cards = web.parts()["cards"]
     models = [
-        {"name": name, "label": f"{cards[name].display_name} ({name}, {state})"}
+        {"name": name, "label": f"{cards[name].display_name} ({name}, {state.replace('_', ' ')})"}
         for name, state in _pool_models().items()
     ]
     with web.db() as db:
