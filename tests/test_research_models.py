@@ -4,11 +4,13 @@ app runs, and three suggestions for a typed story (fake models)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from conftest import FAKE_CARD, Researcher, write_setup
 
-from cyoa import create_app
+from cyoa import create_app, store
+from cyoa.research.forms import form_defaults
 
 
 @pytest.fixture
@@ -89,3 +91,39 @@ def test_the_models_page_needs_a_login_and_the_csrf_token(app):
     person = Researcher(app)
     person.login()
     assert person.http.post("/research/models/fake-c/load").status_code == 400
+
+
+def test_a_card_file_added_while_the_app_runs_is_served_without_a_restart(app, researcher):
+    models = Path(app.config["MODELS_DIR"])
+    (models / "fake-d.toml").write_text(FAKE_CARD.format(name="fake-d", options=""))
+    page = researcher.get("/research/models/").get_data(as_text=True)
+    assert 'id="model-fake-d" data-state="not_loaded"' in page
+    form = {
+        **form_defaults(), "id": "with-d", "title": "With d", "consent": "You agree.",
+        "instructions": "Write.", "system1_name": "a", "system1_model": "fake-a",
+        "system2_name": "d", "system2_model": "fake-d",
+    }  # fmt: skip
+    assert researcher.post("/research/experiments/new", form).status_code == 302
+    researcher.post("/research/experiments/with-d/status", {"status": "open"})
+    wait_state(app, "fake-d", "ready")
+    deadline = time.monotonic() + 10
+    db = store.connect(app.config["DATABASE"])
+    while store.get_experiment(db, "with-d")["status"] != "open":
+        assert time.monotonic() < deadline, "with-d did not open"
+        time.sleep(0.05)
+    db.close()
+
+
+def test_a_bad_card_file_is_named_on_the_page_and_the_others_still_work(app, researcher):
+    (Path(app.config["MODELS_DIR"]) / "broken.toml").write_text('backend = "fake"\nname = ')
+    page = researcher.get("/research/models/").get_data(as_text=True)
+    assert "broken.toml: not valid TOML" in page
+    assert 'id="model-fake-a"' in page
+
+
+def test_a_card_file_changed_while_the_app_runs_is_kept_as_read_and_said_so(app, researcher):
+    card = Path(app.config["MODELS_DIR"]) / "fake-c.toml"
+    card.write_text(card.read_text().replace("top_k = 40", "top_k = 7"))
+    page = researcher.get("/research/models/").get_data(as_text=True)
+    assert "fake-c.toml changed since the app read it" in page
+    assert app.extensions["cyoa"]["cards"]["fake-c"].sampling.top_k == 40

@@ -84,6 +84,39 @@ def load_model_cards(folder: Path | str) -> dict[str, ModelCard]:
     return cards
 
 
+def new_model_cards(
+    folder: Path | str, known: dict[str, ModelCard]
+) -> tuple[dict[str, ModelCard], list[str]]:
+    """The cards in ``folder`` that ``known`` lacks (card files added while the app runs),
+    each read on its own, and a sentence for each card file that cannot be used: it cannot
+    be read, its name is taken by another file, or it changed since ``known`` was read (the
+    running app keeps the card it read: restart it to use the change)."""
+    new: dict[str, ModelCard] = {}
+    problems: list[str] = []
+    seen: dict[str, Path] = {}
+    for path in sorted(Path(folder).glob("*.toml")):
+        try:
+            card = load_model_card(path)
+        except ModelCardError as exc:
+            problems.append(str(exc))
+            continue
+        if card.name in seen:
+            problems.append(
+                f"{path}: name {card.name!r} is already used by {seen[card.name].name}; give "
+                "each model a unique name."
+            )
+            continue
+        seen[card.name] = path
+        if card.name not in known:
+            new[card.name] = card
+        elif card != known[card.name]:
+            problems.append(
+                f"{path} changed since the app read it; the app keeps the card it read "
+                "until it restarts."
+            )
+    return new, problems
+
+
 def _card_from_dict(path: Path, data: dict[str, Any]) -> ModelCard:
     def fail(field: str, problem: str) -> ModelCardError:
         return ModelCardError(f"{path}: field {field!r} {problem}")

@@ -114,6 +114,24 @@ class ModelPool:
         self._thread: threading.Thread | None = None
         self._started = False
 
+    def add(self, cards: dict[str, ModelCard]) -> None:
+        """Know the new ``cards`` too (card files added while the app runs), not loaded; a
+        card the pool cannot run is ``failed`` with the reason. Names it knows are left as
+        they are."""
+        with self._lock:
+            for name, card in cards.items():
+                if name in self.cards:
+                    continue
+                self.cards[name] = card
+                self._done[name] = threading.Event()
+                try:
+                    self._backends[name] = self._make(card)
+                except ValueError as exc:
+                    self._backends[name] = None
+                    self._state[name], self._errors[name] = FAILED, str(exc)
+                else:
+                    self._state[name] = NOT_LOADED
+
     def start_loading(self) -> None:
         """Start loading the ``load_at_start`` models in the background (converting any that
         the cache lacks first). Calling it again does nothing."""

@@ -4,7 +4,8 @@ which experiments use it, buttons to load or unload it while the app runs, and a
 that shows three suggestions for a typed story (:func:`cyoa.generation.trial.try_model`).
 
 Thin: the pool (:class:`cyoa.generation.pool.ModelPool`) loads and unloads; a model an open
-experiment uses cannot be unloaded.
+experiment uses cannot be unloaded. The page reads the models folder again each time it is
+shown, so a card file added while the app runs appears (not loaded) without a restart.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def model_rows() -> list[dict[str, Any]]:
 
 
 def _page(trial: dict[str, Any] | None = None, status: int = 200):
+    problems = web.read_new_cards()
     rows = model_rows()
     busy = any(row["state"] in ("pending", "loading") for row in rows)
     page = render_template(
@@ -76,6 +78,7 @@ def _page(trial: dict[str, Any] | None = None, status: int = 200):
         rows=rows,
         busy=busy,
         trial=trial,
+        problems=problems,
         default_story=DEFAULT_STORY,
         story_max_chars=STORY_MAX_CHARS,
     )

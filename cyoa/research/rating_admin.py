@@ -174,6 +174,7 @@ def _pool_models() -> dict[str, str]:
     """The model cards that did not fail to load, with their state (``not_loaded``,
     ``loading``, ``ready``…): the systems that can generate stories (one not loaded yet is
     loaded when the job asks for it)."""
+    web.read_new_cards()
     return {
         name: model["state"]
         for name, model in sorted(web.parts()["pool"].status().items())

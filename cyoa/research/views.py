@@ -173,6 +173,7 @@ def experiments():
 def _model_choices() -> list[dict[str, Any]]:
     """The model cards the form offers, each with its default sampling (the placeholders of
     a system row's empty sampling fields)."""
+    web.read_new_cards()
     status = web.parts()["pool"].status()
     choices = []
     for name, card in sorted(web.parts()["cards"].items()):
@@ -245,6 +246,7 @@ def create_experiment():
     values = request.form.to_dict()
     if _more_rows_asked():
         return _form_page(with_more_rows(values))
+    web.read_new_cards()
     try:
         raw = spec_from_form(values)
         with web.db() as db:
@@ -263,6 +265,7 @@ def upload_experiment():
     if upload is None or not upload.filename:
         return _form_page(form_defaults(), "Please choose a spec file (.toml or .json).", 400)
     data = upload.read(lifecycle.SPEC_MAX_BYTES + 1)
+    web.read_new_cards()
     try:
         text = data.decode("utf-8")
         raw = lifecycle.parse_spec(text, upload.filename)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from flask import current_app, g
 
+from cyoa.generation.cards import new_model_cards
 from cyoa.research import auth
 from cyoa.research.progress import format_seconds
 
@@ -53,3 +55,15 @@ def db() -> Iterator[Any]:
         yield handle
     finally:
         handle.close()
+
+
+def read_new_cards() -> list[str]:
+    """Add the card files put in the models folder since the app started to the pool and to
+    the app's cards (a new dict, so that a request reading the old one is not disturbed),
+    and return the problems of card files that cannot be used. The pages that offer models
+    call it, so a new card appears without a restart."""
+    new, problems = new_model_cards(Path(current_app.config["MODELS_DIR"]), parts()["cards"])
+    if new:
+        parts()["pool"].add(new)
+        parts()["cards"] = {**parts()["cards"], **new}
+    return problems
