@@ -564,6 +564,18 @@ def set_experiment_status(db: Database, exp_id: str, status: str) -> None:
         )
 
 
+def open_if_paused(db: Database, exp_id: str) -> bool:
+    """Open the experiment if it is paused (in one statement, so that a pause or close made
+    meanwhile is never overwritten); whether it was opened."""
+    with write_transaction(db):
+        cursor = db.execute(
+            "UPDATE experiments SET status = 'open', updated_at = ? WHERE id = ?"
+            " AND status = 'paused'",
+            [now(), exp_id],
+        )
+        return cursor.rowcount == 1
+
+
 def session_count(db: Database, exp_id: str) -> int:
     """How many writer sessions an experiment has, finished or not."""
     row = db.execute("SELECT count(*) FROM sessions WHERE experiment_id = ?", [exp_id])

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,22 @@ def test_a_checkpoint_s_version_changes_when_its_weights_change(
     before = load_model_card(path).version
     save_tiny_checkpoint(own_checkpoint, tokenizer, seed=1)  # trained further: same shapes
     assert load_model_card(path).version not in ("", before)
+
+
+def test_one_changed_number_or_a_changed_chat_template_gives_a_new_version(
+    tmp_path, own_checkpoint
+):
+    path = write_card(tmp_path / "cards", f'path = "{own_checkpoint}"')
+    versions = [load_model_card(path).version]
+    weights = own_checkpoint / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) * 3 // 5] ^= 1  # one bit of one number, the file's size unchanged
+    weights.write_bytes(bytes(data))
+    versions.append(load_model_card(path).version)
+    template = own_checkpoint / "chat_template.jinja"
+    template.write_text(template.read_text() + "\n")
+    versions.append(load_model_card(path).version)
+    assert len(set(versions)) == 3 and "" not in versions
 
 
 def test_a_version_the_card_gives_is_recorded_as_given(tmp_path, checkpoint):
@@ -359,3 +376,35 @@ def test_the_packaged_smollm2_gguf_file_runs_through_a_gguf_card_with_chat(tmp_p
     trials = try_model(TransformersBackend(card, tmp_path / "cache"), card, STORY[0], n=3)
     suggestions = [trial.suggestion for trial in trials if trial.suggestion is not None]
     assert suggestions and all(s.model_version == card.version for s in suggestions)
+
+
+def test_an_unloaded_model_fails_its_readers_at_once_and_never_loads_itself_again(
+    tmp_path, checkpoint
+):
+    before = set(threading.enumerate())
+    card = load_model_card(write_card(tmp_path, f'path = "{checkpoint}"'))
+    pool = ModelPool({"mine": card}, tmp_path / "cache")
+    assert pool.wait_ready(timeout=120)
+    backend = pool.get("mine")
+    asked_before = backend.stream("Once upon a time", card.sampling, 1)  # not read yet
+    pool.unload("mine")
+    with pytest.raises(RuntimeError, match="shut down"):
+        list(asked_before)
+    with pytest.raises(RuntimeError, match="'mine' was unloaded; load it again"):
+        list(backend.stream("Once upon a time", card.sampling, 2))
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "cyoa-batch-mine"]
+
+
+def test_a_model_whose_warm_up_fails_keeps_no_thread_alive(tmp_path, checkpoint, monkeypatch):
+    from cyoa.generation.engine import scheduler
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("simulated out of memory in the warm-up")
+
+    monkeypatch.setattr(scheduler, "sample_rows_from_hidden", out_of_memory)
+    before = set(threading.enumerate())
+    card = load_model_card(write_card(tmp_path, f'path = "{checkpoint}"'))
+    pool = ModelPool({"mine": card}, tmp_path / "cache")
+    assert not pool.wait_ready(timeout=120)
+    assert "simulated out of memory" in pool.status()["mine"]["error"]
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "cyoa-batch-mine"]

@@ -4,6 +4,7 @@ pause, close, participant links, and what the writers see at each step."""
 import html
 import io
 import json
+import threading
 import time
 from collections import Counter
 
@@ -324,3 +325,36 @@ def test_rating_experiments_are_listed_with_the_co_writing_ones(app, runner):
     assert "Rating experiments" in page and "ttcw-gpt" in page
     assert "Torrance Test of Creative Writing" in page and "GPT3.5, GPT4" in page
     assert "fake-ab" in page  # the co-writing experiment is still listed
+
+
+def test_an_opening_never_overwrites_a_close_made_while_its_models_loaded(app):
+    db = store.connect(app.config["DATABASE"])
+    store.set_experiment_status(db, "fake-ab", "paused")
+    assert store.open_if_paused(db, "fake-ab") and status_of(app, "fake-ab") == "open"
+    store.set_experiment_status(db, "fake-ab", "closed")
+    assert not store.open_if_paused(db, "fake-ab") and status_of(app, "fake-ab") == "closed"
+    db.close()
+
+
+def test_a_model_an_opening_waits_for_cannot_be_unloaded(app, researcher):
+    pool = app.extensions["cyoa"]["pool"]
+    assert pool.wait_ready(timeout=10)
+    openings = app.extensions["research"]["openings"]
+    gate = threading.Event()
+    original = pool.load
+
+    def slow_load(names, then=None):  # the models "load" until the gate opens
+        original(names, then=(lambda errors: (gate.wait(10), then(errors))) if then else None)
+
+    pool.load = slow_load
+    researcher.post("/research/experiments/fake-ab/status", {"status": "paused"})
+    pool.unload("fake-b")
+    researcher.post("/research/experiments/fake-ab/status", {"status": "open"})
+    assert openings.waiting_for("fake-ab") == ("fake-a", "fake-b")
+    response = researcher.post("/research/models/fake-a/unload", follow_redirects=True)
+    assert "fake-ab, open or opening" in response.get_data(as_text=True)
+    gate.set()
+    deadline = time.monotonic() + 10
+    while status_of(app, "fake-ab") != "open":
+        assert time.monotonic() < deadline, "fake-ab did not open"
+        time.sleep(0.05)

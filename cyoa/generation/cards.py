@@ -158,7 +158,8 @@ def _card_from_dict(path: Path, data: dict[str, Any]) -> ModelCard:
             "is for the transformers backend only (the openai backend sends the raw text).",
         )
     if "system_prompt" in text and not chat:
-        raise fail("system_prompt", "is used only with chat = true: add chat = true or remove it.")
+        hint = "add chat = true or remove it" if backend == "transformers" else "remove it"
+        raise fail("system_prompt", f"is used only with chat = true: {hint}.")
     template = text.get("prompt_template", "{story}")
     if "{story}" not in template:
         raise fail("prompt_template", "must contain {story}, where the story so far goes.")

@@ -26,9 +26,11 @@ WEIGHT_PATTERNS = ("model*.safetensors", "pytorch_model*.bin")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "vocab.json", "vocab.txt")
 # Hex digits of a SHA-256 kept in a content version: 64 bits, enough to tell weights apart.
 VERSION_DIGITS = 16
-# What a checkpoint's content version reads of each weight file (see checkpoint_version).
-SAMPLED_BLOCKS = 16
-BLOCK_BYTES = 64 * 1024
+# The tokenizer files a checkpoint's content version covers, besides its weights.
+VERSIONED_TOKENIZER_FILES = (
+    *TOKENIZER_FILES, "tokenizer_config.json", "special_tokens_map.json", "merges.txt",
+    "chat_template.jinja", "chat_template.json",
+)  # fmt: skip
 _CHUNK_BYTES = 1 << 20
 # SHA-256 of files already read by this process, by (path, size, modification time).
 _hashes: dict[tuple[str, int, int], str] = {}
@@ -67,25 +69,20 @@ def weight_files(folder: Path) -> list[Path]:
 
 def checkpoint_version(folder: Path) -> str:
     """The content version of a checkpoint folder: ``"checkpoint:"`` and the first 16 hex
-    digits of a SHA-256 over its ``config.json`` and, for each weight file, its name, its
-    size in bytes and :data:`SAMPLED_BLOCKS` blocks of :data:`BLOCK_BYTES` bytes spread
-    evenly through it (the first holds a safetensors header). About 1 MiB is read a file, so
-    a folder of many gigabytes is versioned at once, and weights trained further, which
-    change throughout, get a new version. Empty when the folder has no ``config.json`` or
-    no weights."""
+    digits of a SHA-256 over its ``config.json``, each weight file's name and SHA-256, and
+    the tokenizer files present (:data:`VERSIONED_TOKENIZER_FILES`: they change the text a
+    model reads, and ``chat = true`` reads the chat template). Any change to the weights
+    gives a new version. Each file is read once per process (:func:`file_sha256`). Empty
+    when the folder has no ``config.json`` or no weights."""
     folder = Path(folder)
     config = folder / "config.json"
     files = weight_files(folder)
     if not config.is_file() or not files:
         return ""
     digest = hashlib.sha256(config.read_bytes())
-    for path in files:
-        size = path.stat().st_size
-        digest.update(f"\n{path.name}\t{size}\n".encode())
-        with path.open("rb") as file:
-            for block in range(SAMPLED_BLOCKS):
-                file.seek(size * block // SAMPLED_BLOCKS)
-                digest.update(file.read(BLOCK_BYTES))
+    tokenizer = [folder / name for name in VERSIONED_TOKENIZER_FILES if (folder / name).is_file()]
+    for path in [*files, *tokenizer]:
+        digest.update(f"\n{path.name}\t{file_sha256(path)}\n".encode())
     return f"checkpoint:{digest.hexdigest()[:VERSION_DIGITS]}"
 
 
@@ -247,14 +244,25 @@ def error_summary(exc: BaseException) -> str:
 
 def checkpoint_elements(folder: Path) -> int:
     """How many numbers the checkpoint's weights hold: exact for safetensors (read from the
-    files' headers), estimated for ``.bin`` files as four bytes a number."""
+    files' headers), estimated for ``.bin`` files from their size and the bytes a number
+    takes in the dtype ``config.json`` names (``torch_dtype`` or ``dtype``: two for float16
+    and bfloat16, else four)."""
     total = 0
     for path in weight_files(folder):
         if path.suffix == ".safetensors":
             total += _safetensors_elements(path)
         else:
-            total += path.stat().st_size // 4
+            total += path.stat().st_size // _bytes_per_number(Path(folder))
     return total
+
+
+def _bytes_per_number(folder: Path) -> int:
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 4
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or "float32")
+    return 2 if dtype in ("float16", "bfloat16") else 4
 
 
 def _safetensors_elements(path: Path) -> int:

@@ -63,6 +63,10 @@ _WARM_UP_PROMPT = "The lighthouse keeper found a letter on the rocks."
 _WARM_UP_TOKENS = 2
 
 
+class ModelUnloaded(RuntimeError):
+    """The model was unloaded while a caller still held its backend."""
+
+
 def configure_torch_threads(threads: int) -> None:
     """Set how many CPU threads one torch operation may use (process-wide).
 
@@ -223,6 +227,7 @@ class TransformersBackend:
         self.cores = cores
         self._lock = threading.Lock()
         self.local_model: LocalModel | GenerateModel | None = None
+        self.closed = False
         self.tokenizer: Any = None
         # Where the model runs once loaded: "cpu", "cuda:N" or "mps".
         self.device = ""
@@ -246,6 +251,10 @@ class TransformersBackend:
         with self._lock:
             if self.local_model is not None:
                 return self.local_model
+            if self.closed:
+                raise ModelUnloaded(
+                    f"Model {self.card.name!r} was unloaded; load it again to generate with it."
+                )
             device = resolve_device(self.card)
             folder = ensure_converted(self.card, self.cache_dir, log=log)
             check_memory(
@@ -273,11 +282,15 @@ class TransformersBackend:
                     folder, self.tokenizer, name=self.card.name, device=device, dtype=self.dtype
                 )
             loaded = time.perf_counter()
-            warm_up = local_model.stream(
-                self._prompt(_WARM_UP_PROMPT), Sampling(max_new_tokens=_WARM_UP_TOKENS), 0
-            )
-            for _ in warm_up:
-                pass
+            try:
+                warm_up = local_model.stream(
+                    self._prompt(_WARM_UP_PROMPT), Sampling(max_new_tokens=_WARM_UP_TOKENS), 0
+                )
+                for _ in warm_up:
+                    pass
+            except BaseException:
+                local_model.close()  # its thread would keep the weights alive
+                raise
             self.device = device
             self.local_model = local_model
             where = f"{self.mode} mode" if device == "cpu" else f"{device}, transformers generate"
@@ -299,14 +312,15 @@ class TransformersBackend:
         return local_model.stream(self._prompt(prompt), sampling, seed)
 
     def close(self) -> None:
-        """Let go of the loaded model (when the pool unloads it); a model that can be closed
-        (the GPU backend's :class:`~cyoa.generation.engine.generate.GenerateModel`) ends its
-        generating thread after its current batch, so that its memory can be freed."""
+        """Let go of the loaded model (when the pool unloads it): its generating thread ends
+        after its current step, the generations in progress fail with an error, and this
+        backend never loads again (:class:`ModelUnloaded`), so that nothing holds the
+        weights; the pool makes a new backend for the next load."""
         with self._lock:
             local_model, self.local_model = self.local_model, None
-        close = getattr(local_model, "close", None)
-        if close is not None:
-            close()
+            self.closed = True
+        if local_model is not None:
+            local_model.close()
 
     def _prompt(self, prompt: str) -> str:
         if not self.card.chat:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -248,6 +249,7 @@ class ModelPool:
         if close is not None:
             close()
         gc.collect()
+        _release_gpu_cache()
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: no limit) for the ``load_at_start`` models
@@ -307,6 +309,14 @@ class ModelPool:
                     "see the server log, fix the cause and load it again."
                 )
             return self._backends[name]
+
+
+def _release_gpu_cache() -> None:
+    """Give the GPU memory torch keeps cached back to the device, so that the next model's
+    memory check sees it free (only if torch is loaded and has used CUDA)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 def _rss_bytes() -> int:

@@ -61,7 +61,7 @@ def model_rows() -> list[dict[str, Any]]:
             **status[name],
             "memory_mb": (
                 None if status[name]["memory_bytes"] is None
-                else round(status[name]["memory_bytes"] / 2**20)
+                else round(status[name]["memory_bytes"] / 1e6)
             ),
             "experiments": experiments_using(name),
         }
@@ -119,10 +119,15 @@ def unload(name: str):
     if not _known(name):
         return redirect(url_for("research_models.models"))
     needed = [e["id"] for e in experiments_using(name) if e["status"] == "open"]
+    needed += [
+        e["id"]
+        for e in experiments_using(name)
+        if e["status"] != "open" and name in web.research()["openings"].waiting_for(e["id"])
+    ]
     if needed:
         flash(
-            f"{name} is used by the open experiment(s) {', '.join(needed)}: pause or close "
-            "them first.",
+            f"{name} is used by the experiment(s) {', '.join(needed)}, open or opening: "
+            "pause or close them first.",
             "error",
         )
         return redirect(url_for("research_models.models"))
@@ -131,7 +136,10 @@ def unload(name: str):
     except ModelNotAvailable as exc:
         flash(str(exc), "error")
     else:
-        flash(f"{name} is unloaded; its memory is freed once no generation uses it.")
+        flash(
+            f"{name} is unloaded: its memory is given back, and a generation it was still "
+            "doing (a Try, a rating study's stories) has failed with a message."
+        )
     return redirect(url_for("research_models.models"))
 
 

@@ -28,8 +28,9 @@ class Openings:
     def request(
         self, exp_id: str, models: Sequence[str], pool: ModelPool, open_now: Callable[[], None]
     ) -> None:
-        """Load ``models`` and call ``open_now`` once all are ready (on the loading thread),
-        unless :meth:`cancel` came first."""
+        """Load ``models`` (all the experiment's: those ready settle at once) and call
+        ``open_now`` once all are ready (on the loading thread), unless :meth:`cancel` came
+        first. While it waits, none of them may be unloaded (:meth:`models_waited_for`)."""
         with self._lock:
             self._waiting[exp_id] = tuple(models)
             self._failures.pop(exp_id, None)
@@ -47,6 +48,11 @@ class Openings:
             open_now()
 
         pool.load(models, then=settled)
+
+    def models_waited_for(self) -> set[str]:
+        """Every model some experiment waits for (none of them may be unloaded now)."""
+        with self._lock:
+            return {name for models in self._waiting.values() for name in models}
 
     def cancel(self, exp_id: str) -> None:
         """Forget a pending opening (the researcher paused or closed the experiment)."""

@@ -364,7 +364,8 @@ def set_status(exp_id: str):
     missing = lifecycle.models_not_ready(exp, web.parts()["pool"].status())
     if status == "open" and missing:
         app = current_app._get_current_object()
-        openings.request(exp.id, missing, web.parts()["pool"], lambda: _open_now(app, exp.id))
+        models = list(dict.fromkeys(system.model.name for system in exp.systems))
+        openings.request(exp.id, models, web.parts()["pool"], lambda: _open_now(app, exp.id))
         flash(
             f"Loading {', '.join(missing)}: '{exp.id}' opens as soon as "
             f"{'it is' if len(missing) == 1 else 'they are'} ready (this page shows progress)."
@@ -382,13 +383,15 @@ def set_status(exp_id: str):
 
 
 def _open_now(app, exp_id: str) -> None:
-    """Open ``exp_id`` once its models are ready (on the model-loading thread)."""
+    """Open ``exp_id`` once its models are ready (on the model-loading thread), unless it
+    was closed meanwhile."""
     db = store.connect(app.config["DATABASE"])
     try:
-        lifecycle.set_status(db, exp_id, "open")
+        opened = store.open_if_paused(db, exp_id)
     finally:
         db.close()
-    push_update(app, exp_id, "", "status_changed")
+    if opened:
+        push_update(app, exp_id, "", "status_changed")
 
 
 def _model_states(exp) -> list[dict[str, str]]:

@@ -72,6 +72,10 @@ class RowServer:
     def __init__(self, thread_name: str) -> None:
         self._incoming: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+        # Set by close(); a request after it fails at once instead of waiting for a thread
+        # that has ended.
+        self._closed = False
+        self._closing = threading.Lock()
         _servers.add(self)
 
     def start(self) -> None:
@@ -80,8 +84,10 @@ class RowServer:
     def close(self) -> None:
         """End the thread after its current step (waiting for it); the rows it holds and
         those waiting fail with an error their readers raise."""
-        if self._thread.is_alive():
+        with self._closing:
+            self._closed = True
             self._incoming.put(SHUTDOWN)
+        if self._thread.is_alive():
             self._thread.join(SHUTDOWN_WAIT_SECONDS)
 
     def stream(self, prompt: str, sampling: Sampling, seed: int) -> Iterator[str]:
@@ -90,7 +96,10 @@ class RowServer:
         ``sampling.max_new_tokens`` tokens. Closing the iterator takes the row out of its
         batch before the next token."""
         row = Row(prompt, sampling, seed)
-        self._incoming.put(row)
+        with self._closing:
+            if self._closed:
+                raise RuntimeError(f"{self._thread.name} was shut down.")
+            self._incoming.put(row)
         try:
             while True:
                 item = row.pieces.get()
