@@ -1220,12 +1220,14 @@ def _rating_row(db: Database, exp_id: str) -> dict[str, Any]:
 def clone_rating_experiment(db: Database, exp_id: str, new_id: str) -> None:
     """Store a copy of the rating experiment ``exp_id`` as ``new_id``, paused, in one
     transaction: its title and spec (with the new id), instrument and items, and stories
-    (created now); not its raters, their events or answers. Raises ValueError when ``exp_id``
-    is no rating experiment or ``new_id`` is taken."""
+    (created now); not its raters, their events or answers, nor an imported experiment's
+    ``import`` details (the copy is a study to run). Raises ValueError when ``exp_id`` is no
+    rating experiment or ``new_id`` is taken."""
     stamp = now()
     with write_transaction(db):
         row = _rating_row(db, exp_id)
-        spec = {**json.loads(row["spec"]), "id": new_id}
+        stored = json.loads(row["spec"])
+        spec = {**{k: v for k, v in stored.items() if k != "import"}, "id": new_id}
         _insert_experiment(db, new_id, row["title"], spec, "paused", "rating")
         for table in _RATING_COPIED:
             rows = list(db.query(f"SELECT * FROM {table} WHERE experiment_id = ?", [exp_id]))

@@ -202,6 +202,11 @@ def test_a_taken_name_is_refused_and_the_first_experiment_kept(db_path):
     assert db.execute("SELECT count(*) FROM judgements").fetchone()[0] == 1008
 
 
+def test_the_name_new_is_refused_because_it_names_the_rating_form(db_path):
+    result = run(db_path, "import-ratings", str(ANNOTATIONS), "--format", "ttcw", "--name", "new")
+    assert result.exit_code != 0 and "not 'new'" in result.output
+
+
 def test_co_writing_options_are_refused_for_a_rating_experiment(db_path):
     run(db_path, "import-ratings", str(ANNOTATIONS), "--format", "ttcw", "--name", "t")
     result = run(db_path, "analyze", "t", "--compat", "cyoa-2021")

@@ -180,3 +180,23 @@ def test_generated_stories_need_two_loaded_models_and_a_prompt():
         generation_from_form(form(generate_models=["fake-a", "fake-b"]), {"fake-a", "fake-b"})
     with pytest.raises(RatingFormError, match="sentences per story: use a whole number from 1"):
         generation_from_form({**chosen, "sentences": "0"}, {"fake-a", "fake-b"})
+
+
+def test_a_digit_that_is_not_a_number_is_not_read_as_one():
+    spec = spec_from_form(form(checks="q1 | likert-5 | ² | | Pick two."), FILES)
+    assert spec["attention_checks"][-1]["answer"] == "²"  # the spec check then names it
+    with pytest.raises(RatingFormError, match="likert-N"):
+        spec_from_form(form(checks="q1 | likert-² | 2 | | Pick."), FILES)
+
+
+def test_thresholds_come_back_as_the_same_numbers():
+    spec = {
+        "id": "pilot", "title": "T",
+        "exclusions": [{"rule": "seconds_per_story", "below": 1234567.0},
+                       {"rule": "words_per_minute", "above": 612.5}],
+        "corrupt": [{"operation": "negate", "seed": 3, "fraction": 0.125}],
+    }  # fmt: skip
+    values = form_from_spec(spec, "T")
+    assert values["exclude_seconds_per_story"] == "1234567"
+    assert values["exclude_words_per_minute"] == "612.5"
+    assert values["corrupt_negate_fraction"] == "0.125"

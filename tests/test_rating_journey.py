@@ -251,6 +251,12 @@ def test_a_spec_without_consent_or_with_link_only_stories_is_refused(app, tmp_pa
     )
 
 
+def test_a_spec_whose_id_names_a_page_is_refused(app, tmp_path):
+    base = ["--db", app.config["DATABASE"], "experiment", "create"]
+    result = CliRunner().invoke(cli, [*base, str(write_spec(tmp_path, id="new"))])
+    assert result.exit_code != 0 and "id 'new' names a page of the app" in result.output
+
+
 def test_a_generated_story_keeps_its_model_seeds_and_sampling(app, tmp_path):
     spec = write_spec(tmp_path)
     origin = {"generated": True, "model": "fake-a", "model_version": "fake-1", "seeds": [7, 8]}

@@ -14,7 +14,7 @@ from conftest import Researcher, db_rows
 from test_rating_journey import Rater
 
 from cyoa import store
-from cyoa.rating.form import form_defaults
+from cyoa.rating.form import form_defaults, form_from_spec
 from cyoa.research import rating_admin
 from tests.study_builder import add_writer, make_experiment, story
 
@@ -53,6 +53,10 @@ def form(**overrides) -> dict:
 
 def rows(app, sql: str) -> list[dict]:
     return db_rows(app.config["DATABASE"], sql)
+
+
+def stored_spec(app, exp_id: str) -> dict:
+    return json.loads(rows(app, f"SELECT spec FROM experiments WHERE id = '{exp_id}'")[0]["spec"])
 
 
 def page_of(response) -> str:
@@ -448,3 +452,88 @@ def test_a_failed_generation_says_why_and_gives_the_form_back_as_it_was_filled_i
     assert 'name="generate_models" value="fake-b" checked' in form_again
     assert rows(app, "SELECT * FROM experiments WHERE kind = 'rating'") == []
     assert not list((Path(app.config["RATING_FILES"]) / "aiss-pilot").iterdir())
+
+
+def test_while_its_stories_are_generated_an_experiment_cannot_be_made_again_or_opened(
+    slow_researcher,
+):
+    researcher, app = slow_researcher, slow_researcher.app
+
+    def generating(exp_id: str) -> dict:
+        return form(
+            id=exp_id, stories_from="generated", generate_models=["fake-a", "fake-b"],
+            prompts="\n".join(f"Opening number {n}." for n in range(1, 7)), sentences="5",
+            stories_file=(io.BytesIO(b""), ""),
+        )  # fmt: skip
+
+    job = researcher.post("/research/ratings/new", data=generating("generated"))
+    assert job.status_code == 302, page_of(job)
+    same_id = researcher.post("/research/ratings/new", data=form(id="generated"))
+    assert same_id.status_code == 400
+    assert "Stories for &#39;generated&#39; are being generated" in page_of(same_id)
+    other = researcher.post("/research/ratings/new", data=generating("another"))
+    assert "one job at a time" in page_of(other)
+    deadline = time.monotonic() + 120
+    while researcher.get(job.location + ".json").get_json()["state"] == "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert rows(app, "SELECT id FROM experiments WHERE kind = 'rating'") == [{"id": "generated"}]
+
+
+def test_a_clone_of_imported_judgements_can_be_edited_and_then_opened(app, researcher, tmp_path):
+    create(researcher)
+    db = store.connect(app.config["DATABASE"])
+    spec = json.loads(store.get_experiment(db, "aiss-pilot")["spec"])
+    del spec["consent"], spec["instructions"]
+    db.execute(
+        "UPDATE experiments SET spec = ? WHERE id = 'aiss-pilot'",
+        [json.dumps({**spec, "import": {"format": "long"}})],
+    )
+    db.conn.commit()
+    db.close()
+    refused = researcher.post("/research/ratings/aiss-pilot/status", {"status": "open"})
+    assert "clone it, then give the copy its consent" in page_of(researcher.get(refused.location))
+    researcher.post("/research/ratings/aiss-pilot/clone", {"new_id": "copy"})
+    copied = rows(app, "SELECT spec FROM experiments WHERE id = 'copy'")[0]
+    assert "import" not in json.loads(copied["spec"])
+    blank = researcher.post("/research/ratings/copy/status", {"status": "open"})
+    page = page_of(researcher.get(blank.location))
+    assert "&#39;copy&#39; has no consent and no instructions" in page
+
+
+def test_an_edit_keeps_checks_the_form_cannot_show_unless_they_are_changed(app, researcher):
+    create(researcher)
+    db = store.connect(app.config["DATABASE"])
+    spec = json.loads(store.get_experiment(db, "aiss-pilot")["spec"])
+    labelled = {"id": "qc-mood", "text": "Select b.", "kind": "likert", "points": 3,
+                "labels": ["a", "b", "c"], "answer": 2}  # fmt: skip
+    checks = [{"builtin": "aiss", "story_id": "s1"}, labelled]
+    db.execute(
+        "UPDATE experiments SET spec = ? WHERE id = 'aiss-pilot'",
+        [json.dumps({**spec, "attention_checks": checks})],
+    )
+    db.conn.commit()
+    db.close()
+    shown = form_from_spec({**spec, "attention_checks": checks}, "Renamed")
+    reply = researcher.post("/research/ratings/aiss-pilot/edit", data=shown)
+    assert reply.status_code == 302, page_of(reply)
+    stored = json.loads(
+        rows(app, "SELECT spec FROM experiments WHERE id = 'aiss-pilot'")[0]["spec"]
+    )
+    assert stored["attention_checks"] == checks
+    changed = {**shown, "checks": shown["checks"].replace("Select b.", "Select b, please.")}
+    assert researcher.post("/research/ratings/aiss-pilot/edit", data=changed).status_code == 302
+    stored = json.loads(
+        rows(app, "SELECT spec FROM experiments WHERE id = 'aiss-pilot'")[0]["spec"]
+    )
+    assert [c.get("text") for c in stored["attention_checks"]] == [None, "Select b, please."]
+
+
+def test_a_bad_uploaded_instrument_is_named_as_uploaded_not_by_its_path_here(app, researcher):
+    reply = researcher.post(
+        "/research/ratings/new",
+        data=form(instrument="custom", instrument_file=(io.BytesIO(b"items = ["), "my scale.toml")),
+    )
+    page = page_of(reply)
+    assert reply.status_code == 400 and "my_scale.toml" in page
+    assert app.config["RATING_FILES"] not in page

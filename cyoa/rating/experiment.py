@@ -10,7 +10,6 @@ keying and labels the raters saw.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -21,10 +20,8 @@ from cyoa import store
 from cyoa.instruments import Instrument
 from cyoa.instruments.definition import instrument_to_dict
 from cyoa.rating.importing import Judgement, RatingImportError, Story
-from cyoa.rating.spec import RatingSpec, RatingSpecError
+from cyoa.rating.spec import ID, RESERVED_IDS, RatingSpec, RatingSpecError
 from cyoa.stories import StoryRecord
-
-NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -54,10 +51,10 @@ def import_rating_experiment(
     kept in the spec and in each story's ``origin``. Raises :class:`RatingImportError` for a
     bad name, a taken one, or a story whose file gives another source than its judgements.
     """
-    if not NAME.match(name):
+    if not ID.fullmatch(name) or name in RESERVED_IDS:
         raise RatingImportError(
             f"'{name}' cannot name an experiment: use lowercase letters, digits, - and _ "
-            "(at most 64, starting with a letter or digit)."
+            "(at most 64, starting with a letter or digit), and not 'new'."
         )
     origin = origin or {}
     given = {story.story_id: story for story in stories or []}

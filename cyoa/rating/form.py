@@ -20,14 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from cyoa.instruments import Instrument
-from cyoa.rating.spec import DEFAULTS, ID
+from cyoa.rating.spec import DEFAULTS, ID, RESERVED_IDS
 from cyoa.stories.corrupt import OPERATIONS
 
 INSTRUMENTS = ("aiss-v1", "ttcw", "fei", "custom")
 SOURCES = ("file", "cowriting", "generated", "keep")
-# /research/ratings/new is the form, so an experiment called "new" would have no dashboard.
-RESERVED_IDS = ("new",)
-CHECK_KINDS = ("yes_no", "true_false", "likert-N")
 PROMPTS_MAX = 200
 PROMPT_MAX_CHARS = 2000
 GENERATION_RANGES = {"stories_per_prompt": (1, 50), "sentences": (1, 30), "seed": (0, 2**31 - 1)}
@@ -236,7 +233,7 @@ def check_lines(text: str) -> list[dict[str, Any]]:
             )
         check_id, kind, answer, story_id, question = parts
         check: dict[str, Any] = {"id": check_id, "text": question}
-        if kind.startswith("likert-") and kind[len("likert-") :].isdigit():
+        if kind.startswith("likert-") and _is_number(kind[len("likert-") :]):
             check |= {"kind": "likert", "points": int(kind[len("likert-") :])}
         elif kind in ("yes_no", "true_false"):
             check["kind"] = kind
@@ -245,11 +242,34 @@ def check_lines(text: str) -> list[dict[str, Any]]:
                 f"Attention checks, line {number}: the kind must be yes_no, true_false or "
                 f"likert-N (e.g. likert-5), not '{kind}'."
             )
-        check["answer"] = int(answer) if answer.isdigit() else answer
+        check["answer"] = int(answer) if _is_number(answer) else answer
         if story_id:
             check["story_id"] = story_id
         checks.append(check)
     return checks
+
+
+def _is_number(text: str) -> bool:
+    """Whether ``text`` is a whole number written in ASCII digits (``"²"`` and ``"٣"`` are
+    digits to Python, but not numbers ``int`` reads)."""
+    return text.isascii() and text.isdecimal()
+
+
+def kept_checks(values: Mapping[str, Any], spec: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The stored spec's attention checks when the edited form leaves them as it showed them
+    (the form's lines cannot hold a Likert check's labels, nor the AISS check on one story
+    only, so re-reading them would lose those); None when the researcher changed them."""
+    stored = list(spec.get("attention_checks", []))
+    shown = form_from_spec(spec, "")
+    same_lines = check_lines(_text(values, "checks")) == check_lines(shown["checks"])
+    same_builtin = bool(values.get("aiss_check")) == bool(shown["aiss_check"])
+    return stored if same_lines and same_builtin else None
+
+
+def _number_text(value: float) -> str:
+    """A number as the form shows it, read back as the same number (``1234567``, ``0.25``)."""
+    number = float(value)
+    return str(int(number)) if number.is_integer() else repr(number)
 
 
 def _exclusions(form: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -348,14 +368,14 @@ def form_from_spec(spec: Mapping[str, Any], title: str) -> dict[str, Any]:
     for field, rule, threshold, _, extra, extra_name, _ in _EXCLUSIONS:
         for table in spec.get("exclusions", []):
             if table.get("rule") == rule:
-                values[field] = f"{table[threshold]:g}"
+                values[field] = _number_text(table[threshold])
                 if extra and extra_name in table:
                     values[extra] = str(table[extra_name])
     for table in spec.get("corrupt", []):
         operation = table.get("operation")
         values[f"corrupt_{operation}"] = "on"
         values[f"corrupt_{operation}_seed"] = str(table.get("seed", 0))
-        values[f"corrupt_{operation}_fraction"] = f"{table.get('fraction', 1.0):g}"
+        values[f"corrupt_{operation}_fraction"] = _number_text(table.get("fraction", 1.0))
     return values
 
 

@@ -63,6 +63,8 @@ from cyoa.stories.corrupt import CorruptionError, corrupt
 from cyoa.stories.cowriting import cowriting_stories
 
 ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+# /research/ratings/new is the form, so an experiment called "new" would have no dashboard.
+RESERVED_IDS = ("new",)
 RANGES = {
     "raters_per_story": (1, 100),
     "stories_per_rater": (1, 200),
@@ -170,6 +172,8 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
             f"{where}: id must be lowercase letters, digits, - and _ (at most 64, starting "
             "with a letter or digit)."
         )
+    if exp_id in RESERVED_IDS:
+        raise RatingSpecError(f"{where}: id '{exp_id}' names a page of the app; choose another.")
     stories_table = raw.get("stories")
     if not isinstance(stories_table, dict):
         raise RatingSpecError(f'{where}: [stories] needs file = "PATH" or from = "cowriting".')

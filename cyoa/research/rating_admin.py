@@ -59,6 +59,7 @@ from cyoa.rating.form import (
     form_defaults,
     form_from_spec,
     generation_from_form,
+    kept_checks,
     spec_from_form,
 )
 from cyoa.rating.service import RatingExperiment
@@ -82,6 +83,8 @@ UPLOAD_FIELDS = {
 # A request larger than this is refused before it is read (the form is then lost).
 REQUEST_MAX_BYTES = 64 * MB
 MODEL_WAIT_SECONDS = 600
+# Finished generation jobs kept for their progress pages (the oldest are forgotten).
+JOBS_KEPT = 20
 WHERE = "The form"
 GENERATED = "generated.jsonl"
 PREVIEW = "preview.jsonl"
@@ -152,6 +155,26 @@ def _jobs(state) -> None:
 
 def _registry() -> dict[str, Any]:
     return current_app.extensions["rating_generation"]
+
+
+def _running_job(exp_id: str | None = None) -> GenerationJob | None:
+    """The job generating stories now (for ``exp_id``, or any when None)."""
+    with _registry()["lock"]:
+        for job in _registry()["jobs"].values():
+            if job.state == "running" and exp_id in (None, job.experiment):
+                return job
+    return None
+
+
+def _busy_refusal(exp_id: str) -> str:
+    """Why ``exp_id`` cannot be created, edited, opened or cloned onto now: its stories are
+    being generated (the job stores the experiment when it ends)."""
+    if _running_job(exp_id) is None:
+        return ""
+    return (
+        f"Stories for '{exp_id}' are being generated: wait until they are stored (the progress "
+        "page shows when), then try again."
+    )
 
 
 def _rating(exp_id: str) -> RatingExperiment:
@@ -255,6 +278,8 @@ def _submit(values: dict[str, Any], existing: RatingExperiment | None):
     again with everything typed."""
     try:
         exp_id = existing.id if existing else experiment_id(values)
+        if refusal := _busy_refusal(exp_id):
+            raise RatingFormError(refusal)
     except RatingFormError as error:
         return _form(values, existing, str(error), 400)
     folder = _new_folder(exp_id)
@@ -275,7 +300,9 @@ def _submit(values: dict[str, Any], existing: RatingExperiment | None):
             _store(db, _with_kept(spec, kept), existing)
     except (RatingFormError, RatingSpecError) as error:
         shutil.rmtree(folder, ignore_errors=True)
-        return _form(values, existing, str(error), 400)
+        # An uploaded file is named as the researcher knows it, not by its path here.
+        message = str(error).replace(f"{folder}/", "")
+        return _form(values, existing, message, 400)
     how = "saved" if existing else "created, paused,"
     flash(
         f"Rating experiment '{spec.id}' {how} with {len(spec.stories)} stories. Check it, then "
@@ -380,6 +407,9 @@ def _keep(
     custom = stored.id not in INSTRUMENTS
     if values.get("instrument") == "custom" and "instrument" not in files and custom:
         files["instrument"] = custom_instrument_table(stored)
+    checks = kept_checks(values, exp.spec)
+    if checks is not None:
+        source["attention_checks"] = checks
     return Kept(origins, source)
 
 
@@ -409,11 +439,8 @@ def _store(db: Database, spec: RatingSpec, existing: RatingExperiment | None) ->
     a rater has started)."""
     if existing is None:
         create_from_spec(db, spec)
-        return
-    try:
+    else:
         replace_from_spec(db, spec)
-    except RatingSpecError as error:
-        raise RatingFormError(str(error)) from None
 
 
 # --- generated stories ------------------------------------------------------------------
@@ -440,13 +467,16 @@ def _start_job(
 ) -> GenerationJob:
     registry = _registry()
     with registry["lock"]:
-        if any(
-            job.experiment == raw["id"] and job.state == "running"
-            for job in registry["jobs"].values()
-        ):
+        running = [job for job in registry["jobs"].values() if job.state == "running"]
+        if running:
             raise RatingFormError(
-                f"Stories for '{raw['id']}' are being generated already: wait for them."
+                f"Stories for '{running[0].experiment}' are being generated (one job at a "
+                "time, so that the models keep serving the live studies): wait until they are "
+                "stored, then send this form again."
             )
+        finished = [job_id for job_id, job in registry["jobs"].items() if job.state != "running"]
+        for job_id in finished[: max(0, len(finished) - JOBS_KEPT)]:
+            del registry["jobs"][job_id]
         job = GenerationJob(
             id=secrets.token_urlsafe(12),
             experiment=raw["id"],
@@ -503,7 +533,13 @@ def _generate(
     except Exception as error:  # noqa: BLE001 - any failure is shown on the progress page
         log.exception("Generating stories for %s failed", job.experiment)
         job.error = f"Generation stopped ({type(error).__name__}: {error}); see the server log."
-    if job.error:
+    if job.error and (folder / GENERATED).is_file():
+        job.error += (
+            f" The generated stories are kept in {folder / GENERATED}: a spec file can read "
+            "them ([stories] file = …)."
+        )
+        job.state = "failed"
+    elif job.error:
         shutil.rmtree(folder, ignore_errors=True)
         job.state = "failed"
     else:
@@ -558,10 +594,21 @@ def _progress(job: GenerationJob) -> dict[str, Any]:
 def set_rating_status(exp_id: str):
     exp = _rating(exp_id)
     status = request.form.get("status", "")
+    if status == "open" and (refusal := _busy_refusal(exp.id)):
+        flash(refusal, "error")
+        return _dashboard(exp.id)
     if status == "open" and "import" in exp.spec:
         flash(
-            f"'{exp.id}' holds imported judgements and has no raters' pages to open; clone a "
-            "study made here instead.",
+            f"'{exp.id}' holds imported judgements and has no raters' pages to open; clone "
+            "it, then give the copy its consent and instructions with Edit.",
+            "error",
+        )
+        return _dashboard(exp.id)
+    blank = [f for f in ("consent", "instructions") if not str(exp.spec.get(f, "")).strip()]
+    if status == "open" and blank:
+        flash(
+            f"'{exp.id}' has no {' and no '.join(blank)} for its raters: fill "
+            f"{'them' if len(blank) > 1 else 'it'} in with Edit, then open it.",
             "error",
         )
         return _dashboard(exp.id)
@@ -581,6 +628,8 @@ def clone_rating(exp_id: str):
     exp = _rating(exp_id)
     try:
         new_id = experiment_id({"id": request.form.get("new_id", "")})
+        if refusal := _busy_refusal(new_id):
+            raise RatingFormError(refusal)
         with web.db() as db:
             store.clone_rating_experiment(db, exp.id, new_id)
     except ValueError as error:  # RatingFormError, or the store's: the id is taken
