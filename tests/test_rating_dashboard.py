@@ -17,25 +17,32 @@ from cyoa.cli import cli
 from cyoa.instruments import TTCW
 from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement
+from cyoa.research import rating_views
 from cyoa.research.web import CHART_CSP
 from tests.test_rating_journey import Rater, write_spec
 
 BASE = "/research/ratings/aiss-pilot"
 
 
-@pytest.fixture
-def study(app, tmp_path):
-    """The AISS study of four stories, two raters each, with the AISS attention check and
-    a rule excluding whoever fails it; created from its spec and opened."""
-    spec = write_spec(
-        tmp_path,
-        attention_checks=[{"builtin": "aiss"}],
-        exclusions=[{"rule": "failed_attention_checks", "at_least": 1}],
-    )
+def open_study(app, tmp_path, **fields):
+    """The AISS study of four stories, two raters each, with the spec's ``fields``; created
+    from its spec and opened."""
+    spec = write_spec(tmp_path, **fields)
     for args in (["experiment", "create", str(spec)], ["experiment", "open", "aiss-pilot"]):
         result = CliRunner().invoke(cli, ["--db", app.config["DATABASE"], *args])
         assert result.exit_code == 0, result.output
     return app
+
+
+@pytest.fixture
+def study(app, tmp_path):
+    """The AISS study with the AISS attention check and a rule excluding whoever fails it."""
+    return open_study(
+        app,
+        tmp_path,
+        attention_checks=[{"builtin": "aiss"}],
+        exclusions=[{"rule": "failed_attention_checks", "at_least": 1}],
+    )
 
 
 def rate_everything(app, pid: str, check_answer: str = "2", value: str = "4") -> None:
@@ -87,21 +94,33 @@ def test_before_any_judgement_the_dashboard_and_its_charts_say_there_is_none(stu
     assert chart.status_code == 200 and b"No judgements yet." in chart.data
 
 
-def test_progress_json_changes_when_a_rater_answers(study, researcher):
+def test_progress_counts_stay_live_and_the_analysis_is_recomputed_at_most_every_30_s(
+    study, researcher, monkeypatch
+):
+    assert rating_views.RECOMPUTE_SECONDS == 30
     before = researcher.get(f"{BASE}/progress.json").get_json()
     assert before["progress"]["judgements"] == 0 and before["quality"] == []
+    assert re.fullmatch(r"\d\d:\d\d:\d\d UTC", before["progress"]["as_of"])
     rater = Rater(study, "?pid=first")
     rater.start()
     _, state = rater.state()
     item = next(i for i in state.current.questions if i != "qc-aiss")
     rater.act("answer_given", {"story": state.current.story_id, "item": item, "value": "5"})
+    soon = researcher.get(f"{BASE}/progress.json").get_json()
+    assert soon["progress"]["judgements"] == 1 and soon["progress"]["started"] == 1
+    assert soon["version"] == before["version"] and soon["quality"] == []
+    monkeypatch.setattr(rating_views, "RECOMPUTE_SECONDS", 0)
     after = researcher.get(f"{BASE}/progress.json").get_json()
     assert after["version"] != before["version"]
-    assert after["progress"]["judgements"] == 1 and after["progress"]["started"] == 1
     assert [row["failed_checks"] for row in after["quality"]] == ["0 of 0"]
     assert after["tables"]  # the analysis of the one judgement
     again = researcher.get(f"{BASE}/progress.json").get_json()
     assert again["version"] == after["version"]
+
+
+def test_the_dashboard_says_when_its_analysis_was_computed(study, researcher):
+    text = researcher.get(BASE).get_data(as_text=True)
+    assert re.search(r"<dt>Analysis as of</dt><dd>\d\d:\d\d:\d\d UTC</dd>", text)
 
 
 def test_the_dashboard_shows_agreement_exclusions_and_links_the_card(study, researcher):
@@ -128,6 +147,22 @@ def test_the_dashboard_shows_agreement_exclusions_and_links_the_card(study, rese
     assert b"3 kept raters (1 excluded by the spec" in chart
 
 
+def test_the_charts_count_only_kept_raters_who_answered(study, researcher):
+    for pid in ("careful", "second"):
+        rate_everything(study, pid)
+    rate_everything(study, "careless", check_answer="5", value="2")
+    assert Rater(study, "?pid=idle").start().status_code == 302  # started, never answered
+    assert researcher.get(f"{BASE}/progress.json").get_json()["progress"]["started"] == 4
+    chart = researcher.get(f"{BASE}/charts/factors.svg").data
+    assert b"2 kept raters (1 excluded by the spec" in chart
+
+
+def test_when_every_rater_is_excluded_the_charts_say_so(study, researcher):
+    rate_everything(study, "careless", check_answer="5", value="2")
+    chart = researcher.get(f"{BASE}/charts/factors.svg").data
+    assert b"No kept raters" in chart and b"all 1 raters" not in chart
+
+
 def test_the_card_details_are_saved_and_the_card_is_in_the_page_download_and_bundle(
     study, researcher
 ):
@@ -146,6 +181,38 @@ def test_the_card_details_are_saved_and_the_card_is_in_the_page_download_and_bun
     archive = zipfile.ZipFile(io.BytesIO(bundle.data))
     assert "evaluation-card.md" in archive.namelist()
     assert "> £3 per story" in archive.read("evaluation-card.md").decode()
+
+
+def test_card_details_over_4000_characters_are_refused_and_nothing_is_saved(study, researcher):
+    page = researcher.get(BASE).get_data(as_text=True)
+    assert page.count('maxlength="4000"') == 2
+    reply = researcher.post(f"{BASE}/details", data={"pay": "£" * 4001, "qualifications": "UK"})
+    assert reply.status_code == 302 and reply.location.endswith(f"{BASE}#card")
+    text = researcher.get(BASE).get_data(as_text=True)
+    assert "Not saved: Pay is 4,001 characters long; the limit is 4,000." in text
+    assert db_rows(study.config["DATABASE"], "SELECT * FROM evaluation_details") == []
+
+
+def test_a_line_break_of_the_card_details_counts_as_one_character_as_in_the_browser(
+    study, researcher
+):
+    pay = "a\r\n" * 1000 + "a" * 2000  # 4,000 characters as the browser counts them
+    researcher.post(f"{BASE}/details", data={"pay": pay, "qualifications": ""})
+    rows = db_rows(study.config["DATABASE"], "SELECT pay FROM evaluation_details")
+    assert rows == [{"pay": "a\n" * 1000 + "a" * 2000}]
+
+
+def test_straight_lined_pages_are_counted_as_the_spec_s_rule_counts_them(app, tmp_path, researcher):
+    # The AISS asks its 22 items on one page; the rule counts only pages of 30 or more.
+    rule = {"rule": "straight_lining", "at_least": 1, "min_items": 30}
+    open_study(app, tmp_path, exclusions=[rule])
+    rate_everything(app, "steady", value="4")
+    text = researcher.get(BASE).get_data(as_text=True)
+    assert "<th>Straight-lined pages</th>" in text
+    progress = researcher.get(f"{BASE}/progress.json").get_json()
+    assert [(row["straight_lined"], row["excluded"]) for row in progress["quality"]] == [
+        ("0", False)
+    ]
 
 
 def test_an_imported_ttcw_study_charts_its_pass_rates(app):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 import pytest
-from conftest import SURVEY_ANSWERS, Researcher, Writer
+from conftest import SURVEY_ANSWERS, Researcher, Writer, db_rows
 
 from cyoa import store
 from cyoa.research.progress import summarize
@@ -152,6 +152,24 @@ def test_the_results_are_tables_and_svg_charts(app, researcher):
     likert = researcher.get("/research/experiments/fake-ab/charts/likert.svg").data.decode()
     assert "happy (n=1)" in likert
     assert researcher.get("/research/experiments/fake-ab/charts/nope.svg").status_code == 404
+
+
+def test_card_details_over_4000_characters_are_refused_on_the_dashboard(app, researcher):
+    page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
+    assert page.count('maxlength="4000"') == 2
+    reply = researcher.post(
+        "/research/experiments/fake-ab/details",
+        data={"pay": "£2", "qualifications": "UK " * 1400},
+    )
+    assert reply.status_code == 302 and reply.location.endswith(
+        "/research/experiments/fake-ab#card"
+    )
+    text = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
+    assert (
+        "Not saved: Qualifications and quality control is 4,199 characters long; the limit "
+        "is 4,000." in text
+    )
+    assert db_rows(app.config["DATABASE"], "SELECT * FROM evaluation_details") == []
 
 
 def test_the_dashboard_escapes_what_writers_typed(app, researcher):

@@ -339,6 +339,16 @@ def _fei_lines(analysis: RatingAnalysis, fei: FeiAnalysis) -> list[str]:
     return lines
 
 
+def alpha_cell(entry: ItemAgreement) -> str:
+    """Krippendorff's α of ``entry`` to 2 decimals with its 95% bootstrap interval in
+    brackets when there is one, e.g. ``0.41 [0.12, 0.63]``; ``– (why)`` when α is
+    undefined."""
+    alpha = entry.alpha
+    if alpha.alpha is None:
+        return f"– ({alpha.reason})"
+    return _num(alpha.alpha) + _interval(alpha.ci_low, alpha.ci_high)
+
+
 def _agreement_lines(analysis: RatingAnalysis) -> list[str]:
     if not analysis.agreement:
         return []
@@ -351,11 +361,6 @@ def _agreement_lines(analysis: RatingAnalysis) -> list[str]:
     body = []
     for entry in analysis.agreement:
         alpha = entry.alpha
-        alpha_cell = (
-            f"– ({alpha.reason})"
-            if alpha.alpha is None
-            else _num(alpha.alpha) + _interval(alpha.ci_low, alpha.ci_high)
-        )
         fleiss = entry.fleiss
         if fleiss is None:
             fleiss_cell = "–"
@@ -363,7 +368,7 @@ def _agreement_lines(analysis: RatingAnalysis) -> list[str]:
             fleiss_cell = f"– ({fleiss.reason})"
         else:
             fleiss_cell = _num(fleiss.kappa)
-        cells = [entry.item_id, entry.scope, alpha.level, alpha_cell]
+        cells = [entry.item_id, entry.scope, alpha.level, alpha_cell(entry)]
         cells += [fleiss_cell] if with_kappa else []
         body.append(cells + [_pct(entry.exact.share), str(alpha.units)])
     head = ["Item", "Stories of", "Level", "α [95% CI]"]

@@ -26,7 +26,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.agreement import ItemAgreement
+from cyoa.analysis.rating_render import alpha_cell
 from cyoa.analysis.rating_report import RatingReport, rating_report
 from cyoa.analysis.ratings import RatingAnalysis
 from cyoa.instruments import Instrument
@@ -85,18 +85,6 @@ def _raters(count: int) -> str:
     return f"{count} rater" + ("" if count == 1 else "s")
 
 
-def _alpha(entry: ItemAgreement) -> str:
-    alpha = entry.alpha
-    if alpha.alpha is None:
-        return f"– ({alpha.reason})"
-    interval = (
-        f" [{alpha.ci_low:.2f}, {alpha.ci_high:.2f}]"
-        if alpha.ci_low is not None and alpha.ci_high is not None
-        else ""
-    )
-    return f"{alpha.alpha:.2f}{interval}"
-
-
 def _agreement_lines(label: str, analysis: RatingAnalysis) -> list[str]:
     rows = [entry for entry in analysis.agreement if entry.scope == "all"]
     if not rows:
@@ -111,7 +99,7 @@ def _agreement_lines(label: str, analysis: RatingAnalysis) -> list[str]:
     for entry in rows:
         share = entry.exact.share
         lines.append(
-            f"| {entry.item_id} | {entry.alpha.level} | {_alpha(entry)} | {entry.alpha.units} "
+            f"| {entry.item_id} | {entry.alpha.level} | {alpha_cell(entry)} | {entry.alpha.units} "
             f"| {'–' if share is None else f'{100 * share:.0f}%'} |"
         )
     return lines + [""]

@@ -405,13 +405,14 @@ def _model_states(exp) -> list[dict[str, str]]:
 @auth.login_required
 def save_details(exp_id: str):
     exp = _experiment(exp_id)
-    pay = (request.form.get("pay") or "").strip()[: web.DETAILS_MAX_CHARS]
-    qualifications = (request.form.get("qualifications") or "").strip()[: web.DETAILS_MAX_CHARS]
-    with web.db() as db:
-        store.set_evaluation_details(
-            db, exp.id, pay=pay, qualifications=qualifications, researcher=g.researcher["name"]
-        )
-    flash("Saved for the evaluation card.")
+    try:
+        details = web.evaluation_details(request.form)
+    except ValueError as exc:
+        flash(f"Not saved: {exc}", "error")
+    else:
+        with web.db() as db:
+            store.set_evaluation_details(db, exp.id, **details, researcher=g.researcher["name"])
+        flash("Saved for the evaluation card.")
     return redirect(url_for("research.experiment", exp_id=exp.id, _anchor="card"))
 
 

@@ -5,7 +5,7 @@ researcher blueprint registers :func:`template_globals` and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -67,3 +67,23 @@ def read_new_cards() -> list[str]:
         parts()["pool"].add(new)
         parts()["cards"] = {**parts()["cards"], **new}
     return problems
+
+
+_DETAILS_FIELDS = (("pay", "Pay"), ("qualifications", "Qualifications and quality control"))
+
+
+def evaluation_details(form: Mapping[str, str]) -> dict[str, str]:
+    """The ``pay`` and ``qualifications`` a researcher entered for the evaluation card,
+    stripped, each line break as ``\\n`` (one character, as a browser's ``maxlength`` counts
+    it). Raises :class:`ValueError` with a sentence naming the field when one is longer than
+    :data:`DETAILS_MAX_CHARS` characters."""
+    details = {}
+    for name, label in _DETAILS_FIELDS:
+        text = (form.get(name) or "").replace("\r\n", "\n").strip()
+        if len(text) > DETAILS_MAX_CHARS:
+            raise ValueError(
+                f"{label} is {len(text):,} characters long; the limit is {DETAILS_MAX_CHARS:,}."
+                " Please shorten it and save again."
+            )
+        details[name] = text
+    return details
