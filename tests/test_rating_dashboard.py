@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -116,6 +117,23 @@ def test_progress_counts_stay_live_and_the_analysis_is_recomputed_at_most_every_
     assert after["tables"]  # the analysis of the one judgement
     again = researcher.get(f"{BASE}/progress.json").get_json()
     assert again["version"] == after["version"]
+
+
+def test_a_study_is_analysed_again_only_30_seconds_after_its_last_analysis(study):
+    noon = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    rate_everything(study, "careful")
+    db = store.connect(study.config["DATABASE"])
+    with study.app_context():
+        first = rating_views.snapshot(db, "aiss-pilot", noon)
+    rate_everything(study, "second")
+    with study.app_context():
+        assert rating_views.snapshot(db, "aiss-pilot", noon + timedelta(seconds=29)) is first
+        later = rating_views.snapshot(db, "aiss-pilot", noon + timedelta(seconds=30))
+        quiet = rating_views.snapshot(db, "aiss-pilot", noon + timedelta(seconds=90))
+    db.close()
+    assert first.report.all_raters.raters == 1 and later.report.all_raters.raters == 2
+    assert later.version != first.version and later.as_of == noon + timedelta(seconds=30)
+    assert quiet.report is later.report and quiet.as_of == noon + timedelta(seconds=90)
 
 
 def test_the_dashboard_says_when_its_analysis_was_computed(study, researcher):

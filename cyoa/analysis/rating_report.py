@@ -16,7 +16,7 @@ from sqlite_utils import Database
 from cyoa.analysis.rating_data import RaterReview, load_ratings, review_raters
 from cyoa.analysis.rating_render import render_rating_analysis
 from cyoa.analysis.ratings import RatingAnalysis, analyze_ratings
-from cyoa.rating.quality import split_judgements
+from cyoa.rating.quality import STRAIGHT_LINING_MIN_ITEMS, split_judgements
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,15 @@ def rating_report(db: Database, experiment: str) -> RatingReport:
 
 
 def quality_rows(review: RaterReview) -> list[dict[str, Any]]:
-    """One row per rater: what quality control measured, and the rules they broke."""
+    """One row per rater: what quality control measured, and the rules they broke.
+    ``straight_lined_pages`` counts the pages of at least the spec's ``straight_lining``
+    rule's ``min_items`` Likert answers, all the same (without that rule, of
+    :data:`~cyoa.rating.quality.STRAIGHT_LINING_MIN_ITEMS`), as the rule counts them."""
     broken = {e.rater_id: e.broken for e in review.exclusions}
+    min_items = next(
+        (c.rule.min_items for c in review.summary.by_rule if c.rule.rule == "straight_lining"),
+        STRAIGHT_LINING_MIN_ITEMS,
+    )
     return [
         {
             "rater_id": quality.rater_id,
@@ -48,7 +55,7 @@ def quality_rows(review: RaterReview) -> list[dict[str, Any]]:
             "checks": len(quality.checks),
             "median_words_per_minute": quality.words_per_minute("median"),
             "median_seconds_per_story": quality.seconds_per_story("median"),
-            "straight_lined_pages": quality.straight_lined_pages(),
+            "straight_lined_pages": quality.straight_lined_pages(min_items),
             "excluded": bool(broken.get(quality.rater_id)),
             "rules_broken": "; ".join(rule.describe() for rule in broken.get(quality.rater_id, ())),
         }

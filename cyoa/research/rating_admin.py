@@ -66,6 +66,7 @@ from cyoa.rating.service import RatingExperiment
 from cyoa.rating.spec import RatingSpec, RatingSpecError, parse_rating_spec
 from cyoa.realtime import socketio
 from cyoa.research import auth, lifecycle, web
+from cyoa.research.rating_views import rating_experiment_or_404
 from cyoa.stories.corrupt import OPERATIONS
 from cyoa.stories.generate import GenerationFailed, generate_stories
 
@@ -175,13 +176,6 @@ def _busy_refusal(exp_id: str) -> str:
         f"Stories for '{exp_id}' are being generated: wait until they are stored (the progress "
         "page shows when), then try again."
     )
-
-
-def _rating(exp_id: str) -> RatingExperiment:
-    exp = web.parts()["ratings"].experiment(exp_id)
-    if exp is None:
-        abort(404)
-    return exp
 
 
 def _dashboard(exp_id: str):
@@ -592,7 +586,7 @@ def _progress(job: GenerationJob) -> dict[str, Any]:
 @bp.post("/<exp_id>/status")
 @auth.login_required
 def set_rating_status(exp_id: str):
-    exp = _rating(exp_id)
+    exp = rating_experiment_or_404(exp_id)
     status = request.form.get("status", "")
     if status == "open" and (refusal := _busy_refusal(exp.id)):
         flash(refusal, "error")
@@ -625,7 +619,7 @@ def set_rating_status(exp_id: str):
 @bp.post("/<exp_id>/clone")
 @auth.login_required
 def clone_rating(exp_id: str):
-    exp = _rating(exp_id)
+    exp = rating_experiment_or_404(exp_id)
     try:
         new_id = experiment_id({"id": request.form.get("new_id", "")})
         if refusal := _busy_refusal(new_id):
@@ -645,7 +639,7 @@ def clone_rating(exp_id: str):
 @bp.get("/<exp_id>/edit")
 @auth.login_required
 def edit_rating(exp_id: str):
-    exp = _rating(exp_id)
+    exp = rating_experiment_or_404(exp_id)
     refusal = _edit_refusal(exp.id)
     if refusal:
         flash(refusal, "error")
@@ -659,7 +653,7 @@ def edit_rating(exp_id: str):
 @bp.post("/<exp_id>/edit")
 @auth.login_required
 def save_rating(exp_id: str):
-    exp = _rating(exp_id)
+    exp = rating_experiment_or_404(exp_id)
     refusal = _edit_refusal(exp.id)
     if refusal:
         flash(refusal, "error")

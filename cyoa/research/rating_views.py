@@ -4,9 +4,10 @@ ones, each rater's answers with their rationales, the evaluation card and the do
 
 Thin: the numbers come from :mod:`cyoa.analysis.rating_report`, the charts from
 :mod:`cyoa.research.rating_charts`, the card from :mod:`cyoa.research.rating_card`, the files
-from :mod:`cyoa.research.exports`. The analysis and its charts are computed once per version
-of the experiment's data (:func:`data_version`), so the page's polling of ``progress.json``
-costs a few queries until a rater acts.
+from :mod:`cyoa.research.exports`. The analysis (a bootstrap: seconds of work in a busy study)
+and its charts are computed at most once per :data:`RECOMPUTE_SECONDS` per experiment and only
+when its data changed (:func:`snapshot`); meanwhile the page's polling of ``progress.json``
+gets the previous analysis, marked with the time of its data, and live progress counts.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import io
 import statistics
 import threading
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,36 +38,34 @@ from flask import (
 from sqlite_utils import Database
 
 from cyoa import store
+from cyoa.analysis.rating_render import alpha_cell
 from cyoa.analysis.rating_report import (
     RatingReport,
     quality_rows,
     rating_report,
     render_report,
 )
-from cyoa.analysis.ratings import RatingAnalysis
 from cyoa.rating.service import RatingExperiment
-from cyoa.research import auth, exports
+from cyoa.research import auth, exports, web
+from cyoa.research.charts import empty_chart
 from cyoa.research.dashboard import CHART_LOCK
 from cyoa.research.progress import format_seconds
 from cyoa.research.rating_card import rating_card_markdown
 from cyoa.research.rating_charts import CHARTS, chart_names, rating_chart
 from cyoa.research.rating_exports import RATING_TABLES
-from cyoa.research.web import CHART_CSP, DETAILS_MAX_CHARS, MIMETYPES, template_globals
 
 bp = Blueprint("research_ratings", __name__, url_prefix="/research/ratings")
 bp.before_request(auth.check_csrf)
-bp.context_processor(template_globals)
+bp.context_processor(web.template_globals)
 # How often the dashboard asks for progress.json (static/js/research/rating_dashboard.js), in ms.
 POLL_MS = 5000
-_SNAPSHOT_LOCK = threading.Lock()
+# The analysis of an experiment is computed again at most this often, in seconds.
+RECOMPUTE_SECONDS = 30
 
 
-def _db() -> Database:
-    return store.connect(current_app.config["DATABASE"])
-
-
-def _rating_experiment(exp_id: str) -> RatingExperiment:
-    experiment = current_app.extensions["cyoa"]["ratings"].experiment(exp_id)
+def rating_experiment_or_404(exp_id: str) -> RatingExperiment:
+    """The served rating experiment ``exp_id``; a 404 response when there is none."""
+    experiment = web.parts()["ratings"].experiment(exp_id)
     if experiment is None:
         abort(404)
     return experiment
@@ -99,17 +98,27 @@ def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
     ]
 
 
-# --- the analysis, once per data version ------------------------------------------------
+# --- the analysis, at most once per RECOMPUTE_SECONDS ---------------------------------------
 
 
 @dataclass
 class Snapshot:
     """The analysis of one version of a rating experiment's data (``report`` is None before
-    the first judgement) and the charts drawn from it so far."""
+    the first judgement), the charts drawn from it so far, and ``as_of``: the last time (UTC)
+    the data was seen to be this version."""
 
     version: str
+    as_of: datetime
     report: RatingReport | None
     charts: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class _Snapshots:
+    """Per experiment: the latest snapshot, and the lock held while one is computed."""
+
+    latest: dict[str, Snapshot] = field(default_factory=dict)
+    locks: dict[str, threading.Lock] = field(default_factory=dict)
 
 
 def data_version(db: Database, exp_id: str) -> str:
@@ -126,42 +135,65 @@ def data_version(db: Database, exp_id: str) -> str:
     return f"{events}-{last or ''}-{judgements}-{digest}"
 
 
-def snapshot(db: Database, exp_id: str) -> Snapshot:
-    """The analysis of the experiment's current data, computed when the data changed."""
-    cache: dict[str, Snapshot] = current_app.extensions["research"].setdefault(
-        "rating_snapshots", {}
-    )
-    version = data_version(db, exp_id)
-    with _SNAPSHOT_LOCK:
-        cached = cache.get(exp_id)
-        if cached is None or cached.version != version:
+def _fresh(snap: Snapshot, now: datetime) -> bool:
+    return (now - snap.as_of).total_seconds() < RECOMPUTE_SECONDS
+
+
+def snapshot(db: Database, exp_id: str, now: datetime | None = None) -> Snapshot:
+    """The analysis of the experiment's data as of at most :data:`RECOMPUTE_SECONDS` before
+    ``now`` (default: the clock), or the previous one while that is being computed.
+
+    Whether the data changed (:func:`data_version`) is looked at once per
+    :data:`RECOMPUTE_SECONDS`, and the analysis is computed again only when it did. One
+    computation per experiment at a time, experiments in parallel: only a request that
+    finds no snapshot at all waits for one."""
+    now = now or datetime.now(UTC)
+    snapshots: _Snapshots = web.research().setdefault("rating_snapshots", _Snapshots())
+    latest = snapshots.latest.get(exp_id)
+    if latest is not None and _fresh(latest, now):
+        return latest
+    lock = snapshots.locks.setdefault(exp_id, threading.Lock())
+    if not lock.acquire(blocking=latest is None):
+        return latest
+    try:
+        latest = snapshots.latest.get(exp_id)
+        if latest is not None and _fresh(latest, now):
+            return latest
+        version = data_version(db, exp_id)
+        if latest is not None and latest.version == version:
+            latest = replace(latest, as_of=now)
+        else:
             judged = db.execute(
                 "SELECT count(*) FROM judgements WHERE experiment_id = ?", [exp_id]
             ).fetchone()[0]
-            cached = Snapshot(version, rating_report(db, exp_id) if judged else None)
-            cache[exp_id] = cached
-        return cached
+            latest = Snapshot(version, now, rating_report(db, exp_id) if judged else None)
+        snapshots.latest[exp_id] = latest
+        return latest
+    finally:
+        lock.release()
 
 
-def _charted(report: RatingReport | None) -> tuple[RatingAnalysis | None, str]:
-    """The analysis the charts show, and the caption that says whose judgements: without the
-    excluded raters when the spec's rules exclude any, else every rater."""
+def _draw(exp: RatingExperiment, report: RatingReport | None, name: str) -> bytes:
+    """The chart ``name`` of the kept raters when the spec's rules exclude any, else of every
+    rater, with a caption that says whose judgements it shows."""
+    instrument = exp.questions.instrument
     if report is None:
-        return None, ""
-    summary = report.review.summary
-    if report.kept_raters is not None:
-        kept = summary.raters - summary.excluded
-        return report.kept_raters, (
-            f"{kept} kept raters ({summary.excluded} excluded by the spec's rules)"
-        )
-    return report.all_raters, f"all {report.all_raters.raters} raters"
+        return rating_chart(name, instrument, None)
+    excluded = report.review.summary.excluded
+    kept = report.kept_raters
+    if kept is not None:
+        caption = f"{kept.raters} kept raters ({excluded} excluded by the spec's rules)"
+        return rating_chart(name, instrument, kept, caption)
+    if excluded:
+        return empty_chart("No kept raters: the spec's rules exclude every rater who answered.")
+    everyone = report.all_raters
+    return rating_chart(name, instrument, everyone, f"all {everyone.raters} raters")
 
 
 def _chart(exp: RatingExperiment, snap: Snapshot, name: str) -> bytes:
     with CHART_LOCK:
         if name not in snap.charts:
-            analysis, caption = _charted(snap.report)
-            snap.charts[name] = rating_chart(name, exp.questions.instrument, analysis, caption)
+            snap.charts[name] = _draw(exp, snap.report, name)
         return snap.charts[name]
 
 
@@ -172,7 +204,10 @@ def _number(value: float | None, digits: int = 0) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _progress(db: Database, exp: RatingExperiment, report: RatingReport | None) -> dict[str, Any]:
+def _progress(db: Database, exp: RatingExperiment, snap: Snapshot) -> dict[str, Any]:
+    """The progress figures: the counts live, ``excluded`` and ``median_seconds`` from the
+    analysis, ``as_of`` its time."""
+    report = snap.report
     raters = store.rating_rows(db, exp.id, "raters")
     per_story = [
         row["n"]
@@ -183,6 +218,9 @@ def _progress(db: Database, exp: RatingExperiment, report: RatingReport | None) 
             [exp.id],
         )
     ]
+    judgements = db.execute(
+        "SELECT count(*) FROM judgements WHERE experiment_id = ?", [exp.id]
+    ).fetchone()[0]
     quality = quality_rows(report.review) if report else []
     times = [
         r["median_seconds_per_story"] for r in quality if r["median_seconds_per_story"] is not None
@@ -195,8 +233,9 @@ def _progress(db: Database, exp: RatingExperiment, report: RatingReport | None) 
         "excluded": report.review.summary.excluded if report else 0,
         "least_rated": min(per_story, default=0),
         "most_rated": max(per_story, default=0),
-        "judgements": report.all_raters.judgements if report else 0,
+        "judgements": judgements,
         "median_seconds": format_seconds(statistics.median(times)) if times else "–",
+        "as_of": snap.as_of.strftime("%H:%M:%S UTC"),
     }
 
 
@@ -235,15 +274,6 @@ def _quality(exp_id: str, report: RatingReport | None) -> list[dict[str, Any]]:
     ]
 
 
-def _alpha(entry) -> str:
-    alpha = entry.alpha
-    if alpha.alpha is None:
-        return f"– ({alpha.reason})"
-    if alpha.ci_low is None or alpha.ci_high is None:
-        return f"{alpha.alpha:.2f}"
-    return f"{alpha.alpha:.2f} [{alpha.ci_low:.2f}, {alpha.ci_high:.2f}]"
-
-
 def _agreement(report: RatingReport | None) -> dict[str, Any]:
     """Krippendorff's α with its interval per item over all sources, with every rater and,
     when any is excluded, without them: the pooled row ("all items") as the headline and
@@ -263,8 +293,8 @@ def _agreement(report: RatingReport | None) -> dict[str, Any]:
             "item": entry.item_id,
             "label": texts.get(entry.item_id, "every item pooled"),
             "level": entry.alpha.level,
-            "all": _alpha(entry),
-            "kept": _alpha(kept[entry.item_id]) if entry.item_id in kept else "–",
+            "all": alpha_cell(entry),
+            "kept": alpha_cell(kept[entry.item_id]) if entry.item_id in kept else "–",
             "stories": str(entry.alpha.units),
             "agree": "–" if entry.exact.share is None else f"{100 * entry.exact.share:.0f}%",
         }
@@ -295,7 +325,7 @@ def dashboard_payload(db: Database, exp: RatingExperiment) -> dict[str, Any]:
     report = snap.report
     return {
         "version": snap.version,
-        "progress": _progress(db, exp, report),
+        "progress": _progress(db, exp, snap),
         "rules": _rules(exp, report),
         "quality": _quality(exp.id, report),
         "agreement": _agreement(report),
@@ -309,13 +339,10 @@ def dashboard_payload(db: Database, exp: RatingExperiment) -> dict[str, Any]:
 @bp.get("/<exp_id>")
 @auth.login_required
 def rating_experiment(exp_id: str):
-    exp = _rating_experiment(exp_id)
-    db = _db()
-    try:
+    exp = rating_experiment_or_404(exp_id)
+    with web.db() as db:
         payload = dashboard_payload(db, exp)
         details = store.get_evaluation_details(db, exp.id)
-    finally:
-        db.close()
     return render_template(
         "research/rating.html",
         experiment=exp,
@@ -323,6 +350,7 @@ def rating_experiment(exp_id: str):
         charts=[(name, CHARTS[name]) for name in chart_names(exp.questions.instrument)],
         details=details,
         poll_ms=POLL_MS,
+        recompute_seconds=RECOMPUTE_SECONDS,
         downloads=[(name, fmt) for name in RATING_TABLES for fmt in exports.TABLE_FORMATS],
     )
 
@@ -330,28 +358,22 @@ def rating_experiment(exp_id: str):
 @bp.get("/<exp_id>/progress.json")
 @auth.login_required
 def rating_progress(exp_id: str):
-    exp = _rating_experiment(exp_id)
-    db = _db()
-    try:
+    exp = rating_experiment_or_404(exp_id)
+    with web.db() as db:
         return jsonify(dashboard_payload(db, exp))
-    finally:
-        db.close()
 
 
 @bp.get("/<exp_id>/charts/<name>.svg")
 @auth.login_required
 def rating_chart_svg(exp_id: str, name: str):
-    exp = _rating_experiment(exp_id)
+    exp = rating_experiment_or_404(exp_id)
     if name not in chart_names(exp.questions.instrument):
         abort(404)
-    db = _db()
-    try:
+    with web.db() as db:
         snap = snapshot(db, exp.id)
-    finally:
-        db.close()
     response = current_app.response_class(_chart(exp, snap, name), mimetype="image/svg+xml")
     # matplotlib styles its SVG with style attributes; the image can run no script.
-    response.headers["Content-Security-Policy"] = CHART_CSP
+    response.headers["Content-Security-Policy"] = web.CHART_CSP
     response.headers["Cache-Control"] = "private, no-cache"
     return response
 
@@ -359,38 +381,35 @@ def rating_chart_svg(exp_id: str, name: str):
 @bp.get("/<exp_id>/evaluation-card.md")
 @auth.login_required
 def rating_evaluation_card(exp_id: str):
-    exp = _rating_experiment(exp_id)
-    db = _db()
-    try:
-        text = rating_card_markdown(db, exp.id, datetime.now(UTC), snapshot(db, exp.id).report)
-    finally:
-        db.close()
+    exp = rating_experiment_or_404(exp_id)
+    with web.db() as db:
+        # The card goes into a paper: of the data as it is now, not as of the last snapshot.
+        snap = snapshot(db, exp.id)
+        report = snap.report if snap.version == data_version(db, exp.id) else None
+        text = rating_card_markdown(db, exp.id, datetime.now(UTC), report)
     return current_app.response_class(text, mimetype="text/markdown; charset=utf-8")
 
 
 @bp.post("/<exp_id>/details")
 @auth.login_required
 def rating_save_details(exp_id: str):
-    exp = _rating_experiment(exp_id)
-    pay = (request.form.get("pay") or "").strip()[:DETAILS_MAX_CHARS]
-    qualifications = (request.form.get("qualifications") or "").strip()[:DETAILS_MAX_CHARS]
-    db = _db()
+    exp = rating_experiment_or_404(exp_id)
     try:
-        store.set_evaluation_details(
-            db, exp.id, pay=pay, qualifications=qualifications, researcher=g.researcher["name"]
-        )
-    finally:
-        db.close()
-    flash("Saved for the evaluation card.")
+        details = web.evaluation_details(request.form)
+    except ValueError as exc:
+        flash(f"Not saved: {exc}", "error")
+    else:
+        with web.db() as db:
+            store.set_evaluation_details(db, exp.id, **details, researcher=g.researcher["name"])
+        flash("Saved for the evaluation card.")
     return redirect(url_for("research_ratings.rating_experiment", exp_id=exp.id, _anchor="card"))
 
 
 @bp.get("/<exp_id>/raters/<rater_id>")
 @auth.login_required
 def rating_rater(exp_id: str, rater_id: str):
-    exp = _rating_experiment(exp_id)
-    db = _db()
-    try:
+    exp = rating_experiment_or_404(exp_id)
+    with web.db() as db:
         rater = store.get_rater(db, exp_id, rater_id)
         if rater is None:
             abort(404)
@@ -409,8 +428,6 @@ def rating_rater(exp_id: str, rater_id: str):
                 [exp_id, rater_id],
             )
         )
-    finally:
-        db.close()
     by_story: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for answer in answers:
         item = exp.questions.item(answer["item_id"])
@@ -427,20 +444,17 @@ def rating_rater(exp_id: str, rater_id: str):
 @bp.get("/<exp_id>/download/<table>.<fmt>")
 @auth.login_required
 def rating_download(exp_id: str, table: str, fmt: str):
-    _rating_experiment(exp_id)
+    rating_experiment_or_404(exp_id)
     if fmt == "zip" and table == "bundle":
         fmt = "bundle"
     elif table not in RATING_TABLES or fmt not in exports.TABLE_FORMATS:
         abort(404)
     now = datetime.now(UTC)
-    db = _db()
-    try:
+    with web.db() as db:
         data = exports.export(db, exp_id, fmt, table=table, now=now)
-    finally:
-        db.close()
     return send_file(
         io.BytesIO(data),
-        mimetype=MIMETYPES[fmt],
+        mimetype=web.MIMETYPES[fmt],
         as_attachment=True,
         download_name=exports.filename(exp_id, table, fmt, now),
     )
