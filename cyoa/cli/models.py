@@ -10,6 +10,11 @@ import click
 import psutil
 
 from cyoa.cli.context import get_app
+from cyoa.generation import ModelCardError, load_model_card
+from cyoa.generation.checkpoints import ModelLoadError
+from cyoa.generation.openai_backend import ModelServerError
+from cyoa.generation.pool import make_backend
+from cyoa.generation.trial import DEFAULT_STORY, try_model
 
 
 @click.command("try-model")
@@ -43,12 +48,6 @@ def try_model_command(
     prompt, one sentence), each with its seed, the seconds to its first token and to its
     end, and its tokens; and the memory the process holds. A wrong card prints what to fix
     and exits with status 1."""
-    from cyoa.generation import ModelCardError, load_model_card
-    from cyoa.generation.checkpoints import ModelLoadError
-    from cyoa.generation.openai_backend import ModelServerError
-    from cyoa.generation.pool import make_backend
-    from cyoa.generation.trial import DEFAULT_STORY, try_model
-
     process = psutil.Process()
     try:
         card = load_model_card(card_file)
