@@ -312,7 +312,7 @@ def validate_survey(answers: Any, items: tuple[SurveyItem, ...]) -> dict[str, An
     for item in items:
         value = answers.get(item.id)
         if item.kind == "likert":
-            if isinstance(value, bool) or value not in (1, 2, 3, 4, 5):
+            if type(value) is not int or value not in (1, 2, 3, 4, 5):  # not True, not 4.0
                 raise RuleError(f"Please answer every statement (missing: “{item.text}”).")
             clean[item.id] = value
         else:

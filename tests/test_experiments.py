@@ -96,4 +96,6 @@ def test_survey_answers_are_checked():
     with pytest.raises(RuleError):
         validate_survey({**answers, "happy": True}, exp.survey)
     with pytest.raises(RuleError):
+        validate_survey({**answers, "happy": 4.0}, exp.survey)  # the tables store whole numbers
+    with pytest.raises(RuleError):
         validate_survey({**answers, "extra": 1}, exp.survey)

@@ -347,9 +347,6 @@ class Study:
             return {**payload, "waited_seconds": waited}, None
         if event_type == "survey_submitted":
             answers = validate_survey(payload.get("answers"), exp.survey)
-            # validate_survey takes 4.0 for 4 (they compare equal); the tables store ints.
-            if any(type(answers[i.id]) is not int for i in exp.survey if i.kind == "likert"):
-                raise RuleError("Please choose one of the five answers for every statement.")
             questions = {i.id: (i.kind, i.text, exp.likert_labels) for i in exp.survey}
             return answers, {"questions": questions}
         if event_type in ("suggestion_chosen", "turn_submitted"):
