@@ -26,11 +26,11 @@ def test_the_dashboard_is_told_when_a_writer_finishes_a_round(app, researcher):
     received = updates(io)
     assert received, "no update reached the researcher"
     last = received[-1]
-    assert last["experiment"] == "fake-ab" and last["event"] == "turn_submitted"
-    assert last["results_changed"] is True
-    assert last["progress"]["started"] == 1 and last["progress"]["in_progress"] == 1
-    assert last["progress"]["rounds_submitted"] == 1
-    assert last["progress"]["median_turn_seconds"] is not None
+    assert last == {"experiment": "fake-ab", "event": "turn_submitted", "results_changed": True}
+    progress = researcher.get("/research/experiments/fake-ab/progress.json").get_json()
+    assert progress["started"] == 1 and progress["in_progress"] == 1
+    assert progress["rounds_submitted"] == 1
+    assert progress["median_turn_seconds"] is not None
     # Drafts come often and change nothing the dashboard shows: no update for them.
     writer.act("line_submitted", {"text": "The writer's own line for round 2."})
     writer.wait_for("choosing")
@@ -40,6 +40,16 @@ def test_the_dashboard_is_told_when_a_writer_finishes_a_round(app, researcher):
     assert updates(io) == []
 
 
+def test_a_tab_logged_out_meanwhile_learns_only_that_something_changed(app, researcher):
+    io = researcher.socket()
+    assert io.emit("research_join", {"experiment": "fake-ab"}, callback=True)["ok"]
+    researcher.post("/research/logout")
+    Writer(app, "?pid=w1").write_round(1)
+    received = updates(io)
+    assert received and all(set(u) == {"experiment", "event", "results_changed"} for u in received)
+    assert researcher.get("/research/experiments/fake-ab/progress.json").status_code == 302
+
+
 def test_the_dashboard_counts_finished_writers(app, researcher):
     io = researcher.socket()
     io.emit("research_join", {"experiment": "fake-ab"}, callback=True)
@@ -47,11 +57,11 @@ def test_the_dashboard_counts_finished_writers(app, researcher):
     for n in range(1, 6):
         writer.write_round(n)
     writer.act("survey_submitted", {"answers": SURVEY_ANSWERS})
-    last = updates(io)[-1]
-    assert last["event"] == "survey_submitted"
-    assert last["progress"]["finished"] == 1 and last["progress"]["in_progress"] == 0
-    assert last["progress"]["median_session_seconds"] > 0
-    assert last["progress"]["per_pair"] == {"fake-a-topk vs fake-b-topk": 1}
+    assert updates(io)[-1]["event"] == "survey_submitted"
+    progress = researcher.get("/research/experiments/fake-ab/progress.json").get_json()
+    assert progress["finished"] == 1 and progress["in_progress"] == 0
+    assert progress["median_session_seconds"] > 0
+    assert progress["per_pair"] == {"fake-a-topk vs fake-b-topk": 1}
 
 
 def test_researchers_of_another_experiment_are_not_told(app, researcher):

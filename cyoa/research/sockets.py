@@ -4,9 +4,12 @@
   ``research:<id>`` (checked against the Flask session; writers are refused). The ack is
   ``{"ok": true, "progress": {...}}`` or ``{"ok": false, "error": message}``.
 - ``research_update`` (server → room) after each committed writer or generator action
-  except draft saves, and after a status change:
-  ``{"experiment", "event", "progress", "results_changed"}``; ``results_changed`` is true
-  when a turn or a survey was submitted (the page then fetches the new results).
+  except draft saves, and after a status change: ``{"experiment", "event",
+  "results_changed"}``; the page then fetches the progress (and, when ``results_changed``
+  says a turn or a survey was submitted, the results) over HTTP, where the login is checked
+  on every request. The push itself carries no data: a tab whose researcher has logged out
+  (in another tab, or everywhere) stays in the room until it disconnects, and learns only
+  that something changed.
 """
 
 from __future__ import annotations
@@ -50,27 +53,17 @@ def on_join(data: Any) -> dict[str, Any]:
 
 
 def push_update(app: Flask, exp_id: str, session_id: str, event_type: str) -> None:
-    """Send the experiment's progress to its researchers' room (a Study listener: it logs
+    """Tell the experiment's researchers' room that it changed (a Study listener: it logs
     and swallows its own errors, so a writer's action never fails because of it)."""
     if event_type in QUIET_EVENTS:
         return
     try:
         with app.app_context():
-            study = app.extensions["cyoa"]["study"]
-            exp = study.experiment(exp_id)
-            if exp is None:
-                return
-            db = study.db()
-            try:
-                progress = progress_payload(db, exp)
-            finally:
-                db.close()
             socketio.emit(
                 "research_update",
                 {
                     "experiment": exp_id,
                     "event": event_type,
-                    "progress": progress,
                     "results_changed": event_type in RESULT_EVENTS,
                 },
                 to=room(exp_id),

@@ -1,6 +1,6 @@
-// The experiment dashboard: joins the experiment's researcher room over Socket.IO and
-// redraws the progress figures and, when turns or surveys come in, the results tables and
-// charts. Everything a writer typed is set with textContent, never parsed as HTML.
+// The experiment dashboard: joins the experiment's researcher room over Socket.IO and, told
+// that something changed, fetches and redraws the progress figures and, when turns or surveys
+// come in, the results tables and charts. Everything a writer typed is set with textContent, never parsed as HTML.
 (function () {
   "use strict";
 
@@ -9,9 +9,11 @@
   const experiment = root.dataset.experiment;
   const RESULTS_DELAY_MS = 3000;
   const PROGRESS_POLL_MS = 30000; // dropouts depend on time, not only on events
+  const PROGRESS_DELAY_MS = 250;
   const WRITERS_DELAY_MS = 1000;
   let resultsTimer = null;
   let writersTimer = null;
+  let progressTimer = null;
 
   function el(tag, text, className) {
     const node = document.createElement(tag);
@@ -126,8 +128,14 @@
   }
 
   function refreshProgress() {
+    progressTimer = null;
     fetchJson(root.dataset.progressUrl).then(showProgress).catch(() => setConnection("logged out?", "lost"));
     scheduleWriters();
+  }
+
+  // A burst of writers' actions becomes one fetch.
+  function scheduleProgress() {
+    if (progressTimer === null) progressTimer = setTimeout(refreshProgress, PROGRESS_DELAY_MS);
   }
 
   const socket = io({ transports: ["websocket", "polling"] });
@@ -146,8 +154,7 @@
   socket.on("disconnect", () => setConnection("reconnecting…", "lost"));
   socket.on("research_update", (update) => {
     if (update.experiment !== experiment) return;
-    showProgress(update.progress);
-    scheduleWriters();
+    scheduleProgress(); // the push carries no data: read it over HTTP, where the login is checked
     if (update.results_changed) scheduleResults();
   });
   setInterval(refreshProgress, PROGRESS_POLL_MS);
