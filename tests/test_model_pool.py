@@ -68,6 +68,8 @@ def test_a_card_the_pool_cannot_run_is_failed_unless_an_experiment_needs_it(tmp_
     pool = ModelPool({"odd": odd, "fake-a": fake_card("fake-a")}, tmp_path, load_at_start=[])
     assert pool.status()["odd"]["state"] == "failed"
     assert "telepathy" in pool.status()["odd"]["error"]
+    with pytest.raises(ModelNotAvailable, match="'odd' could not be loaded.*telepathy"):
+        pool.get("odd", timeout=None)  # answered at once, not waited for
     with pytest.raises(ValueError, match="telepathy"):
         ModelPool({"odd": odd}, tmp_path, load_at_start=["odd"])
 

@@ -109,6 +109,9 @@ class ModelPool:
         self._seconds: dict[str, float] = {}
         self._memory: dict[str, int] = {}
         self._done = {name: threading.Event() for name in cards}
+        for name, state in self._state.items():
+            if state == FAILED:
+                self._done[name].set()  # nothing to wait for: get() reports the error
         self._queue: list[str] = []
         self._waiters: list[tuple[tuple[str, ...], Callable[[dict[str, str]], None]]] = []
         self._lock = threading.Lock()
@@ -130,6 +133,7 @@ class ModelPool:
                 except ValueError as exc:
                     self._backends[name] = None
                     self._state[name], self._errors[name] = FAILED, str(exc)
+                    self._done[name].set()
                 else:
                     self._state[name] = NOT_LOADED
 
