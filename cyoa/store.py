@@ -536,18 +536,28 @@ def create_rating_experiment(
     stamp = now()
     with write_transaction(db):
         _insert_experiment(db, exp_id, title, spec, status, "rating")
-        db["instruments"].insert({**instrument, "experiment_id": exp_id})
-        for table, rows in (
-            ("instrument_items", items),
-            ("stories", stories),
-            ("raters", raters),
-            ("judgements", judgements),
-        ):
-            db[table].insert_all(
-                ({"experiment_id": exp_id, "created_at": stamp, **row} for row in rows)
-                if table in ("stories", "raters")
-                else ({"experiment_id": exp_id, **row} for row in rows)
-            )
+        _insert_rating_design(db, exp_id, instrument, items, stories, stamp)
+        db["raters"].insert_all(
+            {"experiment_id": exp_id, "created_at": stamp, **row} for row in raters
+        )
+        db["judgements"].insert_all({"experiment_id": exp_id, **row} for row in judgements)
+
+
+def _insert_rating_design(
+    db: Database,
+    exp_id: str,
+    instrument: dict[str, Any],
+    items: list[dict[str, Any]],
+    stories: list[dict[str, Any]],
+    stamp: str,
+) -> None:
+    """The instrument, its items and the stories of a rating experiment (inside the
+    caller's transaction)."""
+    db["instruments"].insert({**instrument, "experiment_id": exp_id})
+    db["instrument_items"].insert_all({"experiment_id": exp_id, **item} for item in items)
+    db["stories"].insert_all(
+        {"experiment_id": exp_id, "created_at": stamp, **story} for story in stories
+    )
 
 
 def set_experiment_status(db: Database, exp_id: str, status: str) -> None:
@@ -1279,8 +1289,4 @@ def replace_rating_experiment(
         )
         for table in ("instrument_items", "instruments", "stories"):
             db.execute(f"DELETE FROM {table} WHERE experiment_id = ?", [exp_id])
-        db["instruments"].insert({**instrument, "experiment_id": exp_id})
-        db["instrument_items"].insert_all({**item, "experiment_id": exp_id} for item in items)
-        db["stories"].insert_all(
-            {**story, "experiment_id": exp_id, "created_at": stamp} for story in stories
-        )
+        _insert_rating_design(db, exp_id, instrument, items, stories, stamp)

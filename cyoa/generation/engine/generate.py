@@ -42,7 +42,6 @@ from transformers import (
 
 from cyoa.generation.engine.model import special_tokens
 from cyoa.generation.engine.rows import (
-    INCOMPLETE,
     MAX_ROWS,
     SHUTDOWN,
     WINDOW_SECONDS,
@@ -181,18 +180,6 @@ class _Read(StoppingCriteria):
                 continue
             if row.stopped.is_set() or token_id in self.stop_ids:
                 row.finish()
-                continue
-            row.generated.append(token_id)
-            # The whole generated text is decoded each time (sentencepiece spaces and
-            # multi-byte characters depend on neighbouring tokens) and only the new part sent.
-            text = self.tokenizer.decode(
-                row.generated, skip_special_tokens=True, clean_up_tokenization_spaces=False
-            )
-            if text.endswith(INCOMPLETE):
-                row.pieces.put("")
             else:
-                row.pieces.put(text[len(row.shown) :])
-                row.shown = text
-            if len(row.generated) >= row.sampling.max_new_tokens:
-                row.finish()
+                row.take(token_id, self.tokenizer)
         return torch.tensor([row.done for row in self.rows], device=input_ids.device)

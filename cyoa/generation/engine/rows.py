@@ -10,6 +10,7 @@ import queue
 import threading
 import time
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,6 +59,23 @@ class Row:
         self.shown = ""
         self.done = False
 
+    def take(self, token_id: int, tokenizer: Any) -> None:
+        """Add a generated token and hand the reader the new text: the whole generated text
+        is decoded each time (sentencepiece spaces and multi-byte characters depend on
+        neighbouring tokens) and only the new part sent, or an empty piece while the text
+        ends inside a character. The row ends at its ``max_new_tokens``."""
+        self.generated.append(token_id)
+        text = tokenizer.decode(
+            self.generated, skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )
+        if text.endswith(INCOMPLETE):
+            self.pieces.put("")
+        else:
+            self.pieces.put(text[len(self.shown) :])
+            self.shown = text
+        if len(self.generated) >= self.sampling.max_new_tokens:
+            self.finish()
+
     def finish(self, item: Any = END) -> None:
         """End the row for its reader: ``END``, or an exception the reader raises."""
         if not self.done:
@@ -65,7 +83,7 @@ class Row:
             self.pieces.put(item)
 
 
-class RowServer:
+class RowServer(ABC):
     """A thread, named ``thread_name``, that generates the rows :meth:`stream` hands it
     (its subclass's ``_run``); :meth:`start` once, :meth:`close` to end it."""
 
@@ -123,5 +141,6 @@ class RowServer:
             except queue.Empty:
                 return waiting
 
+    @abstractmethod
     def _run(self) -> None:
-        raise NotImplementedError
+        """Generate the rows that arrive until ``SHUTDOWN`` does (the thread's body)."""

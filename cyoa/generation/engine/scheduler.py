@@ -25,7 +25,6 @@ from cyoa.generation.engine.batching import Batch
 from cyoa.generation.engine.cores import CoreShare
 from cyoa.generation.engine.prefixes import PrefixStore
 from cyoa.generation.engine.rows import (
-    INCOMPLETE,
     MAX_ROWS,
     SHUTDOWN,
     WINDOW_SECONDS,
@@ -165,17 +164,5 @@ class BatchScheduler(RowServer):
         for row, token_id in zip(rows, tokens, strict=True):
             if token_id in self.stop_ids:
                 row.finish()
-                continue
-            row.generated.append(token_id)
-            # The whole generated text is decoded each time (sentencepiece spaces and
-            # multi-byte characters depend on neighbouring tokens) and only the new part sent.
-            text = self.tokenizer.decode(
-                row.generated, skip_special_tokens=True, clean_up_tokenization_spaces=False
-            )
-            if text.endswith(INCOMPLETE):
-                row.pieces.put("")
             else:
-                row.pieces.put(text[len(row.shown) :])
-                row.shown = text
-            if len(row.generated) >= row.sampling.max_new_tokens:
-                row.finish()
+                row.take(token_id, self.tokenizer)
