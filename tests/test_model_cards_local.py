@@ -52,6 +52,11 @@ max_new_tokens = 30
 """
 
 
+# Tests of the CPU engine pin the device: with no `device`, a card runs on a CUDA GPU where
+# the machine has one.
+CPU = 'device = "cpu"'
+
+
 def write_card(folder: Path, source: str, extra: str = "", options: str = "", name="mine") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.toml"
@@ -83,7 +88,7 @@ def own_checkpoint(tmp_path, checkpoint) -> Path:
 def test_a_checkpoint_folder_card_writes_suggestions_recording_its_content_version(
     tmp_path, checkpoint
 ):
-    card = load_model_card(write_card(tmp_path, f'path = "{checkpoint}"'))
+    card = load_model_card(write_card(tmp_path, f'path = "{checkpoint}"', options=CPU))
     assert card.version == checkpoint_version(checkpoint)
     assert card.version.startswith("checkpoint:") and card.version_from_content
     backend = TransformersBackend(card, tmp_path / "cache")
@@ -303,7 +308,7 @@ def test_weights_larger_than_the_free_memory_say_how_much_they_need(
     tmp_path, checkpoint, monkeypatch
 ):
     monkeypatch.setattr(checkpoints, "free_memory_bytes", lambda device: 1_000_000)
-    path = write_card(tmp_path, f'path = "{checkpoint}"')
+    path = write_card(tmp_path, f'path = "{checkpoint}"', options=CPU)
     with pytest.raises(ModelLoadError) as error:
         TransformersBackend(load_model_card(path), tmp_path / "cache").load()
     message = str(error.value)
@@ -403,7 +408,7 @@ def test_a_model_whose_warm_up_fails_keeps_no_thread_alive(tmp_path, checkpoint,
 
     monkeypatch.setattr(scheduler, "sample_rows_from_hidden", out_of_memory)
     before = set(threading.enumerate())
-    card = load_model_card(write_card(tmp_path, f'path = "{checkpoint}"'))
+    card = load_model_card(write_card(tmp_path, f'path = "{checkpoint}"', options=CPU))
     pool = ModelPool({"mine": card}, tmp_path / "cache")
     assert not pool.wait_ready(timeout=120)
     assert "simulated out of memory" in pool.status()["mine"]["error"]

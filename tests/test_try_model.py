@@ -54,7 +54,8 @@ def suggestion_lines(output: str) -> list[str]:
 def test_try_model_prints_n_suggestions_for_a_checkpoint_card_with_times_and_memory(
     tmp_path, checkpoint
 ):
-    card = write_card(tmp_path, f'path = "{checkpoint}"')
+    # The CPU engine's figures (resident memory); `auto` is tested on its own below.
+    card = write_card(tmp_path, f'path = "{checkpoint}"', 'device = "cpu"')
     result = try_model(tmp_path, str(card), "--n", "2", "--story", "A fox sat on the hill.")
     assert result.exit_code == 0, result.output
     lines = suggestion_lines(result.output)
@@ -67,10 +68,21 @@ def test_try_model_prints_n_suggestions_for_a_checkpoint_card_with_times_and_mem
 
 def test_try_model_prints_suggestions_for_a_gguf_card(tmp_path):
     save_tiny_gguf(tmp_path / "tiny.gguf")
-    result = try_model(tmp_path, str(write_card(tmp_path, 'gguf = "tiny.gguf"')), "--n", "1")
+    card = write_card(tmp_path, 'gguf = "tiny.gguf"', 'device = "cpu"')
+    result = try_model(tmp_path, str(card), "--n", "1")
     assert result.exit_code == 0, result.output
     assert len(suggestion_lines(result.output)) == 1
     assert "mine on cpu, version sha256:" in result.output
+
+
+def test_a_card_without_a_device_runs_on_the_first_gpu_where_there_is_one_else_the_cpu(
+    tmp_path, checkpoint
+):
+    result = try_model(tmp_path, str(write_card(tmp_path, f'path = "{checkpoint}"')), "--n", "1")
+    assert result.exit_code == 0, result.output
+    expected = "cuda:0" if torch.cuda.is_available() else "cpu"
+    assert f"mine on {expected}, version checkpoint:" in result.output
+    assert len(suggestion_lines(result.output)) == 1
 
 
 @pytest.mark.parametrize(
