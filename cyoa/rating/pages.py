@@ -27,6 +27,7 @@ from flask import (
 )
 
 from cyoa.rating.flow import Phase, RuleError
+from cyoa.rating.importing import is_unicode
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
 from cyoa.security import csrf_valid
 from cyoa.study.pages import EXPIRED, ResumeRefused, participant_from_args, resumable
@@ -36,6 +37,10 @@ bp = Blueprint("rating", __name__)
 ACTION_HEADER = "X-CYOA-Action"
 COMPLETION_REDIRECT_SECONDS = 15
 _LINK_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "pid")
+NOT_UNICODE = (
+    "Your answer holds a character that cannot be saved (half of an emoji or symbol); please "
+    "retype it."
+)
 
 
 def _ratings() -> RatingStudy:
@@ -166,6 +171,30 @@ def answer_view(answer: Any) -> dict[str, Any]:
     return {"value": shown, "rationale": answer.rationale or ""}
 
 
+def _action_body() -> Any:
+    """The action's JSON, or None when it cannot be read: not JSON, a number too long for
+    Python, or nested deeper than Python's recursion limit (an answer is three levels)."""
+    try:
+        return request.get_json(silent=True)
+    except (RecursionError, ValueError):
+        return None
+
+
+def _all_unicode(data: Any) -> bool:
+    """Whether every text in ``data`` can be stored: JSON's ``\\ud800`` writes half a
+    character (a lone surrogate), which SQLite cannot encode."""
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend([*item, *item.values()])
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str) and not is_unicode(item):
+            return False
+    return True
+
+
 @bp.post("/r/<exp_id>/action")
 def action(exp_id: str):
     """One rater action as JSON ``{action_id, type, payload}``; answers ``{ok: true, …}``
@@ -176,9 +205,11 @@ def action(exp_id: str):
     rater_id = _rater(exp_id)
     if exp is None or rater_id is None:
         return jsonify(ok=False, error="Please use your study link again."), 403
-    data = request.get_json(silent=True)
+    data = _action_body()
     if not isinstance(data, dict) or set(data) - {"action_id", "type", "payload"}:
         return jsonify(ok=False, error="The request was malformed. Please reload the page."), 400
+    if not _all_unicode(data):
+        return jsonify(ok=False, error=NOT_UNICODE), 400
     try:
         outcome = _ratings().act(
             exp, rater_id, data.get("type"), data.get("payload"), data.get("action_id")
