@@ -317,10 +317,10 @@ def answer_body(rater: Rater, action_id: str, rationale: str) -> str:
     ],
 )  # fmt: skip
 def test_a_rater_action_with_a_lone_surrogate_is_answered_with_a_sentence(
-    study,
+    study,  # noqa: F811 - the fixture imported above
     action_id,
     rationale,
-    sentence,  # noqa: F811 - the fixture
+    sentence,
 ):
     rater = Rater(study)
     rater.start()
