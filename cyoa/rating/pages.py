@@ -26,6 +26,7 @@ from flask import (
     url_for,
 )
 
+from cyoa.rating.blind import from_rater, rater_item_ids
 from cyoa.rating.flow import Phase, RuleError
 from cyoa.rating.importing import is_unicode
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
@@ -150,16 +151,18 @@ def rate(exp_id: str):
         # Time on task counts from here: the server's clock, when the story is first sent.
         state = _ratings().act(exp, rater_id, "story_shown", {"story": task.story_id}).state
         task = state.current
+    shown_ids = {q: q for q in task.questions} | rater_item_ids(exp, task.story_id)
     return render_template(
         "rate.html",
         experiment=exp,
         story=exp.stories[task.story_id],
         task=task,
         questions=[exp.questions.item(q) for q in task.questions],
+        shown_ids=shown_ids,
         answers={q: answer_view(a) for q, a in task.answers.items()},
         position=state.position,
         total=len(state.tasks),
-        required=sorted(exp.questions.required() & set(task.questions)),
+        required=sorted(shown_ids[q] for q in exp.questions.required() & set(task.questions)),
         first=state.position == 1,
         attribution=exp.questions.instrument.attribution,
     )
@@ -212,7 +215,11 @@ def action(exp_id: str):
         return jsonify(ok=False, error=NOT_UNICODE), 400
     try:
         outcome = _ratings().act(
-            exp, rater_id, data.get("type"), data.get("payload"), data.get("action_id")
+            exp,
+            rater_id,
+            data.get("type"),
+            from_rater(exp, data.get("payload")),
+            data.get("action_id"),
         )
     except RuleError as error:
         return jsonify(ok=False, error=str(error)), 409
