@@ -466,7 +466,6 @@ def _story_aliases(db: Database) -> None:
             "UPDATE stories SET alias = ? WHERE experiment_id = ? AND story_id = ?",
             [story_alias(), exp_id, story_id],
         )
-    db.execute("CREATE UNIQUE INDEX stories_by_alias ON stories (experiment_id, alias)")
 
 
 # The schema's history: each step takes the database one version further (see migrate).
