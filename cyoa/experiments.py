@@ -44,6 +44,9 @@ OPEN_ANSWER_MAX_CHARS = 2000
 # slot 1 equally often (±1 for an odd number of rounds), in a random order of rounds.
 SLOT_ORDERS = ("coin", "balanced")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# /research/experiments/new and /research/ratings/new are the forms, so an experiment
+# called "new" would have no page of its own (either kind).
+RESERVED_IDS = ("new",)
 # The sane range of every number in a spec (inclusive): beyond these a single writer's
 # session would cost without bound (a hundred million rounds, a billion-token suggestion).
 RANGES = {
@@ -112,9 +115,12 @@ class Experiment:
 def load_experiment(path: Path, cards: dict[str, ModelCard]) -> Experiment:
     """Read and validate one spec file, resolving its systems against ``cards``."""
     try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read the experiment spec ({exc}).") from exc
+        # utf-8-sig: an editor's byte-order mark is not part of the TOML.
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except RecursionError:
+        raise SpecError(f"{path}: the experiment spec is nested too deeply.") from None
+    except (OSError, ValueError) as exc:  # also TOMLDecodeError, a 5,000-digit number
+        raise SpecError(f"{path}: cannot read the experiment spec ({exc}).") from None
     return experiment_from_dict(raw, cards, where=str(path))
 
 
@@ -138,6 +144,8 @@ def experiment_from_dict(
     exp_id = need("id", str)
     if not _ID.match(exp_id):
         raise SpecError(f"{where}: 'id' must be lowercase letters, digits, '-' or '_'.")
+    if exp_id in RESERVED_IDS:
+        raise SpecError(f"{where}: the id '{exp_id}' names a page of the app; choose another.")
     title = need("title", str)
     if len(title) > MAX_TITLE_CHARS:
         raise SpecError(f"{where}: 'title' must be at most {MAX_TITLE_CHARS} characters.")

@@ -9,6 +9,7 @@ disagree with it. Every table and column is described in docs/data-dictionary.md
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -450,12 +451,30 @@ def _suggestion_waits(db: Database) -> None:
     db.execute("ALTER TABLE suggestions ADD COLUMN waited_seconds FLOAT")
 
 
+def story_alias() -> str:
+    """A new story's rater-facing id: random, so that it says nothing of the story's source
+    (see :mod:`cyoa.rating.blind`)."""
+    return secrets.token_hex(6)
+
+
+def _story_aliases(db: Database) -> None:
+    """Each story of a rating experiment gets the opaque id raters see in its place."""
+    db.execute("ALTER TABLE stories ADD COLUMN alias TEXT")
+    keys = list(db.execute("SELECT experiment_id, story_id FROM stories").fetchall())
+    for exp_id, story_id in keys:
+        db.execute(
+            "UPDATE stories SET alias = ? WHERE experiment_id = ? AND story_id = ?",
+            [story_alias(), exp_id, story_id],
+        )
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
     _version_2,
     _rating_journeys,
     _suggestion_waits,
+    _story_aliases,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -556,7 +575,8 @@ def _insert_rating_design(
     db["instruments"].insert({**instrument, "experiment_id": exp_id})
     db["instrument_items"].insert_all({"experiment_id": exp_id, **item} for item in items)
     db["stories"].insert_all(
-        {"experiment_id": exp_id, "created_at": stamp, **story} for story in stories
+        {"experiment_id": exp_id, "created_at": stamp, **story, "alias": story_alias()}
+        for story in stories
     )
 
 
@@ -1241,8 +1261,15 @@ def clone_rating_experiment(db: Database, exp_id: str, new_id: str) -> None:
         _insert_experiment(db, new_id, row["title"], spec, "paused", "rating")
         for table in _RATING_COPIED:
             rows = list(db.query(f"SELECT * FROM {table} WHERE experiment_id = ?", [exp_id]))
-            fresh = {"created_at": stamp} if table == "stories" else {}
-            db[table].insert_all({**copied, "experiment_id": new_id, **fresh} for copied in rows)
+            db[table].insert_all(
+                {**copied, "experiment_id": new_id, **_fresh(table, stamp)} for copied in rows
+            )
+
+
+def _fresh(table: str, stamp: str) -> dict[str, Any]:
+    """What a copied row of ``table`` gets anew: a story is created now, with its own alias
+    (a rater of both studies cannot link them)."""
+    return {"created_at": stamp, "alias": story_alias()} if table == "stories" else {}
 
 
 def rating_edit_refusal(db: Database, exp_id: str) -> str:

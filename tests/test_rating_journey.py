@@ -14,6 +14,7 @@ from conftest import Researcher
 
 from cyoa import store
 from cyoa.cli import cli
+from cyoa.rating.blind import rater_item_ids
 from tests.study_builder import add_writer, make_experiment, story
 
 STORIES = [
@@ -91,9 +92,25 @@ class Rater:
         return response.get_data(as_text=True)
 
     def act(self, type_: str, payload: dict, action_id: str | None = None):
+        """Send an action about a story and question named by their stored ids, as the page
+        sends it: with the ids the rater is shown."""
         self.actions += 1
-        body = {"action_id": action_id or f"a{self.actions}", "type": type_, "payload": payload}
+        body = {
+            "action_id": action_id or f"a{self.actions}",
+            "type": type_,
+            "payload": self.as_shown(payload),
+        }
         return self.client.post("/r/aiss-pilot/action", json=body, headers={"X-CYOA-Action": "1"})
+
+    def as_shown(self, payload: dict) -> dict:
+        exp = self.app.extensions["cyoa"]["ratings"].experiment("aiss-pilot")
+        story_id = payload.get("story")
+        if exp is None or story_id not in exp.stories:
+            return payload
+        shown = {**payload, "story": exp.stories[story_id]["alias"]}
+        if "item" in payload:
+            shown["item"] = rater_item_ids(exp, story_id).get(payload["item"], payload["item"])
+        return shown
 
     def state(self):
         ratings = self.app.extensions["cyoa"]["ratings"]
@@ -160,7 +177,8 @@ def test_a_reload_comes_back_to_the_same_story_with_the_answers_given(study):
     again = Rater(study)
     again.client = rater.client  # the same browser, reloading
     page = again.page()
-    assert f'data-story="{task.story_id}"' in page
+    alias = rows(study, "SELECT alias FROM stories WHERE story_id = ?", task.story_id)[0]
+    assert f'data-story="{alias["alias"]}"' in page
     assert re.search(rf'name="item-{task.questions[0]}" value="5" checked', page)
     shown = rows(study, "SELECT count(*) AS n FROM rating_events WHERE rater_id = ?"
                  " AND type = 'story_shown'", rater_id)  # fmt: skip
@@ -206,7 +224,7 @@ def test_a_resent_answer_is_recorded_once(study):
         ({"type": "answer_given", "extra": 1}, {"X-CYOA-Action": "1"}, 400, "malformed"),
         ({"type": "rater_started", "payload": {}}, {"X-CYOA-Action": "1"}, 409, "malformed"),
         ({"type": "answer_given", "payload": {"story": "s1", "item": "1", "value": "\ud800"}},
-         {"X-CYOA-Action": "1"}, 409, ""),
+         {"X-CYOA-Action": "1"}, 400, "cannot be saved"),
     ],
 )  # fmt: skip
 def test_every_bad_action_gets_a_sentence_not_a_traceback(study, body, headers, status, message):

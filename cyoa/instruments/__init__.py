@@ -14,6 +14,7 @@ The vendored texts and their licences are in ``cyoa/instruments/data/``; an inst
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from pathlib import Path
 
@@ -62,7 +63,20 @@ def load_instrument(name_or_path: str) -> Instrument:
             f"a TOML spec file."
         )
     try:
-        spec = tomllib.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: an editor's byte-order mark is not part of the TOML.
+        spec = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except UnicodeDecodeError as error:
+        raise InstrumentError(
+            f"{path}: not UTF-8 text ({error.reason}); save it as UTF-8."
+        ) from None
+    except RecursionError:
+        raise InstrumentError(
+            f"{path}: the TOML is nested too deeply; an instrument is a table with [[items]]."
+        ) from None
     except tomllib.TOMLDecodeError as error:
         raise InstrumentError(f"{path}: not valid TOML ({error}); fix the file.") from None
+    except ValueError:  # Python reads at most sys.get_int_max_str_digits() digits
+        raise InstrumentError(
+            f"{path}: a number with more than {sys.get_int_max_str_digits():,} digits; shorten it."
+        ) from None
     return instrument_from_spec(spec, str(path))

@@ -12,7 +12,9 @@ Two layouts of judgements (``python -m cyoa import-ratings``):
   by the instrument (:meth:`~cyoa.instruments.types.Instrument.parse_value`).
 
 Every check runs before anything is stored, and a bad row stops the import with a
-:class:`RatingImportError` naming the file, the line and the field.
+:class:`RatingImportError` naming the file, the line and the field. Files are read as
+spreadsheets save them: a UTF-8 byte-order mark (Excel's "CSV UTF-8") is skipped, and a CSV
+field may hold a long story (up to :data:`FIELD_MAX_CHARS`, not csv's default 131,072).
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ import csv
 import io
 import json
 import re
+import sys
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,12 @@ from cyoa.instruments.fei import fei_kind
 LONG_COLUMNS = ("story_id", "source", "rater_id", "item", "value")
 QUESTION_FIELDS = ("story_id", "question_id", "kind", "text")
 _URL = re.compile(r"^https?://\S+$")
+# One word that starts as a link does (``javascript:…``, ``data:…``): meant as a link, but
+# only web addresses are shown as links.
+_OTHER_LINK = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
+# The longest CSV field read, in characters: a long story fits (a novel is about 500,000);
+# a field longer than this is a broken file, refused with a sentence.
+FIELD_MAX_CHARS = 1_000_000
 
 
 class RatingImportError(ValueError):
@@ -68,12 +78,15 @@ class Story:
 def read_records(text: str, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) for each record of a CSV (header line first), JSON Lines or
     JSON-list file, by the file's extension (``.csv``, ``.jsonl``/``.ndjson``, ``.json``;
-    a ``.json`` file holding one object per line is read as JSON Lines)."""
+    a ``.json`` file holding one object per line is read as JSON Lines). A leading byte-order
+    mark is skipped; a CSV quote left open, a field over :data:`FIELD_MAX_CHARS`, JSON nested
+    past Python's recursion limit, a number too long to read and text that is not Unicode (a
+    lone surrogate) are :class:`RatingImportError` naming the line."""
+    text = text.removeprefix("\ufeff")
     suffix = Path(filename).suffix.lower()
     if suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
-        for record in reader:
-            yield reader.line_num, {k.strip(): v for k, v in record.items() if k is not None}
+        for number, record in _csv_records(text, filename):
+            yield number, _unicode_checked(record, f"{filename}, line {number}")
         return
     if suffix == ".json" and text.lstrip().startswith("["):
         yield from enumerate(_json_list(text, filename), start=1)
@@ -85,21 +98,96 @@ def read_records(text: str, filename: str) -> Iterator[tuple[int, dict[str, Any]
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        where = f"{filename}, line {number}"
         try:
-            record = json.loads(line)
+            record = _json(line, where)
         except json.JSONDecodeError as error:
-            raise RatingImportError(
-                f"{filename}, line {number}: not valid JSON ({error.msg})."
-            ) from None
+            raise RatingImportError(f"{where}: not valid JSON ({error.msg}).") from None
         if not isinstance(record, dict):
-            raise RatingImportError(f"{filename}, line {number}: not a JSON object.")
-        yield number, record
+            raise RatingImportError(f"{where}: not a JSON object.")
+        yield number, _unicode_checked(record, where)
+
+
+def _csv_records(text: str, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a CSV file with the line each ends on; strict, so that a quote left
+    open is an error naming the line it opens on, not rows silently merged into one field."""
+    csv.field_size_limit(FIELD_MAX_CHARS)
+    reader = csv.DictReader(io.StringIO(text), strict=True)
+    started = 1  # the line the record being read starts on
+    try:
+        if reader.fieldnames is not None:  # reads the header
+            started = reader.line_num + 1
+        for record in reader:
+            yield reader.line_num, {k.strip(): v for k, v in record.items() if k is not None}
+            started = reader.line_num + 1
+    except csv.Error as error:
+        if "field larger than field limit" in str(error):
+            raise RatingImportError(
+                f"{filename}, line {started}: a field longer than {FIELD_MAX_CHARS:,} "
+                "characters; is a quote left open, or a story pasted twice?"
+            ) from None
+        if "unexpected end of data" in str(error):
+            raise RatingImportError(
+                f"{filename}, line {started}: a quoted field opens there and never closes; "
+                'close its quote (a quote inside a field is written twice: "").'
+            ) from None
+        raise RatingImportError(
+            f"{filename}, line {reader.line_num}: not valid CSV ({error}); save it again as CSV."
+        ) from None
+
+
+def _json(text: str, where: str) -> Any:
+    """The JSON document ``text``; :class:`json.JSONDecodeError` for the caller to place, and
+    a :class:`RatingImportError` naming ``where`` for JSON too deep or a number too long for
+    Python to read."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise RatingImportError(
+            f"{where}: the JSON is nested too deeply; a record is one object of fields."
+        ) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # Python reads at most sys.get_int_max_str_digits() digits
+        raise RatingImportError(
+            f"{where}: a number with more than {sys.get_int_max_str_digits():,} digits; "
+            "write it as text (in quotes) or shorten it."
+        ) from None
+
+
+def _unicode_checked(record: dict[str, Any], where: str) -> dict[str, Any]:
+    """``record`` if all its text is Unicode; JSON's ``\\ud800`` writes half a character
+    (a lone surrogate) that nothing can store or show, refused naming its field."""
+    for key, value in record.items():
+        pending = [key, value]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, dict):
+                pending.extend([*item, *item.values()])
+            elif isinstance(item, list):
+                pending.extend(item)
+            elif isinstance(item, str) and not is_unicode(item):
+                name = key if is_unicode(key) else ascii(key)
+                raise RatingImportError(
+                    f"{where}, field '{name}' holds a lone surrogate (half of a character, "
+                    f"{ascii(item[:40])}); write the character itself."
+                )
+    return record
+
+
+def is_unicode(text: str) -> bool:
+    """Whether ``text`` can be stored and shown: it holds no lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _json_list(text: str, filename: str) -> list[dict[str, Any]]:
     """The objects of a file holding one JSON list of objects."""
     try:
-        records = json.loads(text)
+        records = _json(text.removeprefix("\ufeff"), filename)
     except json.JSONDecodeError as error:
         raise RatingImportError(
             f"{filename}, line {error.lineno}: not valid JSON ({error.msg})."
@@ -109,6 +197,7 @@ def _json_list(text: str, filename: str) -> list[dict[str, Any]]:
     for number, record in enumerate(records, start=1):
         if not isinstance(record, dict):
             raise RatingImportError(f"{filename}, record {number}: not a JSON object.")
+        _unicode_checked(record, f"{filename}, record {number}")
     return records
 
 
@@ -172,7 +261,7 @@ def long_judgements(text: str, filename: str, instrument: Instrument) -> list[Ju
                 f"{', '.join(LONG_COLUMNS)} (and may have rationale)."
             )
         story_id = _field(record, "story_id", where)
-        item_id = _field(record, "item", where)
+        item_id = item_for_story(instrument, _field(record, "item", where), story_id)
         try:
             item = instrument.item(item_id)
             raw = record.get("value")
@@ -234,11 +323,22 @@ def _checked(judgements: list[Judgement], filename: str) -> list[Judgement]:
 
 def fei_questions(text: str, filename: str) -> list[FeiQuestion]:
     """The FEI questions of a JSON Lines (or CSV / JSON list) file of
-    ``{story_id, question_id, kind, text}``, ``kind`` being ``transitional`` or ``world``."""
+    ``{story_id, question_id, kind, text}``, ``kind`` being ``transitional`` or ``world``.
+    Questions are per story, so a question id may be used again for another story: such
+    ids are made the study's own as ``"<question_id>@<story_id>"`` (as a corrupted copy's
+    questions are named)."""
     questions = []
+    seen: dict[tuple[str, str], int] = {}
     for number, record in read_records(text, filename):
         where = f"{filename}, line {number}"
         values = {name: _field(record, name, where) for name in QUESTION_FIELDS}
+        key = (values["story_id"], values["question_id"])
+        if key in seen:
+            raise RatingImportError(
+                f"{where}: story {key[0]!r} has the question {key[1]!r} already on line "
+                f"{seen[key]}; give each question of a story its own id."
+            )
+        seen[key] = number
         try:
             kind = fei_kind(values["kind"], values["question_id"])
         except InstrumentError as error:
@@ -248,14 +348,29 @@ def fei_questions(text: str, filename: str) -> list[FeiQuestion]:
         )
     if not questions:
         raise RatingImportError(f"{filename}: no questions found.")
-    return questions
+    stories_of = Counter(question.question_id for question in questions)
+    return [
+        replace(q, question_id=f"{q.question_id}@{q.story_id}")
+        if stories_of[q.question_id] > 1
+        else q
+        for q in questions
+    ]
+
+
+def item_for_story(instrument: Instrument, item_id: str, story_id: str) -> str:
+    """The id of the instrument's item ``item_id`` as asked about ``story_id``: an FEI
+    question id used for several stories is scoped by its story (:func:`fei_questions`)."""
+    scoped = f"{item_id}@{story_id}"
+    return scoped if any(item.id == scoped for item in instrument.items) else item_id
 
 
 def stories_from_file(text: str, filename: str) -> list[Story]:
     """The stories of a JSON list, JSON Lines or CSV file: ``story_id`` (or ``id``),
     ``source`` (else the part of a ``<n>_<source>`` id after the first underscore),
     ``title`` (or ``story_name``), ``text`` (or ``content``); a text that is only a URL is
-    kept as the story's ``url`` (TTCW's New Yorker stories are links)."""
+    kept as the story's ``url`` (TTCW's New Yorker stories are links). A file without
+    stories, a story with neither text nor link, and a link that is not a web address
+    (``javascript:…``) are refused: a rater could not read it."""
     stories = []
     seen: set[str] = set()
     for number, record in read_records(text, filename):
@@ -271,13 +386,29 @@ def stories_from_file(text: str, filename: str) -> list[Story]:
             raise RatingImportError(f"{where}: the field 'source' is missing or empty.")
         body = str(record.get("text") or record.get("content") or "").strip()
         is_url = bool(_URL.match(body))
+        url = body if is_url else str(record.get("url") or "").strip()
+        if (url and not _URL.match(url)) or (not is_url and _OTHER_LINK.match(body)):
+            raise RatingImportError(
+                f"{where}: story {story_id!r}: a link must be a web address (https://…), "
+                f"not {(url or body)[:60]!r}."
+            )
+        if not body and not url:
+            raise RatingImportError(
+                f"{where}: story {story_id!r} has neither text nor a link; write its text "
+                "(field 'text') or its web address."
+            )
         stories.append(
             Story(
                 story_id=story_id,
                 source=source,
                 title=str(record.get("title") or record.get("story_name") or "").strip(),
                 text="" if is_url else body,
-                url=body if is_url else str(record.get("url") or "").strip(),
+                url=url,
             )
+        )
+    if not stories:
+        raise RatingImportError(
+            f"{filename} has no stories: write one story per line (JSON Lines), per row "
+            "after the header (CSV), or per object of a JSON list."
         )
     return stories

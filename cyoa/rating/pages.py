@@ -26,7 +26,9 @@ from flask import (
     url_for,
 )
 
+from cyoa.rating.blind import from_rater, rater_item_ids
 from cyoa.rating.flow import Phase, RuleError
+from cyoa.rating.importing import is_unicode
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
 from cyoa.security import csrf_valid
 from cyoa.study.pages import EXPIRED, ResumeRefused, participant_from_args, resumable
@@ -36,6 +38,10 @@ bp = Blueprint("rating", __name__)
 ACTION_HEADER = "X-CYOA-Action"
 COMPLETION_REDIRECT_SECONDS = 15
 _LINK_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "pid")
+NOT_UNICODE = (
+    "Your answer holds a character that cannot be saved (half of an emoji or symbol); please "
+    "retype it."
+)
 
 
 def _ratings() -> RatingStudy:
@@ -145,16 +151,18 @@ def rate(exp_id: str):
         # Time on task counts from here: the server's clock, when the story is first sent.
         state = _ratings().act(exp, rater_id, "story_shown", {"story": task.story_id}).state
         task = state.current
+    shown_ids = {q: q for q in task.questions} | rater_item_ids(exp, task.story_id)
     return render_template(
         "rate.html",
         experiment=exp,
         story=exp.stories[task.story_id],
         task=task,
         questions=[exp.questions.item(q) for q in task.questions],
+        shown_ids=shown_ids,
         answers={q: answer_view(a) for q, a in task.answers.items()},
         position=state.position,
         total=len(state.tasks),
-        required=sorted(exp.questions.required() & set(task.questions)),
+        required=sorted(shown_ids[q] for q in exp.questions.required() & set(task.questions)),
         first=state.position == 1,
         attribution=exp.questions.instrument.attribution,
     )
@@ -164,6 +172,30 @@ def answer_view(answer: Any) -> dict[str, Any]:
     value = answer.value
     shown = value if isinstance(value, str) else f"{value:g}"
     return {"value": shown, "rationale": answer.rationale or ""}
+
+
+def _action_body() -> Any:
+    """The action's JSON, or None when it cannot be read: not JSON, a number too long for
+    Python, or nested deeper than Python's recursion limit (an answer is three levels)."""
+    try:
+        return request.get_json(silent=True)
+    except (RecursionError, ValueError):
+        return None
+
+
+def _all_unicode(data: Any) -> bool:
+    """Whether every text in ``data`` can be stored: JSON's ``\\ud800`` writes half a
+    character (a lone surrogate), which SQLite cannot encode."""
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend([*item, *item.values()])
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str) and not is_unicode(item):
+            return False
+    return True
 
 
 @bp.post("/r/<exp_id>/action")
@@ -176,12 +208,18 @@ def action(exp_id: str):
     rater_id = _rater(exp_id)
     if exp is None or rater_id is None:
         return jsonify(ok=False, error="Please use your study link again."), 403
-    data = request.get_json(silent=True)
+    data = _action_body()
     if not isinstance(data, dict) or set(data) - {"action_id", "type", "payload"}:
         return jsonify(ok=False, error="The request was malformed. Please reload the page."), 400
+    if not _all_unicode(data):
+        return jsonify(ok=False, error=NOT_UNICODE), 400
     try:
         outcome = _ratings().act(
-            exp, rater_id, data.get("type"), data.get("payload"), data.get("action_id")
+            exp,
+            rater_id,
+            data.get("type"),
+            from_rater(exp, data.get("payload")),
+            data.get("action_id"),
         )
     except RuleError as error:
         return jsonify(ok=False, error=str(error)), 409

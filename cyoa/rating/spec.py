@@ -43,6 +43,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa.analysis.data import AnalysisError
+from cyoa.experiments import RESERVED_IDS
 from cyoa.instruments import (
     FeiQuestion,
     Instrument,
@@ -63,8 +64,6 @@ from cyoa.stories.corrupt import CorruptionError, corrupt
 from cyoa.stories.cowriting import cowriting_stories
 
 ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-# /research/ratings/new is the form, so an experiment called "new" would have no dashboard.
-RESERVED_IDS = ("new",)
 RANGES = {
     "raters_per_story": (1, 100),
     "stories_per_rater": (1, 200),
@@ -189,6 +188,8 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
             f"{where}: {len(links)} stories have no text, only a link (e.g. {links[0]!r}); "
             "remove them, or set links = true in [stories] to show them as links."
         )
+    if instrument.id == "fei":
+        _questions_about(instrument, {story.story_id for story in records}, where)
     copies = _corrupted(raw.get("corrupt", []), records, where)
     records = [*records, *copies]
     if instrument.id == "fei" and copies:
@@ -214,6 +215,17 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
         show_links=show_links,
         source=raw,
     )
+
+
+def _questions_about(instrument: Instrument, story_ids: set[str], where: str) -> None:
+    """Refuse an FEI question about a story the study does not have: no rater would see it,
+    and its absence would look like a question nobody answered."""
+    for item in instrument.items:
+        if item.story_id not in story_ids:
+            raise RatingSpecError(
+                f"{where}: question {item.id!r} is about story {item.story_id!r}, which is not "
+                "among the stories; fix its story_id or remove it."
+            )
 
 
 def _corrupted(tables: Any, stories: list[StoryRecord], where: str) -> list[StoryRecord]:

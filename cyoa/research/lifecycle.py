@@ -40,7 +40,9 @@ class LifecycleError(ValueError):
 def parse_spec(text: str, filename: str) -> dict[str, Any]:
     """A spec file's contents as a dict: TOML (``.toml``) or JSON (``.json``). Anything that
     is not a readable spec of at most :data:`SPEC_MAX_BYTES` and :data:`SPEC_MAX_DEPTH`
-    levels of nesting, in real Unicode text, is a SpecError that says what to fix."""
+    levels of nesting, in real Unicode text, is a SpecError that says what to fix. A leading
+    byte-order mark (some editors write one) is skipped."""
+    text = text.removeprefix("\ufeff")
     if len(text.encode("utf-8", "surrogatepass")) > SPEC_MAX_BYTES:
         raise SpecError(f"{filename}: the spec is larger than {SPEC_MAX_BYTES // 1024} KB.")
     try:

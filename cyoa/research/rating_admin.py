@@ -76,6 +76,8 @@ bp = Blueprint("research_rating_admin", __name__, url_prefix="/research/ratings"
 MB = 1024 * 1024
 # The largest file accepted for each upload, in bytes.
 UPLOAD_LIMITS = {"stories": 16 * MB, "questions": 4 * MB, "instrument": lifecycle.SPEC_MAX_BYTES}
+# Longer names are refused: most file systems keep at most 255 bytes of a name.
+UPLOAD_NAME_MAX_CHARS = 200
 UPLOAD_FIELDS = {
     "stories": "stories_file",
     "questions": "questions_file",
@@ -327,6 +329,11 @@ def _save_uploads(values: Mapping[str, Any], folder: Path) -> dict[str, str]:
         upload = request.files.get(UPLOAD_FIELDS[kind])
         if not needed or upload is None or not upload.filename:
             continue
+        if len(upload.filename) > UPLOAD_NAME_MAX_CHARS:
+            raise RatingFormError(
+                f"The {kind} file's file name is longer than {UPLOAD_NAME_MAX_CHARS} "
+                "characters: rename the file and choose it again."
+            )
         limit = UPLOAD_LIMITS[kind]
         data = upload.read(limit + 1)
         if len(data) > limit:
