@@ -34,6 +34,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         DEFAULT_EXPERIMENT="gemma-vs-smollm",
         HOST="127.0.0.1",
         PORT=5000,
+        PUBLIC_URL="",
         LOAD_MODELS_AT_START=True,
         TORCH_THREADS=0,
         GENERATION_MODE="batched",

@@ -154,7 +154,7 @@ def password():
 @auth.login_required
 def experiments():
     study = web.parts()["study"]
-    base_url = request.host_url
+    base_url = web.public_url()
     rows = []
     with web.db() as db:
         lifecycle.sync_from_db(db, study.experiments, web.parts()["cards"])
@@ -345,7 +345,7 @@ def experiment(exp_id: str):
         writers=writers,
         details=details,
         edit_refusal=edit_refusal,
-        links=lifecycle.participant_links(request.host_url, exp.id),
+        links=lifecycle.participant_links(web.public_url(), exp.id),
         models=_model_states(exp),
         opening=web.research()["openings"].waiting_for(exp.id),
         opening_failure=web.research()["openings"].failure(exp.id),
