@@ -1,6 +1,6 @@
 """Experiment specs: which systems are compared, and how a writer's session runs.
 
-A spec is a TOML file in ``experiments/`` (see ``experiments/gemma-vs-smollm.toml`` for every
+A spec is a TOML file in ``experiments/`` (see ``experiments/short-story-1.toml`` for every
 field with comments). Loading resolves each system's model card and sampling, and fills the
 paper's default survey (Clark & Smith 2021, §4.3) when the spec does not give one.
 """

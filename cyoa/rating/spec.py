@@ -19,7 +19,7 @@ file = "stories.jsonl"          # story_id, source, title, text (relative to the
 links = false                   # true: a story whose text is only a URL is shown as a link
 # or, a co-writing experiment's finished stories, labelled by their pair of systems:
 # from = "cowriting"
-# experiment = "gemma-vs-smollm"
+# experiment = "short-story-1"
 
 [questions]                     # FEI only: {story_id, question_id, kind, text} per line
 file = "questions.jsonl"

@@ -514,7 +514,7 @@ def bundle(
 
 
 def filename(exp_id: str, table: str, fmt: str, now: datetime | None = None) -> str:
-    """A download's file name, e.g. ``gemma-vs-smollm-preference-20261121.csv``."""
+    """A download's file name, e.g. ``short-story-1-preference-20261121.csv``."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%d")
     extension = {"jsonl": "jsonl", "cyoa-tsv": "tsv", "bundle": "zip"}.get(fmt, fmt)
     what = f"-{table}" if fmt in TABLE_FORMATS else ("-cyoa" if fmt == "cyoa-tsv" else "")

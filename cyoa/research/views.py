@@ -31,6 +31,7 @@ from cyoa import store
 from cyoa.experiments import SpecError
 from cyoa.rating.experiment import rating_summaries
 from cyoa.research import auth, exports, lifecycle, web
+from cyoa.research.blinding import naming_warning
 from cyoa.research.forms import (
     FORM_SYSTEM_ROWS,
     MAX_SYSTEM_ROWS,
@@ -346,6 +347,7 @@ def experiment(exp_id: str):
         details=details,
         edit_refusal=edit_refusal,
         links=lifecycle.participant_links(web.public_url(), exp.id),
+        naming_warning=naming_warning(exp.id, exp.title, web.parts()["cards"].values()),
         models=_model_states(exp),
         opening=web.research()["openings"].waiting_for(exp.id),
         opening_failure=web.research()["openings"].failure(exp.id),
