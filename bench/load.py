@@ -70,7 +70,7 @@ import socketio
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-EXPERIMENT = "gemma-vs-smollm"
+EXPERIMENT = "short-story-1"
 # The servers' seed salt: the same in every mode, so each mode does the same generation work.
 SEED_SALT = "load-benchmark"
 # The benchmark's copy of the default study gives each suggestion this long (the study's own

@@ -1,6 +1,6 @@
 """Experiment specs: which systems are compared, and how a writer's session runs.
 
-A spec is a TOML file in ``experiments/`` (see ``experiments/gemma-vs-smollm.toml`` for every
+A spec is a TOML file in ``experiments/`` (see ``experiments/short-story-1.toml`` for every
 field with comments). Loading resolves each system's model card and sampling, and fills the
 paper's default survey (Clark & Smith 2021, §4.3) when the spec does not give one.
 """
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cyoa.completion import study_code_problem
 from cyoa.generation.types import ModelCard, System
 from cyoa.study.flow import Limits, RuleError, normalize_text
 
@@ -92,6 +93,7 @@ class Experiment:
     prompt_text: str = ""
     prompt_image: str = ""
     completion_url: str = ""
+    completion_code: str = ""
     suggestion_timeout_seconds: float = 60.0
     slot_order: str = "coin"
     target_writers: int = 0
@@ -177,6 +179,9 @@ def experiment_from_dict(
     completion_url = _text(raw, "completion_url", where)
     if completion_url and not completion_url.startswith(("https://", "http://")):
         raise SpecError(f"{where}: 'completion_url' must start with https:// (or http://).")
+    completion_code = raw.get("completion_code", "")
+    if "completion_code" in raw and study_code_problem(completion_code):
+        raise SpecError(f"{where}: {study_code_problem(completion_code)}")
     timeout = raw.get("suggestion_timeout_seconds", 60.0)
     low, high = RANGES["suggestion_timeout_seconds"]
     if not _is_number(timeout) or not low <= timeout <= high:
@@ -195,6 +200,7 @@ def experiment_from_dict(
         prompt_text=_text(prompt, "text", f"{where}: prompt"),
         prompt_image=_text(prompt, "image", f"{where}: prompt"),
         completion_url=completion_url,
+        completion_code=completion_code,
         suggestion_timeout_seconds=float(timeout),
         slot_order=slot_order,
         target_writers=_whole(raw, "target_writers", 0, where),

@@ -119,7 +119,7 @@ def test_a_run_reports_the_cpu_time_the_host_took_while_it_ran(monkeypatch):
         "load_average_end": [0.2, 0.1, 0.1],
         "rounds_per_writer": 1,
         "pauses": {"start": [0.0, 3.0]},
-        "experiment": "gemma-vs-smollm",
+        "experiment": "short-story-1",
         "card_options": [],
         "modes": {
             "batched": {
@@ -167,7 +167,7 @@ def _minimal_results(stamp: str, card_options: list[str], pauses: list[float]) -
         "load_average_end": [0.2, 0.1, 0.1],
         "rounds_per_writer": 1,
         "pauses": {"start": pauses},
-        "experiment": "gemma-vs-smollm",
+        "experiment": "short-story-1",
         "card_options": card_options,
         "modes": {
             "batched": {

@@ -32,11 +32,11 @@ def spec(**overrides):
 
 def test_the_shipped_experiments_compare_the_papers_setups():
     experiments = load_experiments(ROOT / "experiments", CARDS)
-    assert set(experiments) == {"gemma-vs-smollm", "topk-vs-nucleus"}
-    a, b = experiments["gemma-vs-smollm"].systems
+    assert set(experiments) == {"short-story-1", "short-story-2"}
+    a, b = experiments["short-story-1"].systems
     assert (a.model.name, b.model.name) == ("gemma-3-270m", "smollm2-135m-instruct")
     assert a.sampling.top_k == b.sampling.top_k == 40
-    topk, nucleus = experiments["topk-vs-nucleus"].systems
+    topk, nucleus = experiments["short-story-2"].systems
     assert topk.model is nucleus.model or topk.model == nucleus.model
     assert (topk.sampling.top_k, topk.sampling.top_p) == (40, 1.0)
     assert (nucleus.sampling.top_k, nucleus.sampling.top_p) == (0, 0.9)

@@ -27,7 +27,7 @@ def real_app(tmp_path):
 
 
 def test_a_round_with_the_two_real_models_is_generated_streamed_and_stored(real_app):
-    writer = Writer(real_app, experiment="gemma-vs-smollm")
+    writer = Writer(real_app, experiment="short-story-1")
     writer.io.get_received()
     ack = writer.act(
         "line_submitted", {"text": "The lighthouse keeper found a letter on the rocks."}

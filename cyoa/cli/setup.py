@@ -7,7 +7,9 @@ from pathlib import Path
 import click
 from flask import Flask
 
+from cyoa import store
 from cyoa.cli.context import get_app
+from cyoa.research import lifecycle
 
 
 @click.command("init-db")
@@ -43,31 +45,42 @@ def prepare_models_command(ctx: click.Context) -> None:
 @click.option(
     "--base-url",
     default=None,
-    help="The address writers reach the app at (default: http://CYOA_HOST:CYOA_PORT, the "
-    "address `make run` serves on).",
+    help="The address participants reach the app at (default: the CYOA_PUBLIC_URL setting, "
+    "else http://CYOA_HOST:CYOA_PORT, the address `make run` serves on).",
 )
 @click.pass_context
 def links_command(ctx: click.Context, base_url: str | None) -> None:
-    """Print every experiment's participant link and the identifiers it accepts."""
+    """Print every experiment's participant link, co-writing and rating, each also in the
+    form to paste into Prolific."""
     app = get_app(ctx)
     for line in participant_links(app, base_url or serving_url(app)):
         click.echo(line)
 
 
 def serving_url(app: Flask) -> str:
-    """The address ``python app.py`` serves on: ``http://HOST:PORT`` from the app's settings
-    (``CYOA_HOST``, default 127.0.0.1; ``CYOA_PORT``, default 5000)."""
-    return f"http://{app.config['HOST']}:{app.config['PORT']}"
+    """The address participants reach the app at: the ``PUBLIC_URL`` setting when it is set
+    (behind a proxy or another name), else the address ``python app.py`` serves on,
+    ``http://HOST:PORT`` (``CYOA_HOST``, default 127.0.0.1; ``CYOA_PORT``, default 5000)."""
+    return app.config["PUBLIC_URL"] or f"http://{app.config['HOST']}:{app.config['PORT']}"
 
 
 def participant_links(app: Flask, base_url: str) -> list[str]:
-    """One line per experiment with its writers' link, and a line on the identifiers the
-    link accepts."""
-    study = app.extensions["cyoa"]["study"]
+    """Two lines per experiment of either kind (its link, and its link with Prolific's
+    placeholders), and a line on the identifiers a link accepts."""
+    db = store.connect(app.config["DATABASE"])
+    try:
+        stored = list(db.query("SELECT id, kind FROM experiments ORDER BY kind, id"))
+    finally:
+        db.close()
+    served = app.extensions["cyoa"]["study"].experiments
     lines = []
-    for exp in study.experiments.values():
-        lines.append(f"  {exp.id}: {base_url.rstrip('/')}/s/{exp.id}")
-    lines.append(
-        "  (append ?PROLIFIC_PID=…&STUDY_ID=…&SESSION_ID=… or ?pid=… to identify participants)"
-    )
+    for row in stored:
+        if row["kind"] != "rating" and row["id"] not in served:
+            continue
+        links = {
+            link.key: link for link in lifecycle.participant_links(base_url, row["id"], row["kind"])
+        }
+        lines.append(f"  {row['id']} ({row['kind']}): {links['anonymous'].url}")
+        lines.append(f"    Prolific: {links['prolific'].url}")
+    lines.append("  (other platforms: append ?pid=PARTICIPANT_ID to identify participants)")
     return lines

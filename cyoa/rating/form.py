@@ -92,6 +92,7 @@ def form_defaults() -> dict[str, Any]:
         "consent": "",
         "instructions": "",
         "completion_url": "",
+        "completion_code": "",
         "aiss_check": "on",
         "checks": "",
         "exclude_failed_checks": "",
@@ -158,9 +159,9 @@ def spec_from_form(form: Mapping[str, Any], files: Mapping[str, Any]) -> dict[st
         spec[key] = _text(form, key)
         if not spec[key]:
             raise RatingFormError(f"{label}: this is empty; please write {what}.")
-    completion_url = _text(form, "completion_url")
-    if completion_url:
-        spec["completion_url"] = completion_url
+    for key in ("completion_url", "completion_code"):
+        if _text(form, key):
+            spec[key] = _text(form, key)
     for key, label in (
         ("raters_per_story", "Raters per story"),
         ("stories_per_rater", "Stories per rater"),
@@ -350,6 +351,7 @@ def form_from_spec(spec: Mapping[str, Any], title: str) -> dict[str, Any]:
         "consent": spec.get("consent", ""),
         "instructions": spec.get("instructions", ""),
         "completion_url": spec.get("completion_url", ""),
+        "completion_code": spec.get("completion_code", ""),
         "stories_from": "keep",
         "links": "on" if isinstance(stories, dict) and stories.get("links") else "",
         "aiss_check": "",

@@ -12,7 +12,6 @@ the browser asking this server first (CORS).
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 from flask import (
     Blueprint,
@@ -26,6 +25,7 @@ from flask import (
     url_for,
 )
 
+from cyoa.completion import completion_address, shown_code
 from cyoa.rating.blind import from_rater, rater_item_ids
 from cyoa.rating.flow import Phase, RuleError
 from cyoa.rating.importing import is_unicode
@@ -240,12 +240,12 @@ def done(exp_id: str):
         return redirect(url_for("rating.consent", exp_id=exp_id))
     if _ratings().state(exp_id, rater_id).phase != Phase.DONE:
         return redirect(url_for("rating.rate", exp_id=exp_id))
-    code = _ratings().rater_row(exp_id, rater_id)["completion_code"]
-    url = exp.spec.get("completion_url", "")
+    own = _ratings().rater_row(exp_id, rater_id)["completion_code"]
+    code = shown_code(exp.spec.get("completion_code", ""), own)
     return render_template(
         "rate_done.html",
         experiment=exp,
         code=code,
-        completion_url=url.replace("{code}", quote(code)) if url else "",
+        completion_url=completion_address(exp.spec.get("completion_url", ""), code),
         redirect_seconds=COMPLETION_REDIRECT_SECONDS,
     )

@@ -11,6 +11,7 @@ stories_per_rater = 2
 consent = "..."                 # shown before starting; required
 instructions = "..."            # shown before the first story; required
 completion_url = "https://app.prolific.com/submissions/complete?cc={code}"   # optional
+completion_code = "C1ABC2XY"    # optional: one code for every rater (Prolific's study code)
 dropout_minutes = 60            # an unfinished story's place is freed after this long
 
 [stories]
@@ -18,7 +19,7 @@ file = "stories.jsonl"          # story_id, source, title, text (relative to the
 links = false                   # true: a story whose text is only a URL is shown as a link
 # or, a co-writing experiment's finished stories, labelled by their pair of systems:
 # from = "cowriting"
-# experiment = "gemma-vs-smollm"
+# experiment = "short-story-1"
 
 [questions]                     # FEI only: {story_id, question_id, kind, text} per line
 file = "questions.jsonl"
@@ -43,6 +44,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa.analysis.data import AnalysisError
+from cyoa.completion import study_code_problem
 from cyoa.experiments import RESERVED_IDS
 from cyoa.instruments import (
     FeiQuestion,
@@ -73,7 +75,7 @@ DEFAULTS = {"raters_per_story": 3, "stories_per_rater": 1, "dropout_minutes": 60
 TEXT_MAX_CHARS = 20_000
 KNOWN = {
     "id", "title", "kind", "instrument", "raters_per_story", "stories_per_rater", "consent",
-    "instructions", "completion_url", "dropout_minutes", "stories", "questions",
+    "instructions", "completion_url", "completion_code", "dropout_minutes", "stories", "questions",
     "attention_checks", "exclusions", "corrupt",
 }  # fmt: skip
 
@@ -201,6 +203,8 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
     completion_url = _text(raw, "completion_url", where, required=False)
     if completion_url and not completion_url.startswith(("https://", "http://")):
         raise RatingSpecError(f"{where}: completion_url must be a web address (https://…).")
+    if "completion_code" in raw and study_code_problem(raw["completion_code"]):
+        raise RatingSpecError(f"{where}: {study_code_problem(raw['completion_code'])}")
     return RatingSpec(
         id=exp_id,
         title=_text(raw, "title", where, required=True),

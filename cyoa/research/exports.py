@@ -34,6 +34,7 @@ from sqlite_utils import Database
 from cyoa import store
 from cyoa.analysis.data import AnalysisError, experiment_pairs, experiment_systems
 from cyoa.analysis.tsv import export_cyoa_tsv
+from cyoa.completion import shown_code
 from cyoa.experiments import Experiment
 from cyoa.metrics.edit import edit_metrics_many
 from cyoa.paths import ROOT
@@ -274,8 +275,11 @@ def session_rows(
     now: datetime | None = None,
     dropout_minutes: float = DROPOUT_MINUTES,
 ) -> list[dict[str, Any]]:
-    """The ``sessions`` table, with each session's status as of ``now``."""
+    """The ``sessions`` table, with each session's status as of ``now`` and the completion
+    code the writer is shown (the spec's study-wide one when it sets one)."""
     now = now or datetime.now(UTC)
+    stored = store.get_experiment(db, exp_id)
+    study_code = json.loads(stored["spec"]).get("completion_code", "") if stored else ""
     rows = []
     for s in db.query(
         "SELECT s.*, p.external_id AS participant, p.id_source, p.study_id,"
@@ -288,6 +292,7 @@ def session_rows(
     ):
         row = {c.name: s.get(c.name) for c in SESSION_COLUMNS}
         row["session_id"] = s["id"]
+        row["completion_code"] = shown_code(study_code, s["completion_code"])
         row["status"] = session_status(s, now, dropout_minutes)
         row["session_seconds"] = seconds_between(s["started_at"], s["finished_at"])
         rows.append(row)
@@ -509,7 +514,7 @@ def bundle(
 
 
 def filename(exp_id: str, table: str, fmt: str, now: datetime | None = None) -> str:
-    """A download's file name, e.g. ``gemma-vs-smollm-preference-20261121.csv``."""
+    """A download's file name, e.g. ``short-story-1-preference-20261121.csv``."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%d")
     extension = {"jsonl": "jsonl", "cyoa-tsv": "tsv", "bundle": "zip"}.get(fmt, fmt)
     what = f"-{table}" if fmt in TABLE_FORMATS else ("-cyoa" if fmt == "cyoa-tsv" else "")

@@ -47,6 +47,7 @@ def form_from_spec(spec: Mapping[str, Any]) -> dict[str, str]:
         "min_chars": str(spec.get("min_chars", 20)),
         "max_chars": str(spec.get("max_chars", 260)),
         "completion_url": spec.get("completion_url", ""),
+        "completion_code": spec.get("completion_code", ""),
         "target_writers": str(spec.get("target_writers", 0)),
         "slot_order": spec.get("slot_order", "coin"),
         "likert": _survey_text(survey, "likert", DEFAULT_LIKERT),
@@ -129,6 +130,9 @@ def spec_from_form(form: Mapping[str, str]) -> dict[str, Any]:
     if slot_order not in SLOT_ORDERS:
         raise SpecError(f"Slot order: choose one of {', '.join(SLOT_ORDERS)}.")
     spec["slot_order"] = slot_order
+    completion_code = (form.get("completion_code") or "").strip()
+    if completion_code:
+        spec["completion_code"] = completion_code
     prompt = (form.get("prompt_text") or "").strip()
     if prompt:
         spec["prompt"] = {"text": prompt}
@@ -163,6 +167,8 @@ def edited_spec(form: Mapping[str, str], stored: Mapping[str, Any]) -> dict[str,
     ``suggestion_timeout_seconds``, ``prompt.image``, and fields of newer spec files."""
     edited = spec_from_form({**form, "id": stored["id"]})
     spec = {**stored, **edited}
+    if "completion_code" not in edited:  # emptied: a code per writer again
+        spec.pop("completion_code", None)
     prompt = {k: v for k, v in (stored.get("prompt") or {}).items() if k != "text"}
     prompt.update(edited.get("prompt", {}))
     if prompt:

@@ -255,33 +255,46 @@ def sync_from_db(db: Database, experiments: dict[str, Experiment], cards) -> lis
 
 @dataclass(frozen=True)
 class ParticipantLink:
+    key: str
     label: str
     url: str
     note: str
 
 
-def participant_links(base_url: str, exp_id: str) -> list[ParticipantLink]:
-    """The links to paste into a crowd platform, with the URL parameters the study reads."""
-    base = f"{base_url.rstrip('/')}/s/{quote(exp_id)}"
+# The page participants start on, per kind of experiment.
+START_PATHS = {"cowriting": "s", "rating": "r"}
+PROLIFIC_QUERY = (
+    "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+)
+
+
+def participant_links(base_url: str, exp_id: str, kind: str = "cowriting") -> list[ParticipantLink]:
+    """The links to paste into a crowd platform, whole (``base_url`` is the address
+    participants reach the app at), with the URL parameters the study reads: Prolific's
+    placeholders first, as its study form takes them."""
+    base = f"{base_url.rstrip('/')}/{START_PATHS[kind]}/{quote(exp_id)}"
+    work = "story" if kind == "cowriting" else "ratings"
     return [
         ParticipantLink(
+            "prolific",
             "Prolific",
-            f"{base}?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}"
-            f"&SESSION_ID={{{{%SESSION_ID%}}}}",
-            "Prolific fills in PROLIFIC_PID, STUDY_ID and SESSION_ID; the participant's own "
-            "link (the same PROLIFIC_PID and SESSION_ID) resumes their story from any browser.",
+            base + PROLIFIC_QUERY,
+            "Paste this as the study URL on Prolific, which fills in PROLIFIC_PID, STUDY_ID and "
+            f"SESSION_ID; the participant's own link resumes their {work} from any browser.",
         ),
         ParticipantLink(
+            "other",
             "Other platforms",
             f"{base}?pid=PARTICIPANT_ID",
             "Replace PARTICIPANT_ID with the platform's worker id (letters, digits, . _ : @ -, "
-            "up to 128 characters); the same id resumes the story in the same browser. Add "
+            f"up to 128 characters); the same id resumes the {work} in the same browser. Add "
             "&SESSION_ID= with a per-assignment id that only the worker sees (e.g. MTurk's "
-            "assignmentId) to let them resume it from another browser too.",
+            "assignmentId) to let them resume from another browser too.",
         ),
         ParticipantLink(
+            "anonymous",
             "Anonymous",
             base,
-            "No id: each browser gets its own story (kept in its cookie).",
+            f"No id: each browser gets its own {work} (kept in its cookie).",
         ),
     ]

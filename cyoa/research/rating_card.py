@@ -19,7 +19,7 @@ import json
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -39,12 +39,14 @@ from cyoa.research.card import quote
 class CardStory:
     """One story of the study: its length in whitespace-separated words
     (:func:`cyoa.rating.quality.story_words`; 0 for a story shown as a link) and, for a
-    generated story, the model card and version that wrote it."""
+    generated story, the model card and version that wrote it and its ``origin`` (the
+    prompt, sampling and seeds :func:`cyoa.stories.generate.generate_stories` records)."""
 
     story_id: str
     source: str
     words: int
     model: str | None = None
+    origin: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,35 @@ def _quality_lines(data: RatingCardData) -> list[str]:
     return lines
 
 
+def _cell(text: str) -> str:
+    """``text`` as one cell of a markdown table."""
+    return " ".join(text.split()).replace("|", "\\|") or "–"
+
+
+def _generated_lines(stories: tuple[CardStory, ...]) -> list[str]:
+    """A row per generated story: the prompt it continued, the system's sampling, and the
+    seed of each sentence, so another researcher can generate it again."""
+    generated = [story for story in stories if story.origin.get("generated")]
+    if not generated:
+        return []
+    lines = [
+        "",
+        "Generated stories (each sentence sampled with its own seed, in order):",
+        "",
+        "| story | model | prompt | sampling | seeds |",
+        "|---|---|---|---|---|",
+    ]
+    for story in generated:
+        origin = story.origin
+        sampling = json.dumps(origin.get("sampling", {}), sort_keys=True)
+        seeds = ", ".join(str(seed) for seed in origin.get("seeds", []))
+        lines.append(
+            f"| {story.story_id} | {story.model or '–'} | {_cell(str(origin.get('prompt', '')))} "
+            f"| `{sampling}` | {seeds or '–'} |"
+        )
+    return lines
+
+
 def _story_lines(data: RatingCardData) -> list[str]:
     by_source: dict[str, list[CardStory]] = {}
     for story in data.stories:
@@ -205,6 +236,7 @@ def _story_lines(data: RatingCardData) -> list[str]:
             f"| {source} | {len(stories)} | {_spread([s.words for s in stories if s.words])} | "
             f"{', '.join(models) or '–'} |"
         )
+    lines += _generated_lines(data.stories)
     links = sum(1 for story in data.stories if not story.words)
     if links:
         lines += ["", f"{links} stories are shown as a link (their text is not stored)."]
@@ -390,7 +422,13 @@ def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None
         if model and origin.get("model_version"):
             model = f"{model} ({origin['model_version']})"
         stories.append(
-            CardStory(story["story_id"], story["source"], story_words(story["text"] or ""), model)
+            CardStory(
+                story["story_id"],
+                story["source"],
+                story_words(story["text"] or ""),
+                model,
+                origin,
+            )
         )
     judged = {
         r["story_id"]: r["n"]

@@ -17,6 +17,7 @@ from cyoa.analysis.rating_data import load_ratings, review_raters
 from cyoa.analysis.rating_report import quality_rows
 from cyoa.analysis.scales import factor_scores
 from cyoa.analysis.ttcw import majority_passed, story_totals
+from cyoa.completion import shown_code
 from cyoa.instruments import Instrument
 from cyoa.research.columns import Column
 
@@ -47,6 +48,7 @@ STORY_COLUMNS = (
     Column("story_id", "string", "the story"),
     Column("source", "string", "its source or system"),
     Column("title", "string", "its title ('' if none was given)"),
+    Column("text", "string", "the story as raters read it (null when only a link is stored)"),
     Column("words", "int", "words in its stored text (0 when only a link is stored)"),
     Column("url", "string", "where it can be read, when its text is not stored"),
     Column("raters", "int", "raters who judged it"),
@@ -66,6 +68,15 @@ RATER_COLUMNS = (
     Column("rater_id", "string", "the rater"),
     Column("external_id", "string", "the platform's id for the rater, when recorded"),
     Column("id_source", "string", "where the rater came from ('import' for imported data)"),
+    Column(
+        "completion_code",
+        "string",
+        "the code the rater is shown on finishing: the spec's study-wide completion_code when "
+        "it sets one, else the rater's own (null if imported)",
+    ),
+    Column("finished", "bool", "whether the rater finished every story (imported: true)"),
+    Column("started_at", "string", "when the rater started (UTC; null if imported)"),
+    Column("finished_at", "string", "when the rater finished (UTC; null until then)"),
     Column("stories", "int", "stories the rater judged"),
     Column("judgements", "int", "judgements the rater made"),
     Column("rationales", "int", "judgements with a written rationale"),
@@ -155,6 +166,7 @@ def story_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
             "story_id": story["story_id"],
             "source": story["source"],
             "title": story["title"] or "",
+            "text": story["text"] or None,
             "words": len((story["text"] or "").split()),
             "url": story["url"] or None,
             "raters": counts.get(story["story_id"], {}).get("raters", 0),
@@ -196,12 +208,15 @@ def story_measures(instrument: Instrument, judgements: pd.DataFrame) -> dict[str
 
 
 def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
-    """One row per rater, with how much they judged and what quality control found: flagged
-    raters are in the export, never dropped."""
-    review = review_raters(db, exp_id, load_ratings(db, exp_id))
-    quality = {row["rater_id"]: row for row in quality_rows(review)}
+    """One row per rater, with how much they judged, the code they are shown, whether they
+    finished, and what quality control found: flagged raters are in the export, never
+    dropped."""
+    data = load_ratings(db, exp_id)
+    quality = {row["rater_id"]: row for row in quality_rows(review_raters(db, exp_id, data))}
+    study_code = data.spec.get("completion_code", "")
     rows = db.query(
         "SELECT r.experiment_id, r.rater_id, r.external_id, r.id_source,"
+        " r.completion_code AS own_code, r.phase, r.started_at, r.finished_at,"
         " count(DISTINCT j.story_id) AS stories, count(j.item_id) AS judgements,"
         " count(NULLIF(j.rationale, '')) AS rationales,"
         " min(j.answered_at) AS first_answer_at, max(j.answered_at) AS last_answer_at"
@@ -210,4 +225,11 @@ def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
         " WHERE r.experiment_id = ? GROUP BY r.rater_id ORDER BY r.rater_id",
         [exp_id],
     )
-    return [{**row, **quality.get(row["rater_id"], {})} for row in rows]
+    out = []
+    for row in rows:
+        own, phase = row.pop("own_code"), row.pop("phase")
+        imported = row["id_source"] == "import"
+        row["completion_code"] = None if imported else shown_code(study_code, own)
+        row["finished"] = imported or phase == "done"
+        out.append({**row, **quality.get(row["rater_id"], {})})
+    return out

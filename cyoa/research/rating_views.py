@@ -46,7 +46,8 @@ from cyoa.analysis.rating_report import (
     render_report,
 )
 from cyoa.rating.service import RatingExperiment
-from cyoa.research import auth, exports, web
+from cyoa.research import auth, exports, lifecycle, web
+from cyoa.research.blinding import naming_warning
 from cyoa.research.charts import empty_chart
 from cyoa.research.dashboard import CHART_LOCK
 from cyoa.research.progress import format_seconds
@@ -349,6 +350,8 @@ def rating_experiment(exp_id: str):
         dashboard=payload,
         charts=[(name, CHARTS[name]) for name in chart_names(exp.questions.instrument)],
         details=details,
+        links=lifecycle.participant_links(web.public_url(), exp.id, "rating"),
+        naming_warning=naming_warning(exp.id, exp.title, web.parts()["cards"].values()),
         poll_ms=POLL_MS,
         recompute_seconds=RECOMPUTE_SECONDS,
         downloads=[(name, fmt) for name in RATING_TABLES for fmt in exports.TABLE_FORMATS],

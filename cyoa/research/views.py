@@ -31,6 +31,7 @@ from cyoa import store
 from cyoa.experiments import SpecError
 from cyoa.rating.experiment import rating_summaries
 from cyoa.research import auth, exports, lifecycle, web
+from cyoa.research.blinding import naming_warning
 from cyoa.research.forms import (
     FORM_SYSTEM_ROWS,
     MAX_SYSTEM_ROWS,
@@ -154,7 +155,7 @@ def password():
 @auth.login_required
 def experiments():
     study = web.parts()["study"]
-    base_url = request.host_url
+    base_url = web.public_url()
     rows = []
     with web.db() as db:
         lifecycle.sync_from_db(db, study.experiments, web.parts()["cards"])
@@ -345,7 +346,8 @@ def experiment(exp_id: str):
         writers=writers,
         details=details,
         edit_refusal=edit_refusal,
-        links=lifecycle.participant_links(request.host_url, exp.id),
+        links=lifecycle.participant_links(web.public_url(), exp.id),
+        naming_warning=naming_warning(exp.id, exp.title, web.parts()["cards"].values()),
         models=_model_states(exp),
         opening=web.research()["openings"].waiting_for(exp.id),
         opening_failure=web.research()["openings"].failure(exp.id),

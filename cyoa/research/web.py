@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from flask import current_app, g
+from flask import current_app, g, request
 
 from cyoa.generation.cards import new_model_cards
 from cyoa.research import auth
@@ -35,6 +35,12 @@ def template_globals() -> dict[str, Any]:
         "researcher": g.get("researcher"),
         "format_seconds": format_seconds,
     }
+
+
+def public_url() -> str:
+    """The address participants reach the app at, for their links: the ``PUBLIC_URL``
+    setting when the app sits behind a proxy or another name, else this request's host."""
+    return current_app.config.get("PUBLIC_URL") or request.host_url
 
 
 def parts() -> dict[str, Any]:

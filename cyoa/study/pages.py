@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import secrets
 from typing import Any
-from urllib.parse import quote
 
 from flask import (
     Blueprint,
@@ -29,6 +28,7 @@ from flask import (
     url_for,
 )
 
+from cyoa.completion import completion_address, shown_code
 from cyoa.security import csrf_valid
 from cyoa.study.flow import Phase
 from cyoa.study.service import new_token
@@ -221,15 +221,12 @@ def done(exp_id: str):
     row, state = _study().state(session_id)
     if state.phase != Phase.DONE:
         return redirect(url_for("study.write", exp_id=exp_id))
-    code = row["completion_code"]
-    completion_url = ""
-    if exp.completion_url:
-        completion_url = exp.completion_url.replace("{code}", quote(code))
+    code = shown_code(exp.completion_code, row["completion_code"])
     return render_template(
         "done.html",
         experiment=exp,
         code=code,
-        completion_url=completion_url,
+        completion_url=completion_address(exp.completion_url, code),
         redirect_seconds=COMPLETION_REDIRECT_SECONDS,
         story=state.story(),
     )

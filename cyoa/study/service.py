@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cyoa import store
+from cyoa.completion import shown_code
 from cyoa.experiments import Experiment, validate_survey
 from cyoa.study import recording
 from cyoa.study.assignment import assign_pair, balanced_slot_plan, slot_systems
@@ -406,7 +407,7 @@ def client_view(
         view["survey"] = [{"id": i.id, "kind": i.kind, "text": i.text} for i in exp.survey]
         view["likert_labels"] = list(exp.likert_labels)
     if state.phase == Phase.DONE:
-        view["completion_code"] = session["completion_code"]
+        view["completion_code"] = shown_code(exp.completion_code, session["completion_code"])
     return view
 
 

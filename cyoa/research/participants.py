@@ -1,0 +1,198 @@
+"""Who took part in an experiment, as a crowd platform needs it to pay them: one row per
+participant with their platform id, where they are (started, finished, returned or timed out,
+excluded), when, the completion code they were shown, and a decision to approve or reject
+with its reason; as a page, and as a CSV for the platform's bulk approve and reject (pages
+``/research/ratings/<id>/participants`` and ``/research/experiments/<id>/participants``).
+
+A rater is excluded by the spec's exclusion rules (:mod:`cyoa.rating.quality`, as the
+dashboard and the ``raters`` export count them); a co-writing study has no such rules. The
+decision is a proposal for the researcher to check, not an action: nothing is sent anywhere.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from flask import Blueprint, Response, abort, render_template
+from sqlite_utils import Database
+
+from cyoa.research import auth, web
+from cyoa.research.columns import Column
+from cyoa.research.exports import session_rows, to_csv
+from cyoa.research.rating_exports import rater_rows
+from cyoa.research.rating_views import rating_experiment_or_404
+
+bp = Blueprint("research_participants", __name__, url_prefix="/research")
+bp.before_request(auth.check_csrf)
+bp.context_processor(web.template_globals)
+
+COLUMNS = (
+    Column("platform_id", "string", "the platform's id (PROLIFIC_PID or pid), or 'anonymous'"),
+    Column("id_source", "string", "PROLIFIC_PID, pid or anonymous"),
+    Column("status", "string", "started, finished, returned or timed out, or excluded"),
+    Column("started_at", "string", "when they started (UTC)"),
+    Column("finished_at", "string", "when they finished (UTC; null until then)"),
+    Column("completion_code", "string", "the code they are shown on finishing"),
+    Column("excluded_because", "string", "the exclusion rules they broke ('' if none)"),
+    Column("decision", "string", "approve (finished), reject (excluded), or '' (not finished)"),
+    Column("reason", "string", "why: 'finished', or the rules broken"),
+)
+STATUSES = ("started", "finished", "returned or timed out", "excluded")
+
+
+def status(finished: bool, excluded: bool, last_seen: datetime, now: datetime, timeout: timedelta):
+    """Where a participant is: ``excluded`` (the spec's rules exclude them), ``finished``,
+    ``returned or timed out`` (not finished and silent for longer than ``timeout``, the
+    time after which their place is given to someone else), or ``started``."""
+    if excluded:
+        return "excluded"
+    if finished:
+        return "finished"
+    return "returned or timed out" if now - last_seen > timeout else "started"
+
+
+def decision(state: str, excluded_because: str) -> tuple[str, str]:
+    """The proposed decision on a submission and its reason: approve who finished, reject
+    who was excluded (the reason is the rules they broke), none for who did not finish
+    (Prolific marks them returned or timed out itself)."""
+    if state == "finished":
+        return "approve", "finished"
+    if state == "excluded":
+        return "reject", excluded_because
+    return "", ""
+
+
+def _platform_id(external_id: str | None, id_source: str) -> str:
+    return "anonymous" if id_source == "anonymous" or not external_id else external_id
+
+
+def _time(stamp: str | None) -> datetime | None:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
+
+
+def rating_participants(
+    db: Database, exp_id: str, timeout: timedelta, now: datetime
+) -> list[dict[str, Any]]:
+    """One row (:data:`COLUMNS`) per rater of a rating experiment, imported raters left out
+    (no platform paid them through this app)."""
+    seen = {
+        row["rater_id"]: row["updated_at"]
+        for row in db.query(
+            "SELECT rater_id, updated_at FROM raters WHERE experiment_id = ?", [exp_id]
+        )
+    }
+    out = []
+    for row in rater_rows(db, exp_id):
+        if row["id_source"] == "import":
+            continue
+        excluded_because = row.get("rules_broken") or ""
+        last_seen = _time(seen[row["rater_id"]]) or now
+        state = status(row["finished"], bool(row.get("excluded")), last_seen, now, timeout)
+        out.append(_row(row, state, excluded_because))
+    return out
+
+
+def cowriting_participants(
+    db: Database, exp_id: str, timeout: timedelta, now: datetime
+) -> list[dict[str, Any]]:
+    """One row (:data:`COLUMNS`) per writer of a co-writing experiment (no exclusion rules:
+    every writer who finished is proposed for approval)."""
+    minutes = timeout.total_seconds() / 60
+    statuses = {"finished": "finished", "dropped": "returned or timed out"}
+    return [
+        _row(
+            {**row, "external_id": row["participant"]},
+            statuses.get(row["status"], "started"),
+            "",
+        )
+        for row in session_rows(db, exp_id, now=now, dropout_minutes=minutes)
+    ]
+
+
+def _row(row: dict[str, Any], state: str, excluded_because: str) -> dict[str, Any]:
+    verdict, reason = decision(state, excluded_because)
+    return {
+        "platform_id": _platform_id(row["external_id"], row["id_source"]),
+        "id_source": row["id_source"],
+        "status": state,
+        "started_at": row["started_at"],
+        "finished_at": row["finished_at"],
+        "completion_code": row["completion_code"],
+        "excluded_because": excluded_because,
+        "decision": verdict,
+        "reason": reason,
+    }
+
+
+def prolific_ids(rows: list[dict[str, Any]], verdict: str) -> list[str]:
+    """The Prolific ids (PROLIFIC_PID) whose proposed decision is ``verdict``: what
+    Prolific's bulk approve (or reject) box takes, one per line."""
+    return [
+        row["platform_id"]
+        for row in rows
+        if row["decision"] == verdict and row["id_source"] == "PROLIFIC_PID"
+    ]
+
+
+# --- pages --------------------------------------------------------------------------------
+
+
+def _rating_rows(exp_id: str) -> list[dict[str, Any]]:
+    exp = rating_experiment_or_404(exp_id)
+    timeout = timedelta(minutes=float(exp.spec.get("dropout_minutes", 60)))
+    with web.db() as db:
+        return rating_participants(db, exp.id, timeout, datetime.now(UTC))
+
+
+def _cowriting_rows(exp_id: str) -> list[dict[str, Any]]:
+    if web.parts()["study"].experiment(exp_id) is None:
+        abort(404)
+    timeout = timedelta(minutes=web.research()["dropout_minutes"])
+    with web.db() as db:
+        return cowriting_participants(db, exp_id, timeout, datetime.now(UTC))
+
+
+def _page(exp_id: str, kind: str, rows: list[dict[str, Any]]):
+    return render_template(
+        "research/participants.html",
+        exp_id=exp_id,
+        kind=kind,
+        rows=rows,
+        columns=[column.name for column in COLUMNS],
+        counts={name: sum(1 for row in rows if row["status"] == name) for name in STATUSES},
+        approve=prolific_ids(rows, "approve"),
+        reject=prolific_ids(rows, "reject"),
+    )
+
+
+def _download(exp_id: str, rows: list[dict[str, Any]]) -> Response:
+    return Response(
+        to_csv(rows, COLUMNS),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{exp_id}-participants.csv"'},
+    )
+
+
+@bp.get("/ratings/<exp_id>/participants")
+@auth.login_required
+def rating_participants_page(exp_id: str):
+    return _page(exp_id, "rating", _rating_rows(exp_id))
+
+
+@bp.get("/ratings/<exp_id>/participants.csv")
+@auth.login_required
+def rating_participants_csv(exp_id: str):
+    return _download(exp_id, _rating_rows(exp_id))
+
+
+@bp.get("/experiments/<exp_id>/participants")
+@auth.login_required
+def cowriting_participants_page(exp_id: str):
+    return _page(exp_id, "cowriting", _cowriting_rows(exp_id))
+
+
+@bp.get("/experiments/<exp_id>/participants.csv")
+@auth.login_required
+def cowriting_participants_csv(exp_id: str):
+    return _download(exp_id, _cowriting_rows(exp_id))
