@@ -12,6 +12,7 @@ consent = "..."                 # shown before starting; required
 instructions = "..."            # shown before the first story; required
 completion_url = "https://app.prolific.com/submissions/complete?cc={code}"   # optional
 dropout_minutes = 60            # an unfinished story's place is freed after this long
+first_answer_minutes = 15       # ... or after this long, if the rater has answered nothing yet
 
 [stories]
 file = "stories.jsonl"          # story_id, source, title, text (relative to the spec)
@@ -69,13 +70,19 @@ RANGES = {
     "raters_per_story": (1, 100),
     "stories_per_rater": (1, 200),
     "dropout_minutes": (1, 7 * 24 * 60),
+    "first_answer_minutes": (1, 7 * 24 * 60),
 }
-DEFAULTS = {"raters_per_story": 3, "stories_per_rater": 1, "dropout_minutes": 60}
+DEFAULTS = {
+    "raters_per_story": 3,
+    "stories_per_rater": 1,
+    "dropout_minutes": 60,
+    "first_answer_minutes": 15,
+}
 TEXT_MAX_CHARS = 20_000
 KNOWN = {
     "id", "title", "kind", "instrument", "raters_per_story", "stories_per_rater", "consent",
-    "instructions", "completion_url", "dropout_minutes", "stories", "questions",
-    "attention_checks", "exclusions", "corrupt",
+    "instructions", "completion_url", "dropout_minutes", "first_answer_minutes", "stories",
+    "questions", "attention_checks", "exclusions", "corrupt",
 }  # fmt: skip
 
 
@@ -97,6 +104,7 @@ class RatingSpec:
     instructions: str
     completion_url: str
     dropout_minutes: int
+    first_answer_minutes: int
     show_links: bool
     source: dict[str, Any] = field(default_factory=dict)
 
@@ -211,6 +219,7 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
         instructions=_text(raw, "instructions", where, required=True),
         completion_url=completion_url,
         dropout_minutes=_int_in_range(raw, "dropout_minutes", where),
+        first_answer_minutes=_int_in_range(raw, "first_answer_minutes", where),
         show_links=show_links,
         source=raw,
     )
