@@ -69,7 +69,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from cyoa.generation.engine import GENERATION_MODES, CoreShare
     from cyoa.rating import pages as rating_pages
     from cyoa.rating.service import RatingStudy
-    from cyoa.realtime import client_manager, socketio
+    from cyoa.realtime import client_manager, drop_malformed_packets, socketio
     from cyoa.study import pages, sockets
     from cyoa.study.ratelimit import RateLimiter
     from cyoa.study.runner import SuggestionRunner
@@ -122,6 +122,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     # With several worker processes, a Redis message queue carries every emit to all.
     socketio.init_app(app, client_manager=client_manager(app.config["MESSAGE_QUEUE"]))
+    drop_malformed_packets(socketio.server)
     study = Study(Path(app.config["DATABASE"]), experiments, str(app.config["SEED_SALT"]))
     runner = SuggestionRunner(
         study,
