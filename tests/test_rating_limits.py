@@ -196,3 +196,18 @@ def test_a_locked_database_asks_the_rater_s_page_to_send_the_answer_again(tmp_pa
     assert answer(rater, 3, "same").get_json() == {"ok": True, "duplicate": False}
     assert answer(rater, 3, "same").get_json() == {"ok": True, "duplicate": True}
     assert len(rows(app, "SELECT * FROM judgements")) == 1
+
+
+def test_a_start_that_meets_a_locked_database_gets_a_sentence_not_a_500(tmp_path, monkeypatch):
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
+    app = rating_study(tmp_path)
+    lock = sqlite3.connect(app.config["DATABASE"])
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        busy = Rater(app, "?pid=r0").start()
+    finally:
+        lock.rollback()
+        lock.close()
+    assert busy.status_code == 503
+    assert "Please wait a moment and start again." in busy.get_data(as_text=True)
+    assert Rater(app, "?pid=r0").start().status_code == 302

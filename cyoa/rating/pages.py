@@ -52,6 +52,7 @@ BUSY_MESSAGE = (
     "again in a moment."
 )
 BUSY_RETRY_SECONDS = 2
+BUSY_START_MESSAGE = "The server is busy saving answers. Please wait a moment and start again."
 ACTION_HEADER = "X-CYOA-Action"
 COMPLETION_REDIRECT_SECONDS = 15
 _LINK_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "pid")
@@ -146,6 +147,9 @@ def start(exp_id: str):
         rater_id = _ratings().open_rater(exp, participant, request.headers.get("User-Agent", ""))
     except AlreadyStarted:
         return _refused(exp)
+    except sqlite3.OperationalError as error:
+        log.warning("database busy when a rater of %s started: %s", exp_id, error)
+        return _consent_page(exp, hidden, BUSY_START_MESSAGE, 503)
     if rater_id is None:
         return render_template("full.html", experiment=exp), 403
     _remember(exp_id, rater_id)
@@ -198,8 +202,9 @@ def action(exp_id: str):
         return jsonify(ok=False, error="Please reload the page."), 400
     # Checked before any database work, so a flood of actions costs the server nothing.
     held = (session.get("cyoa_rater") or {}).get(exp_id)
-    limiter = current_app.extensions["cyoa"]["rater_limiter"]
-    if held and (wait := limiter.take(f"{exp_id}/{held}")):
+    if not held:
+        return jsonify(ok=False, error="Please use your study link again."), 403
+    if wait := current_app.extensions["cyoa"]["rater_limiter"].take(f"{exp_id}/{held}"):
         return _retry(TOO_FAST_MESSAGE, 429, wait)
     exp = _ratings().experiment(exp_id)
     rater_id = _rater(exp_id)
