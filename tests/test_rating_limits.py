@@ -8,8 +8,9 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
-from conftest import Writer, write_setup
+from conftest import Researcher, Writer, write_setup
 from test_rating_journey import Rater, rows, write_spec
+from test_research_rating_admin import form
 
 from cyoa import create_app, store
 from cyoa.cli import cli
@@ -149,6 +150,17 @@ def test_a_spec_s_first_answer_minutes_is_stored_and_checked(tmp_path):
     )
     assert result.exit_code != 0
     assert "first_answer_minutes must be from 1 to 10080, not 0" in result.output
+
+
+def test_the_rating_form_sets_first_answer_minutes_and_an_edit_shows_it(app):
+    researcher = Researcher(app)
+    researcher.login()
+    reply = researcher.post("/research/ratings/new", data=form(first_answer_minutes="20"))
+    assert reply.status_code == 302, reply.get_data(as_text=True)
+    spec = rows(app, "SELECT spec FROM experiments WHERE id = 'aiss-pilot'")[0]["spec"]
+    assert '"first_answer_minutes": 20' in spec
+    edit = researcher.get("/research/ratings/aiss-pilot/edit").get_data(as_text=True)
+    assert 'name="first_answer_minutes" type="number" min="1" value="20"' in edit
 
 
 # --- answers --------------------------------------------------------------------------------

@@ -93,6 +93,7 @@ def form_defaults() -> dict[str, Any]:
         "raters_per_story": str(DEFAULTS["raters_per_story"]),
         "stories_per_rater": str(DEFAULTS["stories_per_rater"]),
         "dropout_minutes": str(DEFAULTS["dropout_minutes"]),
+        "first_answer_minutes": str(DEFAULTS["first_answer_minutes"]),
         "consent": "",
         "instructions": "",
         "completion_url": "",
@@ -169,6 +170,7 @@ def spec_from_form(form: Mapping[str, Any], files: Mapping[str, Any]) -> dict[st
         ("raters_per_story", "Raters per story"),
         ("stories_per_rater", "Stories per rater"),
         ("dropout_minutes", "Dropout after (minutes)"),
+        ("first_answer_minutes", "Dropout before the first answer (minutes)"),
     ):
         spec[key] = _number(form, key, int, label)
     instrument = _text(form, "instrument")
@@ -369,7 +371,7 @@ def form_from_spec(spec: Mapping[str, Any], title: str) -> dict[str, Any]:
         "links": "on" if isinstance(stories, dict) and stories.get("links") else "",
         "aiss_check": "",
     }
-    for key in ("raters_per_story", "stories_per_rater", "dropout_minutes"):
+    for key in ("raters_per_story", "stories_per_rater", "dropout_minutes", "first_answer_minutes"):
         values[key] = str(spec.get(key, DEFAULTS[key]))
     instrument = spec.get("instrument", "")
     values["instrument"] = instrument if instrument in INSTRUMENTS else "custom"
