@@ -28,7 +28,6 @@ JOBS_FOLDER = "_jobs"
 # Finished jobs whose status is kept for their progress pages (the oldest are forgotten).
 JOBS_KEPT = 20
 _JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-STATES = ("running", "created", "failed", "cancelled", "interrupted")
 CANCELLED = "Cancelled: nothing was stored, and its files were removed."
 INTERRUPTED = (
     "Interrupted: the server stopped while the stories were being generated, so nothing was "
@@ -63,7 +62,8 @@ class GenerationJob:
         self.save()
 
     def end(self, state: str, error: str = "") -> None:
-        """Record how the job ended (one of :data:`STATES` but ``running``)."""
+        """Record how the job ended: ``created``, ``failed``, ``cancelled`` or
+        ``interrupted``."""
         self.state, self.error = state, error
         self.save()
 
@@ -130,10 +130,11 @@ def saved_job(root: Path, job_id: str) -> GenerationJob | None:
 
 
 def interrupt_if_gone(job: GenerationJob) -> None:
-    """Mark ``job`` interrupted and remove its attempt's folder when it is recorded as
-    running but its process no longer runs."""
+    """Mark ``job`` interrupted and remove its attempt's folder (only ever one under the
+    ``RATING_FILES`` folder) when it is recorded as running but its process no longer runs."""
     if job.state == "running" and worker_gone(job.worker):
-        shutil.rmtree(job.folder, ignore_errors=True)
+        if job.folder.resolve().is_relative_to(job.root.resolve()):
+            shutil.rmtree(job.folder, ignore_errors=True)
         job.end("interrupted", INTERRUPTED)
 
 
