@@ -515,6 +515,8 @@ def server_env(
         # is off: it competes for the two cores at random moments of a run, which made the
         # generation figures noisier; its own cost is in bench/results/analysis.md.
         "CYOA_TAG_SENTENCES": "false",
+        # Every simulated writer starts from this machine's one address.
+        "CYOA_START_BURST": "10000",
         "PYTHONUNBUFFERED": "1",
     }
     return env | (extra or {})

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from cyoa.paths import ROOT
 
@@ -47,6 +48,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         MESSAGE_BURST=60,
         DRAFTS_PER_SECOND=1.0,
         DRAFT_BURST=10,
+        STARTS_PER_MINUTE=2.0,
+        START_BURST=10,
+        RATER_ACTIONS_PER_SECOND=5.0,
+        RATER_ACTION_BURST=60,
+        PROXIES=0,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=60 * 60 * 24 * 30,
@@ -64,7 +70,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from cyoa.generation.engine import GENERATION_MODES, CoreShare
     from cyoa.rating import pages as rating_pages
     from cyoa.rating.service import RatingStudy
-    from cyoa.realtime import client_manager, socketio
+    from cyoa.realtime import client_manager, drop_malformed_packets, socketio
     from cyoa.study import pages, sockets
     from cyoa.study.ratelimit import RateLimiter
     from cyoa.study.runner import SuggestionRunner
@@ -117,6 +123,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     # With several worker processes, a Redis message queue carries every emit to all.
     socketio.init_app(app, client_manager=client_manager(app.config["MESSAGE_QUEUE"]))
+    drop_malformed_packets(socketio.server)
     study = Study(Path(app.config["DATABASE"]), experiments, str(app.config["SEED_SALT"]))
     runner = SuggestionRunner(
         study,
@@ -140,7 +147,24 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         "draft_limiter": RateLimiter(
             float(app.config["DRAFTS_PER_SECOND"]), float(app.config["DRAFT_BURST"])
         ),
+        # How often one address may start a story or a rating (the two together), so one
+        # client cannot take a study's places; and how fast one rater (all their tabs) may
+        # send answers.
+        "start_limiter": RateLimiter(
+            float(app.config["STARTS_PER_MINUTE"]) / 60, float(app.config["START_BURST"])
+        ),
+        "rater_limiter": RateLimiter(
+            float(app.config["RATER_ACTIONS_PER_SECOND"]), float(app.config["RATER_ACTION_BURST"])
+        ),
     }
+
+    proxies = int(app.config["PROXIES"])
+    if proxies < 0:
+        raise ValueError(f"CYOA_PROXIES is {proxies}; use 0 (no proxy in front) or more.")
+    if proxies:
+        # request.remote_addr, by which starts and logins are limited, is then the client's
+        # address as the nearest proxies saw it, not the proxy's own.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies)
 
     app.register_blueprint(pages.bp)
     app.register_blueprint(rating_pages.bp)

@@ -1,7 +1,11 @@
 """The app's Socket.IO server, created once and bound to the app in the factory."""
 
 import json
+import logging
 import re
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import socketio as socketio_lib
@@ -13,6 +17,12 @@ from flask_socketio import SocketIO
 # only a message over this limit is dropped by the transport, which closes the connection.
 MAX_MESSAGE_BYTES = 1024 * 1024
 _EVENT_NAME = re.compile(r'\s*\[\s*("(?:[^"\\]|\\.)*")')
+# At most one log line per this many seconds about packets that could not be read.
+DROPPED_LOG_SECONDS = 60.0
+# The errors python-socketio raises on a packet it cannot read: bad JSON, an unknown packet
+# type, an event without a name, an id too long, a binary placeholder naming no attachment.
+_MALFORMED = (ValueError, TypeError, IndexError, KeyError, AttributeError, RecursionError)
+log = logging.getLogger(__name__)
 
 
 class PacketJSON:
@@ -39,6 +49,58 @@ def _event_name(text: str) -> str:
         return json.loads(match.group(1)) if match else ""
     except ValueError:
         return ""
+
+
+class DroppedPackets:
+    """Counts the packets dropped as unreadable and logs them in one line at most every
+    ``every`` seconds (the first at once), so a client sending malformed packets by the
+    thousand cannot fill the log."""
+
+    def __init__(
+        self, every: float = DROPPED_LOG_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.every = every
+        self.clock = clock
+        self._count = 0
+        self._logged_at: float | None = None
+        self._lock = threading.Lock()
+
+    def drop(self, error: Exception) -> None:
+        """Count one dropped packet, and log the count and this one's error when due."""
+        with self._lock:
+            self._count += 1
+            now = self.clock()
+            if self._logged_at is not None and now - self._logged_at < self.every:
+                return
+            count, self._count, self._logged_at = self._count, 0, now
+        log.warning(
+            "Dropped %d unreadable Socket.IO packet(s) since the last such line; the latest: "
+            "%s: %.200s",
+            count,
+            type(error).__name__,
+            error,
+        )
+
+
+def drop_malformed_packets(server: socketio_lib.Server) -> None:
+    """Make ``server`` drop a packet it cannot read (the page never sends one), counted in
+    one throttled log line (:class:`DroppedPackets`), where python-socketio would log a
+    traceback for each; and forget a binary event whose attachment failed, which would
+    otherwise read every later packet of the connection as an attachment and break it for
+    good. The connection stays open and its next packets are read as usual."""
+    dropped = DroppedPackets()
+    handle = server._handle_eio_message
+
+    def guarded(eio_sid: str, data: Any) -> None:
+        try:
+            handle(eio_sid, data)
+        except _MALFORMED as error:
+            server._binary_packet.pop(eio_sid, None)
+            dropped.drop(error)
+
+    # Engine.IO calls the handler it was given at start; the test client calls the attribute.
+    server._handle_eio_message = guarded
+    server.eio.on("message", guarded)
 
 
 # Threads, not eventlet/gevent: model generation is CPU-bound torch code that releases the

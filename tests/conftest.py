@@ -94,6 +94,8 @@ def write_setup(
         "DEFAULT_EXPERIMENT": "fake-ab",
         # Background tagging spawns spaCy processes; its own tests turn it on.
         "TAG_SENTENCES": False,
+        # Every test's participants start from one address; the limit's own tests lower it.
+        "START_BURST": 1000,
     }
 
 

@@ -308,3 +308,25 @@ def test_raters_arriving_one_by_one_fill_every_story_evenly_across_sources(
             per_source_total[record.source] += held[record.story_id]
         assert max(per_source_total.values()) - min(per_source_total.values()) <= 1
     assert places_held(records, assignments, HOUR, NOW) == {r.story_id: per_story for r in records}
+
+
+def test_a_rater_who_has_answered_nothing_holds_places_only_until_the_first_answer_timeout():
+    quiet = Assignment("r", "s", ACTIVE, NOW - timedelta(minutes=16), answered=False)
+    answering = Assignment("r", "s", ACTIVE, NOW - timedelta(minutes=16), answered=True)
+    first = timedelta(minutes=15)
+    assert not holds_place(quiet, HOUR, NOW, first)
+    assert holds_place(answering, HOUR, NOW, first)
+    assert holds_place(quiet, HOUR, NOW)  # no first-answer timeout: the long one
+    story_set = stories("a:x", "b:x")
+    choice = choose_stories(
+        "new",
+        story_set,
+        [Assignment("q", "a", ACTIVE, NOW - timedelta(minutes=16), answered=False)],
+        raters_per_story=1,
+        stories_per_rater=2,
+        timeout=HOUR,
+        first_answer_timeout=first,
+        now=NOW,
+        rng=random.Random(0),
+    )
+    assert sorted(choice.story_ids) == ["a", "b"]

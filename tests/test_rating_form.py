@@ -61,6 +61,7 @@ def test_the_form_becomes_the_spec_a_spec_file_would_hold():
         "raters_per_story": 4,
         "stories_per_rater": 1,
         "dropout_minutes": 60,
+        "first_answer_minutes": 15,
         "instrument": "aiss-v1",
         "stories": {"file": "stories/s.jsonl", "links": True},
         "attention_checks": [

@@ -351,6 +351,7 @@ ADMIN_URLS = [
     ("POST", "/research/ratings/new"),
     ("GET", "/research/ratings/new/job"),
     ("GET", "/research/ratings/new/job.json"),
+    ("POST", "/research/ratings/new/job/cancel"),
     ("POST", "/research/ratings/x/status"),
     ("POST", "/research/ratings/x/clone"),
     ("GET", "/research/ratings/x/edit"),

@@ -94,6 +94,8 @@ class AppProcess:
             "CYOA_SECRET_KEY": "shared-by-every-worker",
             "CYOA_MESSAGE_QUEUE": queue,
             "CYOA_TAG_SENTENCES": "false",
+            # Every test writer starts from this machine's one address.
+            "CYOA_START_BURST": "1000",
         }
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen(

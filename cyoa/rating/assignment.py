@@ -11,7 +11,9 @@ The rules (issue "Rating studies, part 2", Assignment):
   the rater was ever given, timed out or not;
 - the least-rated stories come first, and among equally rated ones the rater's list and the
   study stay balanced across sources;
-- a rater who drops out frees their places once their assignment is older than the timeout.
+- a rater who drops out frees their places once their assignment is older than the timeout;
+  a rater who has answered nothing yet frees them after the shorter first-answer timeout, so
+  starts that never become answers (a bot, a rater who closes the tab) do not fill the study.
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ class Assignment:
     ``state``: ``"done"`` (the rater finished the story), ``"active"`` (given, not finished)
     or ``"expired"`` (marked as given up). ``assigned_at``: when it was given;
     ``last_seen_at``: the rater's latest action, if known (a rater still at work keeps the
-    place however long ago the story was given). Times must all be timezone-aware or all
-    naive, like ``now``.
+    place however long ago the story was given). ``answered``: whether the rater has answered
+    any question yet. Times must all be timezone-aware or all naive, like ``now``.
     """
 
     rater_id: str
@@ -58,6 +60,7 @@ class Assignment:
     state: str
     assigned_at: datetime
     last_seen_at: datetime | None = None
+    answered: bool = True
 
     def __post_init__(self) -> None:
         if self.state not in STATES:
@@ -104,14 +107,23 @@ class StoryChoice:
         )
 
 
-def holds_place(assignment: Assignment, timeout: timedelta, now: datetime) -> bool:
+def holds_place(
+    assignment: Assignment,
+    timeout: timedelta,
+    now: datetime,
+    first_answer_timeout: timedelta | None = None,
+) -> bool:
     """Whether ``assignment`` counts towards its story's raters at ``now``: finished
     (``done``), or ``active`` and not older than ``timeout`` since the later of
-    ``assigned_at`` and ``last_seen_at``. An ``expired`` one never does."""
+    ``assigned_at`` and ``last_seen_at`` (the shorter of ``timeout`` and
+    ``first_answer_timeout`` while its rater has answered nothing). An ``expired`` one never
+    does."""
     if assignment.state == DONE:
         return True
     if assignment.state == EXPIRED:
         return False
+    if not assignment.answered and first_answer_timeout is not None:
+        timeout = min(timeout, first_answer_timeout)
     seen = max(assignment.assigned_at, assignment.last_seen_at or assignment.assigned_at)
     return now - seen <= timeout
 
@@ -121,6 +133,7 @@ def places_held(
     assignments: Sequence[Assignment],
     timeout: timedelta,
     now: datetime,
+    first_answer_timeout: timedelta | None = None,
 ) -> dict[str, int]:
     """Story id → the number of assignments holding a place on it (:func:`holds_place`), for
     every story (0 for a story nobody holds), in the order of ``stories``.
@@ -138,7 +151,7 @@ def places_held(
                 f"Rater {assignment.rater_id!r} is assigned story {assignment.story_id!r}, "
                 "which is not one of the experiment's stories."
             )
-        if holds_place(assignment, timeout, now):
+        if holds_place(assignment, timeout, now, first_answer_timeout):
             held[assignment.story_id] += 1
     return held
 
@@ -171,14 +184,16 @@ def choose_stories(
     timeout: timedelta,
     now: datetime,
     rng: random.Random,
+    first_answer_timeout: timedelta | None = None,
 ) -> StoryChoice:
     """The stories to give ``rater_id`` now, in the order to show them.
 
     The rater is to hold ``stories_per_rater`` places: a new rater gets up to that many
     stories; a rater with assignments already (returning after a time-out, say) gets only
     what tops them up. Candidates are the stories with fewer than ``raters_per_story`` places
-    held (:func:`places_held`) that the rater was never given, from families the rater never
-    had. They are taken one at a time, each time the one with
+    held (:func:`places_held`, with ``timeout`` and ``first_answer_timeout``) that the rater
+    was never given, from families the rater never had. They are taken one at a time, each
+    time the one with
 
     1. the fewest places held (least-rated first);
     2. then from the source this rater has had least so far (the rater's stories spread over
@@ -203,10 +218,16 @@ def choose_stories(
         )
     if timeout <= timedelta(0):
         raise ValueError(f"The dropout timeout must be longer than zero, not {timeout}.")
-    held = places_held(stories, assignments, timeout, now)
+    if first_answer_timeout is not None and first_answer_timeout <= timedelta(0):
+        raise ValueError(
+            f"The first-answer timeout must be longer than zero, not {first_answer_timeout}."
+        )
+    held = places_held(stories, assignments, timeout, now, first_answer_timeout)
     families = {story.story_id: _family(story) for story in stories}
     mine = [a for a in assignments if a.rater_id == rater_id]
-    wanted = stories_per_rater - sum(1 for a in mine if holds_place(a, timeout, now))
+    wanted = stories_per_rater - sum(
+        1 for a in mine if holds_place(a, timeout, now, first_answer_timeout)
+    )
     if wanted <= 0:
         return StoryChoice((), Reason.COMPLETE, 0)
     needing = [story for story in stories if held[story.story_id] < raters_per_story]

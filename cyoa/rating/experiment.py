@@ -191,6 +191,7 @@ def _stored_spec(spec: RatingSpec) -> dict[str, Any]:
         "raters_per_story": spec.raters_per_story,
         "stories_per_rater": spec.stories_per_rater,
         "dropout_minutes": spec.dropout_minutes,
+        "first_answer_minutes": spec.first_answer_minutes,
     }
 
 

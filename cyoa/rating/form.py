@@ -26,6 +26,10 @@ from cyoa.stories.corrupt import OPERATIONS
 INSTRUMENTS = ("aiss-v1", "ttcw", "fei", "custom")
 SOURCES = ("file", "cowriting", "generated", "keep")
 PROMPTS_MAX = 200
+# The most sentences one generation job writes (models × prompts × stories per prompt ×
+# sentences): a job runs on the server's CPU beside the live studies, one sentence after
+# another, and should end within the hour, not hold the models for days.
+GENERATION_MAX_SENTENCES = 1000
 PROMPT_MAX_CHARS = 2000
 GENERATION_RANGES = {"stories_per_prompt": (1, 50), "sentences": (1, 30), "seed": (0, 2**31 - 1)}
 _GENERATION_LABELS = {
@@ -89,6 +93,7 @@ def form_defaults() -> dict[str, Any]:
         "raters_per_story": str(DEFAULTS["raters_per_story"]),
         "stories_per_rater": str(DEFAULTS["stories_per_rater"]),
         "dropout_minutes": str(DEFAULTS["dropout_minutes"]),
+        "first_answer_minutes": str(DEFAULTS["first_answer_minutes"]),
         "consent": "",
         "instructions": "",
         "completion_url": "",
@@ -166,6 +171,7 @@ def spec_from_form(form: Mapping[str, Any], files: Mapping[str, Any]) -> dict[st
         ("raters_per_story", "Raters per story"),
         ("stories_per_rater", "Stories per rater"),
         ("dropout_minutes", "Dropout after (minutes)"),
+        ("first_answer_minutes", "Dropout before the first answer (minutes)"),
     ):
         spec[key] = _number(form, key, int, label)
     instrument = _text(form, "instrument")
@@ -309,7 +315,8 @@ def _corruptions(form: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def generation_from_form(form: Mapping[str, Any], available: Collection[str]) -> Generation:
     """The stories to generate: two or more of the ``available`` model cards, the prompts
-    (one per line) and the numbers, each in :data:`GENERATION_RANGES`."""
+    (one per line) and the numbers, each in :data:`GENERATION_RANGES`, writing at most
+    :data:`GENERATION_MAX_SENTENCES` sentences in all."""
     chosen = form.get("generate_models") or []
     models = tuple(dict.fromkeys(name for name in chosen if isinstance(name, str)))
     if len(models) < 2:
@@ -337,7 +344,17 @@ def generation_from_form(form: Mapping[str, Any], available: Collection[str]) ->
             raise RatingFormError(
                 f"Generated stories, {label.lower()}: use a whole number from {low} to {high}."
             )
-    return Generation(models=models, prompts=prompts, **numbers)
+    generation = Generation(models=models, prompts=prompts, **numbers)
+    if (asked := generation.total * generation.sentences) > GENERATION_MAX_SENTENCES:
+        raise RatingFormError(
+            f"Generated stories: this asks for {generation.total:,} stories of "
+            f"{generation.sentences} sentences, {asked:,} sentences in all; one job writes at "
+            f"most {GENERATION_MAX_SENTENCES:,} (models × prompts × stories per prompt × "
+            "sentences), so that it ends within the hour on this server's CPU while the live "
+            "studies share the models. Ask for fewer, or split the prompts over several "
+            "experiments."
+        )
+    return generation
 
 
 def form_from_spec(spec: Mapping[str, Any], title: str) -> dict[str, Any]:
@@ -356,7 +373,7 @@ def form_from_spec(spec: Mapping[str, Any], title: str) -> dict[str, Any]:
         "links": "on" if isinstance(stories, dict) and stories.get("links") else "",
         "aiss_check": "",
     }
-    for key in ("raters_per_story", "stories_per_rater", "dropout_minutes"):
+    for key in ("raters_per_story", "stories_per_rater", "dropout_minutes", "first_answer_minutes"):
         values[key] = str(spec.get(key, DEFAULTS[key]))
     instrument = spec.get("instrument", "")
     values["instrument"] = instrument if instrument in INSTRUMENTS else "custom"

@@ -11,6 +11,9 @@ the browser asking this server first (CORS).
 
 from __future__ import annotations
 
+import logging
+import math
+import sqlite3
 from typing import Any
 
 from flask import (
@@ -31,10 +34,27 @@ from cyoa.rating.flow import Phase, RuleError
 from cyoa.rating.importing import is_unicode
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
 from cyoa.security import csrf_valid
-from cyoa.study.pages import EXPIRED, ResumeRefused, participant_from_args, resumable
+from cyoa.study.pages import (
+    EXPIRED,
+    ResumeRefused,
+    participant_from_args,
+    resumable,
+    too_many_starts,
+)
 from cyoa.study.service import new_token
 
+log = logging.getLogger(__name__)
 bp = Blueprint("rating", __name__)
+TOO_FAST_MESSAGE = (
+    "Your answers are arriving faster than the server saves them. They are kept on this page "
+    "and will be sent again in a moment."
+)
+BUSY_MESSAGE = (
+    "The server is busy saving other answers. Yours are kept on this page and will be sent "
+    "again in a moment."
+)
+BUSY_RETRY_SECONDS = 2
+BUSY_START_MESSAGE = "The server is busy saving answers. Please wait a moment and start again."
 ACTION_HEADER = "X-CYOA-Action"
 COMPLETION_REDIRECT_SECONDS = 15
 _LINK_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "pid")
@@ -125,12 +145,17 @@ def start(exp_id: str):
         return render_template("closed.html", experiment=exp, people="readers"), 403
     if request.form.get("consent") != "yes":
         return _consent_page(exp, hidden, "Please tick the box to say you agree first.", 400)
+    if (refusal := too_many_starts(exp)) is not None:
+        return refusal
     if participant is None:
         participant = {"external_id": f"anon:{new_token()}", "id_source": "anonymous"}
     try:
         rater_id = _ratings().open_rater(exp, participant, request.headers.get("User-Agent", ""))
     except AlreadyStarted:
         return _refused(exp)
+    except sqlite3.OperationalError as error:
+        log.warning("database busy when a rater of %s started: %s", exp_id, error)
+        return _consent_page(exp, hidden, BUSY_START_MESSAGE, 503)
     if rater_id is None:
         return render_template("full.html", experiment=exp), 403
     _remember(exp_id, rater_id)
@@ -201,9 +226,18 @@ def _all_unicode(data: Any) -> bool:
 @bp.post("/r/<exp_id>/action")
 def action(exp_id: str):
     """One rater action as JSON ``{action_id, type, payload}``; answers ``{ok: true, …}``
-    once it is stored, or ``{ok: false, error}`` with a sentence to show."""
+    once it is stored, or ``{ok: false, error}`` with a sentence to show. An action sent
+    faster than the rater's rate limit (HTTP 429) or while the database stays locked (503)
+    is not stored and gets ``retry: true`` and ``Retry-After``: the page sends it again with
+    the same ``action_id``."""
     if request.headers.get(ACTION_HEADER) != "1":
         return jsonify(ok=False, error="Please reload the page."), 400
+    # Checked before any database work, so a flood of actions costs the server nothing.
+    held = (session.get("cyoa_rater") or {}).get(exp_id)
+    if not held:
+        return jsonify(ok=False, error="Please use your study link again."), 403
+    if wait := current_app.extensions["cyoa"]["rater_limiter"].take(f"{exp_id}/{held}"):
+        return _retry(TOO_FAST_MESSAGE, 429, wait)
     exp = _ratings().experiment(exp_id)
     rater_id = _rater(exp_id)
     if exp is None or rater_id is None:
@@ -223,6 +257,10 @@ def action(exp_id: str):
         )
     except RuleError as error:
         return jsonify(ok=False, error=str(error)), 409
+    except sqlite3.OperationalError as error:
+        # The database stayed locked past the busy timeout: nothing was recorded.
+        log.warning("database busy for rater %s of %s: %s", rater_id, exp_id, error)
+        return _retry(BUSY_MESSAGE, 503, BUSY_RETRY_SECONDS)
     state = outcome.state
     body: dict[str, Any] = {"ok": True, "duplicate": outcome.duplicate}
     if outcome.event.type == "story_finished" or state.phase == Phase.DONE:
@@ -230,6 +268,15 @@ def action(exp_id: str):
             "rating.done" if state.phase == Phase.DONE else "rating.rate", exp_id=exp_id
         )
     return jsonify(body)
+
+
+def _retry(message: str, status: int, wait: float):
+    """The answer to an action that was not stored and should be sent again in ``wait``
+    seconds."""
+    response = jsonify(ok=False, retry=True, error=message)
+    response.status_code = status
+    response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+    return response
 
 
 @bp.get("/r/<exp_id>/done")

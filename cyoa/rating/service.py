@@ -27,6 +27,8 @@ from cyoa.stories import StoryRecord
 from cyoa.study.service import new_completion_code, new_token
 
 CLIENT_ACTION_ID_MAX = 64
+# For experiments stored before first_answer_minutes existed (cyoa.rating.spec.DEFAULTS).
+FIRST_ANSWER_MINUTES = 15
 
 
 class AlreadyStarted(Exception):
@@ -232,7 +234,9 @@ def assign(
 ) -> list[str]:
     """The stories for a new rater (:func:`cyoa.rating.assignment.choose_stories`), given
     every assignment so far: a story a rater finished holds its place; one not finished
-    holds it while its rater has acted within ``dropout_minutes``."""
+    holds it while its rater has acted within ``dropout_minutes``, or, until the rater's first
+    answer, within ``first_answer_minutes`` (so starts that never answer do not fill the
+    study for long)."""
     stories = [
         StoryRecord(
             story_id=row["story_id"],
@@ -250,9 +254,12 @@ def assign(
             state=assignment.DONE if row["finished_at"] else assignment.ACTIVE,
             assigned_at=_time(row["assigned_at"]),
             last_seen_at=_time(row["updated_at"]),
+            answered=bool(row["answered"]),
         )
         for row in db.query(
-            "SELECT a.rater_id, a.story_id, a.finished_at, a.assigned_at, r.updated_at"
+            "SELECT a.rater_id, a.story_id, a.finished_at, a.assigned_at, r.updated_at,"
+            " EXISTS (SELECT 1 FROM rating_events e WHERE e.experiment_id = a.experiment_id"
+            " AND e.rater_id = a.rater_id AND e.type = 'answer_given') AS answered"
             " FROM assignments a JOIN raters r"
             " ON r.experiment_id = a.experiment_id AND r.rater_id = a.rater_id"
             " WHERE a.experiment_id = ?",
@@ -266,6 +273,9 @@ def assign(
         raters_per_story=int(exp.spec.get("raters_per_story", 3)),
         stories_per_rater=int(exp.spec.get("stories_per_rater", 1)),
         timeout=timedelta(minutes=float(exp.spec.get("dropout_minutes", 60))),
+        first_answer_timeout=timedelta(
+            minutes=float(exp.spec.get("first_answer_minutes", FIRST_ANSWER_MINUTES))
+        ),
         now=now,
         rng=rng,
     )

@@ -13,6 +13,7 @@ instructions = "..."            # shown before the first story; required
 completion_url = "https://app.prolific.com/submissions/complete?cc={code}"   # optional
 completion_code = "C1ABC2XY"    # optional: one code for every rater (Prolific's study code)
 dropout_minutes = 60            # an unfinished story's place is freed after this long
+first_answer_minutes = 15       # ... or after this long, if the rater has answered nothing yet
 
 [stories]
 file = "stories.jsonl"          # story_id, source, title, text (relative to the spec)
@@ -70,13 +71,19 @@ RANGES = {
     "raters_per_story": (1, 100),
     "stories_per_rater": (1, 200),
     "dropout_minutes": (1, 7 * 24 * 60),
+    "first_answer_minutes": (1, 7 * 24 * 60),
 }
-DEFAULTS = {"raters_per_story": 3, "stories_per_rater": 1, "dropout_minutes": 60}
+DEFAULTS = {
+    "raters_per_story": 3,
+    "stories_per_rater": 1,
+    "dropout_minutes": 60,
+    "first_answer_minutes": 15,
+}
 TEXT_MAX_CHARS = 20_000
 KNOWN = {
     "id", "title", "kind", "instrument", "raters_per_story", "stories_per_rater", "consent",
-    "instructions", "completion_url", "completion_code", "dropout_minutes", "stories", "questions",
-    "attention_checks", "exclusions", "corrupt",
+    "instructions", "completion_url", "completion_code", "dropout_minutes",
+    "first_answer_minutes", "stories", "questions", "attention_checks", "exclusions", "corrupt",
 }  # fmt: skip
 
 
@@ -98,6 +105,7 @@ class RatingSpec:
     instructions: str
     completion_url: str
     dropout_minutes: int
+    first_answer_minutes: int
     show_links: bool
     source: dict[str, Any] = field(default_factory=dict)
 
@@ -216,6 +224,7 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
         instructions=_text(raw, "instructions", where, required=True),
         completion_url=completion_url,
         dropout_minutes=_int_in_range(raw, "dropout_minutes", where),
+        first_answer_minutes=_int_in_range(raw, "first_answer_minutes", where),
         show_links=show_links,
         source=raw,
     )

@@ -11,8 +11,10 @@ experiment is stored when they are done. Every stored experiment starts paused.
 Uploaded files are size-limited (:data:`UPLOAD_LIMITS`) and saved, with the generated
 stories, in a new folder of the ``RATING_FILES`` folder (``instance/ratings``),
 ``<experiment>/<time>-<random>/``;
-a failed attempt's folder is removed. A job's progress lives in the process that runs it, so
-its page must reach that process (one process, or sticky sessions, as Socket.IO needs).
+a failed or cancelled attempt's folder is removed. A job runs in one process; its status is
+saved as it goes (:mod:`cyoa.research.rating_jobs`), so its page shows it from any process,
+and shows it interrupted once that process is gone. Cancelling reaches the process that runs
+it (one process, or sticky sessions, as Socket.IO needs).
 """
 
 from __future__ import annotations
@@ -66,9 +68,17 @@ from cyoa.rating.service import RatingExperiment
 from cyoa.rating.spec import RatingSpec, RatingSpecError, parse_rating_spec
 from cyoa.realtime import socketio
 from cyoa.research import auth, lifecycle, web
+from cyoa.research.rating_jobs import (
+    CANCELLED,
+    JOBS_KEPT,
+    GenerationJob,
+    forget_old,
+    interrupt_orphans,
+    saved_job,
+)
 from cyoa.research.rating_views import rating_experiment_or_404
 from cyoa.stories.corrupt import OPERATIONS
-from cyoa.stories.generate import GenerationFailed, generate_stories
+from cyoa.stories.generate import GenerationCancelled, GenerationFailed, generate_stories
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +96,14 @@ UPLOAD_FIELDS = {
 # A request larger than this is refused before it is read (the form is then lost).
 REQUEST_MAX_BYTES = 64 * MB
 MODEL_WAIT_SECONDS = 600
-# Finished generation jobs kept for their progress pages (the oldest are forgotten).
-JOBS_KEPT = 20
 WHERE = "The form"
 GENERATED = "generated.jsonl"
 PREVIEW = "preview.jsonl"
 KEPT_STORIES = "kept/stories.jsonl"
 KEPT_QUESTIONS = "kept/questions.jsonl"
+# A job that ended in one of these stored nothing: its form is shown again, as it was sent
+# (a job read back after a restart has lost it: the form starts afresh).
+ENDED_UNSTORED = ("failed", "cancelled", "interrupted")
 STATUS_MESSAGES = {
     "open": "Rating experiment '{id}' is open: raters can start at /r/{id}.",
     "paused": "Rating experiment '{id}' is paused: no new raters; raters who started can finish.",
@@ -110,37 +121,6 @@ bp.before_request(auth.check_csrf)
 bp.context_processor(web.template_globals)
 
 
-@dataclass
-class GenerationJob:
-    """Stories being generated for a rating experiment, and what became of them: ``state``
-    is ``running``, ``created`` (the experiment is stored) or ``failed`` (``error`` says
-    why). ``values`` are the form as it was sent, to show it again after a failure."""
-
-    id: str
-    experiment: str
-    total: int
-    values: dict[str, Any]
-    editing: bool
-    done: int = 0
-    state: str = "running"
-    error: str = ""
-
-    def advance(self, _line: str) -> None:
-        """One more story written (the ``log`` of :func:`generate_stories`)."""
-        self.done += 1
-
-    def to_dict(self) -> dict[str, Any]:
-        """What the progress page shows (and ``/research/ratings/new/<job>.json`` sends)."""
-        return {
-            "experiment": self.experiment,
-            "state": self.state,
-            "done": self.done,
-            "total": self.total,
-            "message": f"Generated {self.done}/{self.total} stories.",
-            "error": self.error,
-        }
-
-
 @dataclass(frozen=True)
 class Kept:
     """What an edit keeps of the stored experiment where the form gives nothing new: each
@@ -154,6 +134,7 @@ class Kept:
 @bp.record_once
 def _jobs(state) -> None:
     state.app.extensions["rating_generation"] = {"lock": threading.Lock(), "jobs": {}}
+    interrupt_orphans(Path(state.app.config["RATING_FILES"]))
 
 
 def _registry() -> dict[str, Any]:
@@ -257,8 +238,8 @@ def _too_large(_error):
 @auth.login_required
 def new_rating():
     job = _job_or_none(request.args.get("job", ""))
-    if job is not None and job.state == "failed" and not job.editing:
-        return _form(job.values, None, job.error)
+    if job is not None and job.state in ENDED_UNSTORED and not job.editing:
+        return _form(job.values or form_defaults(), None, job.error)
     return _form(form_defaults(), None)
 
 
@@ -478,13 +459,19 @@ def _start_job(
         finished = [job_id for job_id, job in registry["jobs"].items() if job.state != "running"]
         for job_id in finished[: max(0, len(finished) - JOBS_KEPT)]:
             del registry["jobs"][job_id]
+        root = Path(current_app.config["RATING_FILES"])
         job = GenerationJob(
             id=secrets.token_urlsafe(12),
             experiment=raw["id"],
             total=generation.total,
             values=values,
             editing=existing is not None,
+            root=root,
+            folder=folder,
+            worker=web.parts()["runner"].worker_id,
         )
+        job.save()
+        forget_old(root, {job.id})
         registry["jobs"][job.id] = job
     socketio.start_background_task(
         _generate, current_app._get_current_object(), job, raw, generation, folder
@@ -496,8 +483,10 @@ def _generate(
     app: Flask, job: GenerationJob, raw: dict[str, Any], generation: Generation, folder: Path
 ) -> None:
     """The job: generate the stories with the pool's backends, write them to the folder,
-    then check and store the spec that reads them."""
+    then check and store the spec that reads them. A cancelled job stops before its next
+    story (or before storing) and leaves nothing: no experiment, no folder."""
     parts = app.extensions["cyoa"]
+    error = ""
     try:
         backends = {
             name: parts["pool"].get(name, timeout=MODEL_WAIT_SECONDS) for name in generation.models
@@ -512,6 +501,7 @@ def _generate(
             sentences=generation.sentences,
             seed=generation.seed,
             log=job.advance,
+            stop=job.cancel.is_set,
         )
         _write_jsonl(
             folder / GENERATED,
@@ -521,6 +511,8 @@ def _generate(
                 for s in stories
             ),
         )  # fmt: skip
+        if job.cancel.is_set():
+            raise GenerationCancelled("Stopped before storing.")
         db = store.connect(app.config["DATABASE"])
         try:
             spec = parse_rating_spec(raw, WHERE, folder, db)
@@ -529,26 +521,33 @@ def _generate(
             _store(db, _with_origins(spec, origins), existing)
         finally:
             db.close()
-    except (ModelNotAvailable, GenerationFailed, RatingSpecError, RatingFormError) as error:
-        job.error = str(error)
-    except Exception as error:  # noqa: BLE001 - any failure is shown on the progress page
-        log.exception("Generating stories for %s failed", job.experiment)
-        job.error = f"Generation stopped ({type(error).__name__}: {error}); see the server log."
-    if job.error and (folder / GENERATED).is_file():
-        job.error += (
-            f" The generated stories are kept in {folder / GENERATED}: a spec file can read "
-            "them ([stories] file = …)."
-        )
-        job.state = "failed"
-    elif job.error:
+    except GenerationCancelled:
         shutil.rmtree(folder, ignore_errors=True)
-        job.state = "failed"
+        job.end("cancelled", CANCELLED)
+        return
+    except (ModelNotAvailable, GenerationFailed, RatingSpecError, RatingFormError) as failure:
+        error = str(failure)
+    except Exception as failure:  # noqa: BLE001 - any failure is shown on the progress page
+        log.exception("Generating stories for %s failed", job.experiment)
+        error = f"Generation stopped ({type(failure).__name__}: {failure}); see the server log."
+    if error and (folder / GENERATED).is_file():
+        job.end(
+            "failed",
+            f"{error} The generated stories are kept in {folder / GENERATED}: a spec file can "
+            "read them ([stories] file = …).",
+        )
+    elif error:
+        shutil.rmtree(folder, ignore_errors=True)
+        job.end("failed", error)
     else:
-        job.state = "created"
+        job.end("created")
 
 
 def _job_or_none(job_id: str) -> GenerationJob | None:
-    return _registry()["jobs"].get(job_id)
+    """The job ``job_id``: this process's, or as its saved status tells it (a job of another
+    process, or of a process that is gone: then interrupted)."""
+    job = _registry()["jobs"].get(job_id)
+    return job or saved_job(Path(current_app.config["RATING_FILES"]), job_id)
 
 
 def _job(job_id: str) -> GenerationJob:
@@ -572,7 +571,25 @@ def generation(job_id: str):
         job=_progress(job),
         back=back,
         json_url=url_for(".generation_json", job_id=job.id),
+        cancel_url=url_for(".cancel_generation", job_id=job.id),
     )
+
+
+@bp.post("/new/<job_id>/cancel")
+@auth.login_required
+def cancel_generation(job_id: str):
+    """Ask the job to stop: it ends before its next story, and stores nothing."""
+    job = _job(job_id)
+    if job.state == "running":
+        if job_id not in _registry()["jobs"]:
+            flash(
+                "This job runs in another server process: cancel it from a page that reaches "
+                "that process, or wait for it to end."
+            )
+        else:
+            job.cancel.set()
+            flash("Cancelling: the job stops once the story being written is done.")
+    return redirect(url_for(".generation", job_id=job.id))
 
 
 @bp.get("/new/<job_id>.json")
@@ -652,8 +669,8 @@ def edit_rating(exp_id: str):
         flash(refusal, "error")
         return _dashboard(exp.id)
     job = _job_or_none(request.args.get("job", ""))
-    if job is not None and job.state == "failed" and job.experiment == exp.id:
-        return _form(job.values, exp, job.error)
+    if job is not None and job.state in ENDED_UNSTORED and job.experiment == exp.id:
+        return _form(job.values or form_from_spec(exp.spec, exp.title), exp, job.error)
     return _form(form_from_spec(exp.spec, exp.title), exp)
 
 

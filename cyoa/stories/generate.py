@@ -26,6 +26,10 @@ class GenerationFailed(RuntimeError):
     """A system could not write a sentence in :data:`DRAWS` draws."""
 
 
+class GenerationCancelled(RuntimeError):
+    """``stop`` said to stop before the next story was begun."""
+
+
 def sentence_seed(seed: int, prompt: int, story: int, sentence: int, draw: int) -> int:
     """The seed of one draw: a hash of the study's ``seed`` and the position, the same for
     every system (31 bits, as the study's seeds)."""
@@ -44,18 +48,22 @@ def generate_stories(
     min_chars: int = 20,
     max_chars: int = 260,
     log: Callable[[str], None] = print,
+    stop: Callable[[], bool] = lambda: False,
 ) -> list[StoryRecord]:
     """``stories_per_prompt`` stories per prompt and system, each the prompt followed by
     ``sentences`` generated sentences; ``backends`` maps a model card's name to its backend.
     ``log`` is told of each story as it is done. Story ids: ``"<system>-p<prompt>-<n>"``
     (1-based); source: the system's name; ``origin``: the prompt, model, version, sampling
     and every sentence's seed. Raises :class:`GenerationFailed` naming the system and prompt
-    when no draw gives a sentence."""
+    when no draw gives a sentence, and :class:`GenerationCancelled` when ``stop()`` is true
+    before a story (asked before each, so a story begun is finished first)."""
     total = len(systems) * len(prompts) * stories_per_prompt
     stories: list[StoryRecord] = []
     for p, prompt in enumerate(prompts, start=1):
         for n in range(1, stories_per_prompt + 1):
             for system in systems:
+                if stop():
+                    raise GenerationCancelled(f"Stopped after {len(stories)}/{total} stories.")
                 turns, seeds = [prompt.strip()], []
                 for s in range(1, sentences + 1):
                     text, used = _sentence(

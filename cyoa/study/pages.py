@@ -13,14 +13,17 @@ model is in docs/deployment.md.
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 from typing import Any
 
 from flask import (
     Blueprint,
+    Response,
     abort,
     current_app,
+    make_response,
     redirect,
     render_template,
     request,
@@ -152,6 +155,22 @@ def _refused(exp):
     return render_template("consent.html", experiment=exp, refused=True), 403
 
 
+def too_many_starts(experiment: Any) -> Response | None:
+    """None when this client (``request.remote_addr``: behind a proxy, see ``CYOA_PROXIES``)
+    may start a new participant now, taking one of its starts; else the page that asks it to
+    wait (HTTP 429, with ``Retry-After``). Writers' and raters' starts share one limit per
+    address, so no client can take a study's places faster than ``CYOA_STARTS_PER_MINUTE``."""
+    wait = current_app.extensions["cyoa"]["start_limiter"].take(request.remote_addr or "")
+    if not wait:
+        return None
+    minutes = math.ceil(wait / 60)
+    words = "a minute" if minutes == 1 else f"{minutes} minutes"
+    page = render_template("too_many_starts.html", experiment=experiment, minutes=words)
+    response = make_response(page, 429)
+    response.headers["Retry-After"] = str(math.ceil(wait))
+    return response
+
+
 @bp.get("/s/<exp_id>")
 def consent(exp_id: str):
     exp = _experiment(exp_id)
@@ -190,6 +209,8 @@ def start(exp_id: str):
     if request.form.get("consent") != "yes":
         error = "Please tick the box to say you agree before starting."
         return render_template("consent.html", experiment=exp, hidden=link, error=error), 400
+    if (refusal := too_many_starts(exp)) is not None:
+        return refusal
     if participant is None:
         participant = {"external_id": f"anon:{new_token()}", "id_source": "anonymous"}
     session_id = _study().open_session(

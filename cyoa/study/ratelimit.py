@@ -37,7 +37,8 @@ def take(bucket: Bucket | None, now: float, rate: float, burst: float) -> tuple[
 
 
 class RateLimiter:
-    """A bucket per key (a writer's session id), shared by the threads of one process."""
+    """A bucket per key (a writer's session id; also a rater, or a client address for
+    starts: :func:`cyoa.create_app`), shared by the threads of one process."""
 
     def __init__(
         self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic

@@ -1,5 +1,6 @@
 // The progress of stories being generated for a rating experiment: asks the server every
-// second ("Generated 3/8 stories."), then shows the new experiment's link or the error.
+// second ("Generated 3/8 stories."), then shows the new experiment's link, or why it stopped
+// (an error, a cancel, a restart of the server).
 (function () {
   "use strict";
 
@@ -8,6 +9,7 @@
   const bar = document.getElementById("generation-bar");
   const message = document.getElementById("generation-message");
   const POLL_MS = 1000;
+  const ENDED_UNSTORED = ["failed", "cancelled", "interrupted"];
 
   function show(job) {
     bar.max = job.total;
@@ -15,7 +17,7 @@
     message.textContent = job.message;
     document.getElementById("generation-running").hidden = job.state !== "running";
     document.getElementById("generation-created").hidden = job.state !== "created";
-    document.getElementById("generation-failed").hidden = job.state !== "failed";
+    document.getElementById("generation-failed").hidden = !ENDED_UNSTORED.includes(job.state);
     document.getElementById("generation-error").textContent = job.error;
     if (job.state === "created") {
       document.getElementById("generation-link").href = job.url;
