@@ -139,3 +139,22 @@ def test_the_cowriting_participants_page_lists_each_writer_with_their_code(app):
     assert table["w2"]["status"] == "started" and table["w2"]["decision"] == ""
     page = researcher.get("/research/experiments/fake-ab/participants").get_data(as_text=True)
     assert ">w1</textarea>" in page
+
+
+def test_a_rater_who_never_answered_has_timed_out_after_the_first_answer_timeout(rated, app):
+    db = store.connect(app.config["DATABASE"])
+    try:
+        twenty_minutes_ago = (datetime.now(UTC) - timedelta(minutes=20)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"
+        )
+        db.execute(
+            "UPDATE raters SET updated_at = ? WHERE external_id = 'working'", [twenty_minutes_ago]
+        )
+        db.conn.commit()
+    finally:
+        db.close()
+    # Silent for 20 minutes without an answer: past first_answer_minutes (15), within
+    # dropout_minutes (60). Their places are free again, and the table says so.
+    reply = rated.get("/research/ratings/aiss-pilot/participants.csv")
+    table = {row["platform_id"]: row for row in csv.DictReader(io.StringIO(reply.text))}
+    assert table["working"]["status"] == "returned or timed out"

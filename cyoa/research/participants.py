@@ -17,6 +17,7 @@ from typing import Any
 from flask import Blueprint, Response, abort, render_template
 from sqlite_utils import Database
 
+from cyoa.rating.service import FIRST_ANSWER_MINUTES
 from cyoa.research import auth, web
 from cyoa.research.columns import Column
 from cyoa.research.exports import session_rows, to_csv
@@ -72,14 +73,24 @@ def _time(stamp: str | None) -> datetime | None:
 
 
 def rating_participants(
-    db: Database, exp_id: str, timeout: timedelta, now: datetime
+    db: Database,
+    exp_id: str,
+    timeout: timedelta,
+    now: datetime,
+    first_answer_timeout: timedelta | None = None,
 ) -> list[dict[str, Any]]:
     """One row (:data:`COLUMNS`) per rater of a rating experiment, imported raters left out
-    (no platform paid them through this app)."""
+    (no platform paid them through this app). A rater who has answered nothing has timed out
+    after ``first_answer_timeout`` when it is shorter, as their places are given away then
+    (:func:`cyoa.rating.assignment.holds_place`)."""
     seen = {
-        row["rater_id"]: row["updated_at"]
+        row["rater_id"]: (row["updated_at"], bool(row["answered"]))
         for row in db.query(
-            "SELECT rater_id, updated_at FROM raters WHERE experiment_id = ?", [exp_id]
+            "SELECT r.rater_id, r.updated_at, EXISTS (SELECT 1 FROM rating_events e"
+            " WHERE e.experiment_id = r.experiment_id AND e.rater_id = r.rater_id"
+            " AND e.type = 'answer_given') AS answered"
+            " FROM raters r WHERE r.experiment_id = ?",
+            [exp_id],
         )
     }
     out = []
@@ -87,8 +98,12 @@ def rating_participants(
         if row["id_source"] == "import":
             continue
         excluded_because = row.get("rules_broken") or ""
-        last_seen = _time(seen[row["rater_id"]]) or now
-        state = status(row["finished"], bool(row.get("excluded")), last_seen, now, timeout)
+        updated_at, answered = seen[row["rater_id"]]
+        last_seen = _time(updated_at) or now
+        silence = timeout
+        if not answered and first_answer_timeout is not None:
+            silence = min(timeout, first_answer_timeout)
+        state = status(row["finished"], bool(row.get("excluded")), last_seen, now, silence)
         out.append(_row(row, state, excluded_because))
     return out
 
@@ -141,8 +156,9 @@ def prolific_ids(rows: list[dict[str, Any]], verdict: str) -> list[str]:
 def _rating_rows(exp_id: str) -> list[dict[str, Any]]:
     exp = rating_experiment_or_404(exp_id)
     timeout = timedelta(minutes=float(exp.spec.get("dropout_minutes", 60)))
+    first = timedelta(minutes=float(exp.spec.get("first_answer_minutes", FIRST_ANSWER_MINUTES)))
     with web.db() as db:
-        return rating_participants(db, exp.id, timeout, datetime.now(UTC))
+        return rating_participants(db, exp.id, timeout, datetime.now(UTC), first)
 
 
 def _cowriting_rows(exp_id: str) -> list[dict[str, Any]]:
