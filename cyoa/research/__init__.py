@@ -21,7 +21,14 @@ from cyoa.research.tagging import BackgroundTagger
 def init_app(app: Flask, socketio: SocketIO) -> None:
     """Register the pages, the Socket.IO events, the live-dashboard listener, and (unless
     ``TAG_SENTENCES`` is off) the background tagging of new sentences."""
-    from cyoa.research import models_views, rating_admin, rating_views, sockets, views
+    from cyoa.research import (
+        models_views,
+        rating_admin,
+        rating_preview,
+        rating_views,
+        sockets,
+        views,
+    )
     from cyoa.research.auth import LoginLimiter
     from cyoa.research.dashboard import ResultsCache
 
@@ -34,6 +41,7 @@ def init_app(app: Flask, socketio: SocketIO) -> None:
     app.register_blueprint(views.bp)
     app.register_blueprint(rating_views.bp)
     app.register_blueprint(rating_admin.bp)
+    app.register_blueprint(rating_preview.bp)
     app.register_blueprint(models_views.bp)
     sockets.register(socketio)
     study = app.extensions["cyoa"]["study"]
