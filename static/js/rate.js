@@ -363,6 +363,7 @@
   send();
 
   finishButton.addEventListener("click", finish);
+  // Enter on a radio button can still submit the form: answers go through the queue only.
   form.addEventListener("submit", (event) => event.preventDefault());
   window.addEventListener("online", () => {
     retryDelay = FIRST_RETRY_MS;
