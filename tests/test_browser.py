@@ -18,6 +18,7 @@ from conftest import db_rows, write_setup
 from playwright.sync_api import expect
 
 from cyoa.experiments import OPEN_ANSWER_MAX_CHARS
+from cyoa.study.flow import DRAFT_MAX_CHARS
 
 pytestmark = pytest.mark.browser
 
@@ -404,7 +405,7 @@ def test_an_error_shown_to_the_writer_stays_after_a_reconnect(short_server, page
     expect(page.locator("#survey-message")).to_have_text(missing)
 
 
-def test_a_huge_paste_is_kept_on_the_page_and_never_sent(server, page):
+def test_a_huge_paste_is_cut_to_what_a_box_takes_and_never_sent_whole(server, page):
     traffic = Traffic(page)
     start_story(page, server, "paste1")
     novel = "A pasted novel goes on. " * 4000  # 96,000 characters, over 64 KB
@@ -419,9 +420,9 @@ def test_a_huge_paste_is_kept_on_the_page_and_never_sent(server, page):
     expect(page.locator("#edit-message")).to_have_text("Too long — at most 260 characters.")
     expect(page.locator("#draft-status")).to_have_text(DRAFT_TOO_LONG)
     expect(page.locator("#edit-submit")).to_be_disabled()
-    # Within the limit once trimmed, but the blanks alone are over 64 KB.
+    # Within the limit once trimmed; the box keeps only as many blanks as a draft may hold.
     page.fill("#edit", "A short turn with a long tail of blanks." + " " * 70_000)
-    expect(page.locator("#draft-status")).to_have_text(DRAFT_TOO_LONG)
+    assert len(page.input_value("#edit")) == DRAFT_MAX_CHARS
     page.click("#edit-submit")
     page.wait_for_selector("#round-label:text-is('Round 2 of 5')", timeout=5_000)
 
@@ -430,7 +431,25 @@ def test_a_huge_paste_is_kept_on_the_page_and_never_sent(server, page):
     assert max(len(frame) for frame in traffic.frames) < 2_000
     turns = db_rows(server.db, "SELECT final_text FROM rounds WHERE round = 1")
     assert turns == [{"final_text": "A short turn with a long tail of blanks."}]
-    assert all(len(d["payload"]) < 1000 for d in events(server, "draft_saved"))
+    assert all(len(d["payload"]) < DRAFT_MAX_CHARS + 100 for d in events(server, "draft_saved"))
+
+
+def test_one_unbroken_100_kb_line_pasted_is_cut_at_once_and_the_writer_told(server, page):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    start_story(page, server, "paste2")
+    page.evaluate("text => navigator.clipboard.writeText(text)", "x" * 100_000)
+    page.focus("#line")
+    began = time.monotonic()
+    page.keyboard.press("Control+V")
+    # Reading the box's size makes the page lay it out: this waits out any freeze.
+    page.evaluate("document.getElementById('line').getBoundingClientRect().height")
+    took = time.monotonic() - began
+    expect(page.locator("#notice")).to_have_text(
+        f"What you pasted was cut: a box here takes at most {DRAFT_MAX_CHARS:,} characters."
+    )
+    assert len(page.input_value("#line")) == DRAFT_MAX_CHARS
+    expect(page.locator("#line-message")).to_have_text("Too long — at most 260 characters.")
+    assert took < 2, f"the page took {took:.1f} s to take the paste"
 
 
 def test_a_survey_answer_over_the_limit_is_refused_before_sending(short_server, page):

@@ -179,7 +179,7 @@ def test_a_reload_comes_back_to_the_same_story_with_the_answers_given(study):
     page = again.page()
     alias = rows(study, "SELECT alias FROM stories WHERE story_id = ?", task.story_id)[0]
     assert f'data-story="{alias["alias"]}"' in page
-    assert re.search(rf'name="item-{task.questions[0]}" value="5" checked', page)
+    assert re.search(r'name="answer-1" value="5" checked', page)  # the first question
     shown = rows(study, "SELECT count(*) AS n FROM rating_events WHERE rater_id = ?"
                  " AND type = 'story_shown'", rater_id)  # fmt: skip
     assert shown[0]["n"] == 1  # time on task counts from the first time it was shown

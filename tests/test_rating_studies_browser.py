@@ -95,7 +95,7 @@ def items(page) -> list[str]:
 def answer(page, item: str, value: str) -> None:
     box = page.locator(f'fieldset[data-item="{item}"]')
     if box.get_attribute("data-rationale"):
-        box.locator("textarea[name^=why-]").fill(RATIONALE)
+        box.locator("textarea[data-part=why]").fill(RATIONALE)
     box.locator(f'input[value="{value}"]').check()
     box.locator(".saved").filter(has_text="Saved").wait_for(timeout=10_000)
 

@@ -11,6 +11,7 @@ the browser asking this server first (CORS).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import sqlite3
@@ -190,7 +191,15 @@ def rate(exp_id: str):
         required=sorted(shown_ids[q] for q in exp.questions.required() & set(task.questions)),
         first=state.position == 1,
         attribution=exp.questions.instrument.attribution,
+        rater_key=storage_key(rater_id),
     )
+
+
+def storage_key(rater_id: str) -> str:
+    """The name the rater's page keeps its drafts and unsent answers under in the browser:
+    one per rater, so a second rater in the same browser never sends the first one's answers,
+    and not the rater's id itself, which stays on the server's side."""
+    return hashlib.sha256(rater_id.encode()).hexdigest()[:16]
 
 
 def answer_view(answer: Any) -> dict[str, Any]:

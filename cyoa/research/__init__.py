@@ -25,6 +25,7 @@ def init_app(app: Flask, socketio: SocketIO) -> None:
         models_views,
         participants,
         rating_admin,
+        rating_preview,
         rating_views,
         sockets,
         views,
@@ -41,6 +42,7 @@ def init_app(app: Flask, socketio: SocketIO) -> None:
     app.register_blueprint(views.bp)
     app.register_blueprint(rating_views.bp)
     app.register_blueprint(rating_admin.bp)
+    app.register_blueprint(rating_preview.bp)
     app.register_blueprint(models_views.bp)
     app.register_blueprint(participants.bp)
     sockets.register(socketio)

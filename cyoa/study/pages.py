@@ -33,7 +33,7 @@ from flask import (
 
 from cyoa.completion import completion_address, shown_code
 from cyoa.security import csrf_valid
-from cyoa.study.flow import Phase
+from cyoa.study.flow import DRAFT_MAX_CHARS, Phase
 from cyoa.study.service import new_token
 
 bp = Blueprint("study", __name__)
@@ -230,7 +230,8 @@ def write(exp_id: str):
     session_id = current_session_id(exp_id)
     if not session_id or _study().session_row(session_id) is None:
         return redirect(url_for("study.consent", exp_id=exp_id))
-    return render_template("write.html", experiment=exp)
+    # The writer's boxes take no more than the server keeps of a draft (see write.js).
+    return render_template("write.html", experiment=exp, box_max_chars=DRAFT_MAX_CHARS)
 
 
 @bp.get("/s/<exp_id>/done")

@@ -1,31 +1,125 @@
-// The rater's page: each answer is sent as soon as it is given and shown as saved only when
-// the server has stored it. Answers wait in a queue while the connection is down and are
-// sent again with the same action id, so a resend is recorded once.
+// The rater's page. An answer is shown as saved only when the server has stored it. Answers
+// are sent as they are given (a typed one ~600 ms after typing stops, once it is complete);
+// until then what was typed is kept in localStorage, and so is the queue of actions not yet
+// stored, so a reload or a lost connection loses nothing. A queued action keeps its action id
+// through every resend and reload, so the server records it once. In preview mode (a
+// researcher trying the study) nothing is sent to the server or kept in the browser.
 (function () {
   "use strict";
   const form = document.getElementById("questions");
   if (!form) return;
-  const story = form.dataset.story;
+  const story = form.dataset.story; // an opaque alias: only ever compared and sent back
   const endpoint = form.dataset.action;
-  const required = new Set(form.dataset.required.split(" ").filter(Boolean));
+  const preview = form.dataset.preview === "1";
+  const prefix = "cyoa-rate:" + form.dataset.experiment + ":" + form.dataset.rater + ":";
   const badge = document.getElementById("saving");
   const errorBox = document.getElementById("error");
   const answeredCount = document.getElementById("answered");
   const fill = document.getElementById("progress-fill");
+  const finishButton = document.getElementById("finish");
   const RATIONALE_MIN_WORDS = 5;
-  const queue = [];
-  const saved = new Map(); // item id → the last value + rationale the server stored
+  const SAVE_DELAY_MS = 600;
+  const FIRST_RETRY_MS = 1000;
+  const MAX_RETRY_MS = 15000;
+  const boxes = Array.from(form.querySelectorAll("fieldset.question"));
+  const saved = new Map(); // item id → key of the answer the server stored
+  const timers = new Map(); // item id → the pending debounced save
+  let queue = []; // {id, type, payload, tried}: oldest first, not yet stored
   let sending = false;
-  let retryDelay = 1000;
+  let link = "ok"; // "ok", "offline" or "retrying": how the last attempt went
+  let retryDelay = FIRST_RETRY_MS;
+  let retryTimer = null;
+  let leaving = false;
 
-  function newId() {
-    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
-    return String(Date.now()) + "-" + Math.random().toString(16).slice(2);
+  // --- the browser's storage (nothing in preview) ----------------------------------------
+
+  function recall(key) {
+    if (preview) return null;
+    try {
+      return JSON.parse(localStorage.getItem(prefix + key));
+    } catch (e) {
+      return null;
+    }
   }
 
-  function setBadge(text, state) {
-    badge.textContent = text;
-    badge.className = "connection " + state;
+  function keep(key, value) {
+    if (preview) return;
+    try {
+      if (value === null) localStorage.removeItem(prefix + key);
+      else localStorage.setItem(prefix + key, JSON.stringify(value));
+    } catch (e) {
+      // Storage full or switched off: the page still works, a reload may lose the draft.
+    }
+  }
+
+  const draftKey = (item) => "draft:" + story + ":" + item;
+  const keepQueue = () => keep("queue", queue.length ? queue : null);
+
+  // --- reading the answers ---------------------------------------------------------------
+
+  function part(box, name) {
+    return box.querySelector('textarea[data-part="' + name + '"]');
+  }
+
+  // The answer as typed (raw), so a draft restores exactly what was in the boxes.
+  function typed(box) {
+    let value = null;
+    if (box.dataset.kind === "text") {
+      value = part(box, "answer").value;
+    } else {
+      const checked = Array.from(box.querySelectorAll("input[type=radio]")).find((r) => r.checked);
+      value = checked ? checked.value : null;
+    }
+    const why = part(box, "why");
+    return { value: value, why: why ? why.value : null };
+  }
+
+  function answerOf(box) {
+    const raw = typed(box);
+    const value = raw.value === null ? null : raw.value.trim() || null;
+    return { item: box.dataset.item, value: value, rationale: raw.why === null ? null : raw.why.trim() };
+  }
+
+  // One string per answer, to compare what is on the page with what the server stored.
+  function keyOf(answer) {
+    if (answer.value === null && !answer.rationale) return "";
+    return (answer.value || "") + "\u0000" + (answer.rationale || "");
+  }
+
+  function words(text) {
+    return text ? text.split(/\s+/).filter(Boolean).length : 0;
+  }
+
+  // Why the answer in this box cannot be saved yet ("" when it can).
+  function problem(box, answer) {
+    if (answer.value === null) return answer.rationale ? "Choose an answer to save it." : "";
+    if (box.dataset.rationale && words(answer.rationale) < RATIONALE_MIN_WORDS) {
+      return "Add your reason (at least a sentence) to save this answer.";
+    }
+    return "";
+  }
+
+  function queuedAnswer(item) {
+    for (let i = queue.length - 1; i >= 0; i -= 1) {
+      const action = queue[i];
+      if (action.type === "answer_given" && action.payload.story === story && action.payload.item === item) {
+        return action;
+      }
+    }
+    return null;
+  }
+
+  function unsaved() {
+    return boxes.filter((box) => {
+      const key = keyOf(answerOf(box));
+      return key !== (saved.get(box.dataset.item) || "");
+    });
+  }
+
+  // --- what the page says ----------------------------------------------------------------
+
+  function note(box, text) {
+    box.querySelector(".saved").textContent = text;
   }
 
   function showError(message) {
@@ -33,142 +127,252 @@
     errorBox.hidden = !message;
   }
 
-  function fieldset(item) {
-    return form.querySelector('fieldset[data-item="' + CSS.escape(item) + '"]');
+  function badgeText(open) {
+    if (preview) return ["Preview — nothing you answer is saved", ""];
+    if (open === 0 && queue.length === 0) return ["All answers saved", "ok"];
+    const count = open === 0 ? "Not saved yet"
+      : open === 1 ? "1 answer not saved yet" : open + " answers not saved yet";
+    if (link === "offline") return [count + " — offline; kept in this browser until you are back", "lost"];
+    if (link === "retrying") return [count + " — trying again", "lost"];
+    const waiting = unsaved().filter((box) => !queuedAnswer(box.dataset.item)).length;
+    if (queue.length && waiting === 0) return ["Saving…", ""];
+    return [count, "lost"];
   }
 
-  function note(item, text) {
-    const box = fieldset(item);
-    if (box) box.querySelector(".saved").textContent = text;
-  }
-
-  function current(box) {
-    const item = box.dataset.item;
-    let value = null;
-    if (box.dataset.kind === "text") {
-      value = box.querySelector('textarea[name="item-' + item + '"]').value.trim() || null;
-    } else {
-      const checked = box.querySelector("input[type=radio]:checked");
-      value = checked ? checked.value : null;
-    }
-    const why = box.querySelector('textarea[name="why-' + item + '"]');
-    return { item: item, value: value, rationale: why ? why.value.trim() : null };
-  }
-
-  function words(text) {
-    return text ? text.split(/\s+/).filter(Boolean).length : 0;
-  }
-
-  function updateProgress() {
-    let answered = 0;
-    form.querySelectorAll("fieldset.question").forEach(function (box) {
-      if (saved.has(box.dataset.item)) answered += 1;
-    });
+  function refresh() {
+    const [text, state] = badgeText(unsaved().length);
+    badge.textContent = text;
+    badge.className = "connection " + state;
+    const answered = boxes.filter((box) => saved.has(box.dataset.item)).length;
     answeredCount.textContent = String(answered);
-    const total = form.querySelectorAll("fieldset.question").length;
-    fill.style.width = (total ? (100 * answered) / total : 0) + "%";
+    fill.style.width = (boxes.length ? (100 * answered) / boxes.length : 0) + "%";
   }
 
-  function send() {
-    if (sending || queue.length === 0) return;
-    sending = true;
-    const action = queue[0];
-    setBadge("Saving…", "");
-    fetch(endpoint, {
+  // --- talking to the server -------------------------------------------------------------
+
+  function newId() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    return String(Date.now()) + "-" + Math.random().toString(16).slice(2);
+  }
+
+  function backoff() {
+    const delay = retryDelay;
+    retryDelay = Math.min(retryDelay * 2, MAX_RETRY_MS);
+    return delay;
+  }
+
+  function retryAfter(response) {
+    const seconds = Number(response.headers.get("Retry-After"));
+    return seconds > 0 ? Math.min(seconds * 1000, 60000) : backoff();
+  }
+
+  // The reply as {body} when the server answered for good, or {wait, offline} when the action
+  // must be sent again: offline, busy (429/503 with retry), or any reply that is not our JSON,
+  // such as a proxy's HTML error page. Such a reply never counts as saved.
+  function post(action) {
+    return fetch(endpoint, {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-CYOA-Action": "1" },
       credentials: "same-origin",
       body: JSON.stringify({ action_id: action.id, type: action.type, payload: action.payload }),
-    })
-      .then(function (response) {
-        return response.json().then(function (body) {
-          return { status: response.status, body: body };
-        });
-      })
-      .then(function (reply) {
-        sending = false;
-        retryDelay = 1000;
-        queue.shift();
-        action.done(reply.body);
-        if (queue.length === 0) setBadge("All answers saved", "ok");
-        send();
-      })
-      .catch(function () {
-        // Offline or the server is restarting: keep the action and try again.
-        sending = false;
-        setBadge("Offline — your answers are kept and will be saved", "lost");
-        setTimeout(send, retryDelay);
-        retryDelay = Math.min(retryDelay * 2, 15000);
-      });
+    }).then(
+      (response) => response.json().then(
+        (body) => {
+          const ours = body !== null && typeof body === "object" && typeof body.ok === "boolean";
+          if (ours && body.ok) return { body: body };
+          if (!ours || body.retry || response.status >= 500) return { wait: retryAfter(response) };
+          return { body: body };
+        },
+        () => ({ wait: retryAfter(response) })
+      ),
+      () => ({ wait: backoff(), offline: true })
+    );
   }
 
-  function enqueue(type, payload, done) {
-    queue.push({ id: newId(), type: type, payload: payload, done: done });
+  // In preview the page answers itself: every action is accepted, nothing leaves the browser.
+  function previewReply(action) {
+    const body = { ok: true };
+    if (action.type === "story_finished") body.next = form.dataset.previewNext;
+    return Promise.resolve({ body: body });
+  }
+
+  function send() {
+    if (sending || queue.length === 0) return;
+    clearTimeout(retryTimer);
+    sending = true;
+    const action = queue[0];
+    action.tried = true; // sent at least once: its payload may no longer change
+    keepQueue();
+    refresh();
+    (preview ? previewReply : post)(action).then((reply) => {
+      sending = false;
+      if (reply.wait !== undefined) {
+        link = reply.offline ? "offline" : "retrying";
+        refresh();
+        retryTimer = setTimeout(send, reply.wait);
+        return;
+      }
+      link = "ok";
+      retryDelay = FIRST_RETRY_MS;
+      queue.shift();
+      keepQueue();
+      replies[action.type](action, reply.body);
+      refresh();
+      send();
+    });
+  }
+
+  function enqueue(type, payload) {
+    queue.push({ id: newId(), type: type, payload: payload, tried: false });
+    keepQueue();
     send();
   }
 
-  function answer(box) {
-    const now = current(box);
-    if (now.value === null) return;
-    if (box.dataset.rationale && words(now.rationale) < RATIONALE_MIN_WORDS) {
-      note(now.item, "Add your reason (at least a sentence) to save this answer.");
+  function answerStored(action, body) {
+    if (action.payload.story !== story) return; // an earlier story's answer, sent after a reload
+    const box = boxes.find((b) => b.dataset.item === action.payload.item);
+    if (!box) return;
+    if (!body.ok) {
+      note(box, body.error || "Not saved.");
+      showError(body.error || "This answer was not saved. Please try again.");
       return;
     }
-    const key = now.value + "\u0000" + (now.rationale || "");
-    if (saved.get(now.item) === key) return;
-    note(now.item, "Saving…");
-    const payload = { story: story, item: now.item, value: now.value };
-    if (box.dataset.rationale) payload.rationale = now.rationale;
-    enqueue("answer_given", payload, function (body) {
-      if (body.ok) {
-        saved.set(now.item, key);
-        note(now.item, "Saved");
-        box.classList.remove("missing");
-        showError("");
-      } else {
-        note(now.item, body.error || "Not saved.");
-        showError(body.error || "This answer was not saved. Please try again.");
-      }
-      updateProgress();
-    });
+    const key = keyOf(action.payload);
+    saved.set(box.dataset.item, key);
+    if (keyOf(answerOf(box)) === key) {
+      keep(draftKey(box.dataset.item), null);
+      note(box, preview ? "Fine (preview: not saved)" : "Saved");
+      box.classList.remove("missing");
+      if (!unsaved().length) showError("");
+    }
   }
 
-  form.querySelectorAll("fieldset.question").forEach(function (box) {
-    const now = current(box);
-    if (now.value !== null) {
-      saved.set(now.item, now.value + "\u0000" + (now.rationale || ""));
-      note(now.item, "Saved");
+  function storyFinished(action, body) {
+    if (body.ok && body.next) {
+      boxes.forEach((box) => keep(draftKey(box.dataset.item), null));
+      leaving = true;
+      window.location.assign(body.next);
+      return;
     }
-    box.addEventListener("change", function () {
-      answer(box);
-    });
-  });
-  updateProgress();
+    finishButton.disabled = false;
+    showError(body.error || "Please try again.");
+  }
 
-  form.addEventListener("submit", function (event) {
-    event.preventDefault();
-    const missing = [];
-    form.querySelectorAll("fieldset.question").forEach(function (box) {
-      const open = required.has(box.dataset.item) && !saved.has(box.dataset.item);
+  const replies = { answer_given: answerStored, story_finished: storyFinished };
+
+  // --- the rater's actions ---------------------------------------------------------------
+
+  // Sends the answer in this box if it is complete and not stored or queued already.
+  function save(box) {
+    const item = box.dataset.item;
+    clearTimeout(timers.get(item));
+    timers.delete(item);
+    const answer = answerOf(box);
+    const key = keyOf(answer);
+    const why = problem(box, answer);
+    if (why || key === "") {
+      note(box, why);
+      refresh();
+      return;
+    }
+    if (key === saved.get(item)) {
+      note(box, preview ? "Fine (preview: not saved)" : "Saved");
+      refresh();
+      return;
+    }
+    const waiting = queuedAnswer(item);
+    if (waiting && keyOf(waiting.payload) === key) return;
+    const payload = { story: story, item: item, value: answer.value };
+    if (box.dataset.rationale) payload.rationale = answer.rationale;
+    note(box, "Saving…");
+    if (waiting && !waiting.tried) {
+      waiting.payload = payload; // never sent: the newest answer simply replaces it
+      keepQueue();
+      refresh();
+      return;
+    }
+    enqueue("answer_given", payload);
+  }
+
+  function edited(box, delay) {
+    const item = box.dataset.item;
+    const raw = typed(box);
+    const open = keyOf(answerOf(box)) !== (saved.get(item) || "");
+    keep(draftKey(item), open ? raw : null);
+    clearTimeout(timers.get(item));
+    timers.set(item, setTimeout(() => save(box), delay));
+    if (open) note(box, problem(box, answerOf(box)) || "Not saved yet");
+    refresh();
+  }
+
+  function restore(box, draft) {
+    if (box.dataset.kind === "text") {
+      part(box, "answer").value = draft.value || "";
+    } else {
+      box.querySelectorAll("input[type=radio]").forEach((radio) => {
+        radio.checked = radio.value === draft.value;
+      });
+    }
+    const why = part(box, "why");
+    if (why && typeof draft.why === "string") why.value = draft.why;
+  }
+
+  function finish() {
+    boxes.forEach(save); // answers typed a moment ago go first, then the finish
+    const missing = boxes.filter((box) => {
+      const item = box.dataset.item;
+      const open = box.dataset.required === "1" && !saved.has(item) && !queuedAnswer(item);
       box.classList.toggle("missing", open);
-      if (open) missing.push(box);
+      return open;
     });
     if (missing.length) {
       showError("Please answer every question first (" + missing.length + " left).");
       missing[0].scrollIntoView({ behavior: "smooth", block: "center" });
       return;
     }
-    const button = document.getElementById("finish");
-    button.disabled = true;
-    enqueue("story_finished", { story: story }, function (body) {
-      if (body.ok && body.next) {
-        window.location.assign(body.next);
-      } else {
-        button.disabled = false;
-        showError(body.error || "Please try again.");
-      }
+    if (queue.some((action) => action.type === "story_finished")) return;
+    finishButton.disabled = true;
+    enqueue("story_finished", { story: story });
+  }
+
+  // --- starting ----------------------------------------------------------------------------
+
+  queue = (recall("queue") || []).filter(
+    (action) => action && typeof action.id === "string" && replies[action.type] && action.payload
+  );
+  boxes.forEach((box) => {
+    const item = box.dataset.item;
+    const shown = answerOf(box);
+    if (shown.value !== null) {
+      saved.set(item, keyOf(shown));
+      note(box, "Saved");
+    }
+    const draft = recall(draftKey(item));
+    if (draft && typeof draft === "object") {
+      restore(box, draft);
+      save(box);
+    }
+    box.addEventListener("change", (event) => {
+      if (event.target.type === "radio") edited(box, 0);
+    });
+    box.addEventListener("input", (event) => {
+      if (event.target.tagName === "TEXTAREA") edited(box, SAVE_DELAY_MS);
     });
   });
+  refresh();
+  send();
 
-  window.addEventListener("online", send);
+  finishButton.addEventListener("click", finish);
+  // Enter on a radio button can still submit the form: answers go through the queue only.
+  form.addEventListener("submit", (event) => event.preventDefault());
+  window.addEventListener("online", () => {
+    retryDelay = FIRST_RETRY_MS;
+    clearTimeout(retryTimer);
+    send();
+  });
+  window.addEventListener("beforeunload", (event) => {
+    if (leaving || preview || (unsaved().length === 0 && queue.length === 0)) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
 })();

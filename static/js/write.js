@@ -23,6 +23,12 @@
   const OFFLINE_MESSAGE = "The connection is lost. What you did is kept and will be sent as "
     + "soon as the connection is back; please keep this page open.";
   const DRAFT_TOO_LONG = "Too long to save: your text is kept in this browser until you shorten it.";
+  // Every box takes at most this many characters (the server's limit on a draft), well over
+  // any turn or survey answer, so an over-long text is still shown to be shortened; a longer
+  // paste is cut by the browser before it is laid out, which for one unbroken line of
+  // 100,000 characters would hold the page up for seconds.
+  const boxMax = app.dataset.boxMax;
+  const CUT_MESSAGE = `What you pasted was cut: a box here takes at most ${Number(boxMax).toLocaleString("en")} characters.`;
 
   let view = null;
   let shownRound = null;
@@ -192,7 +198,8 @@
 
   socket.on("suggestion_progress", (data) => {
     if (!view || view.phase !== "suggesting" || data.round !== view.round) return;
-    const body = document.querySelector(`#suggestion-${data.slot} .text`);
+    const card = document.getElementById(`suggestion-${data.slot}`);
+    const body = card && card.querySelector(".text");
     if (body) body.textContent = data.text;
   });
 
@@ -312,7 +319,7 @@
       } else {
         const wrap = el("label", { class: "open", for: `q-${item.id}` }, item.text);
         holder.appendChild(wrap);
-        holder.appendChild(el("textarea", { id: `q-${item.id}`, name: item.id, rows: "3" }));
+        holder.appendChild(el("textarea", { id: `q-${item.id}`, name: item.id, rows: "3", maxlength: boxMax }));
       }
     }
   }
@@ -325,6 +332,15 @@
     if (view) render(view); // disable the buttons until the action is answered
     try { return await fn(); } finally { busy = false; if (view) render(view); }
   }
+
+  // Said before the browser cuts the paste to the box's maxlength, which it does silently.
+  document.addEventListener("paste", (event) => {
+    const box = event.target;
+    if (!(box instanceof HTMLTextAreaElement) || box.maxLength < 0) return;
+    const pasted = event.clipboardData ? event.clipboardData.getData("text") : "";
+    const room = box.maxLength - box.value.length + (box.selectionEnd - box.selectionStart);
+    if (pasted.length > room) notice(CUT_MESSAGE, "warn");
+  }, true);
 
   $("line").addEventListener("input", () => { remember("line", $("line").value); updateCounter("line"); });
   $("edit").addEventListener("input", () => {
@@ -401,7 +417,7 @@
       const answers = {};
       for (const item of view.survey) {
         if (item.kind === "likert") {
-          const picked = document.querySelector(`input[name="${item.id}"]:checked`);
+          const picked = document.querySelector(`input[name="${CSS.escape(item.id)}"]:checked`);
           if (picked) answers[item.id] = Number(picked.value);
         } else {
           const text = $(`q-${item.id}`).value;
