@@ -123,7 +123,8 @@ def _agreement_rows(agreement: tuple[ItemAgreement, ...]) -> list[tuple]:
     for entry in agreement:
         row = f"{entry.item_id} {entry.scope}"
         for field in ("alpha", "ci_low", "ci_high", "level", "units", "valid_resamples", "reason"):
-            rows.append(("agreement", row, f"alpha {field}", getattr(entry.alpha, field)))
+            column = "alpha" if field == "alpha" else f"alpha {field}"
+            rows.append(("agreement", row, column, getattr(entry.alpha, field)))
         if entry.fleiss is not None:
             rows.append(("agreement", row, "fleiss kappa", entry.fleiss.kappa))
             rows.append(("agreement", row, "fleiss reason", entry.fleiss.reason))
@@ -176,6 +177,26 @@ def _pct(value: float | None) -> str:
 
 def _p(value: float | None) -> str:
     return "–" if _undefined(value) else f"{value:.3g}"
+
+
+# Columns of the CSV holding shares (0–1), shown to 3 decimals; other numbers get 2.
+_SHARE_COLUMNS = ("rate", "exact agreement")
+
+
+def display_value(column: str, value: str) -> str:
+    """A value of the CSV (:func:`to_csv`) in column ``column`` as a person reads it:
+    p-values (``p_value``, ``p_holm``) to 3 significant digits, shares (``rate``,
+    ``exact agreement``) to 3 decimals, other numbers with a fraction to 2 decimals; whole
+    numbers and text as they are. The CSV itself keeps full precision for scripts."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    if "." not in value and "e" not in value.lower():
+        return value
+    if column.startswith("p_"):
+        return _p(number)
+    return _num(number, 3 if column in _SHARE_COLUMNS else 2)
 
 
 def _interval(low: float | None, high: float | None, digits: int = 2) -> str:

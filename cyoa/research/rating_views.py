@@ -38,7 +38,7 @@ from flask import (
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.rating_render import alpha_cell
+from cyoa.analysis.rating_render import alpha_cell, display_value
 from cyoa.analysis.rating_report import (
     RatingReport,
     quality_rows,
@@ -74,7 +74,8 @@ def rating_experiment_or_404(exp_id: str) -> RatingExperiment:
 def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
     """The report's CSV (``raters, table, row, column, value``) as one display table per
     ``raters`` × ``table``: its ``columns`` and its ``rows``, each a row label followed by
-    one cell per column ("" where the CSV has none), in the order they come."""
+    one cell per column ("" where the CSV has none), in the order they come; numbers rounded
+    for reading (:func:`~cyoa.analysis.rating_render.display_value`)."""
     tables: dict[tuple[str, str], dict[str, Any]] = {}
     for line in csv.DictReader(io.StringIO(report_csv)):
         key = (line["raters"], line["table"])
@@ -83,7 +84,8 @@ def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
         )
         if line["column"] not in table["columns"]:
             table["columns"].append(line["column"])
-        table["cells"].setdefault(line["row"], {})[line["column"]] = line["value"]
+        shown = display_value(line["column"], line["value"])
+        table["cells"].setdefault(line["row"], {})[line["column"]] = shown
     return [
         {
             "raters": table["raters"],
