@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import random
 import re
+from xml.etree import ElementTree
 
 import pytest
 from conftest import Researcher
 
 from cyoa import store
 from cyoa.analysis.rating_report import rating_report, render_report
+from cyoa.analysis.scales import FactorSummary, mean_interval
+from cyoa.analysis.ttcw import PassRate
 from cyoa.instruments import TTCW
 from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement
+from cyoa.research.rating_charts import CLIPPED_NOTE, factor_chart, pass_rate_chart
 
 SOURCES = ("gemma-3-270m-nucleus-sampling", "smollm2-360m-instruct-topk")
 BASE = "/research/ratings/ttcw-import"
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture
@@ -60,3 +65,61 @@ def test_the_downloaded_analysis_keeps_full_precision(ttcw):
     text = render_report(rating_report(db, "ttcw-import"), "csv")
     db.close()
     assert "0.6666666666666666" in text
+
+
+def test_a_t_interval_is_cut_at_the_bounds_of_its_scale_and_says_so():
+    # 2, 4, 6: mean 4 ± 4.968275 (t(0.975, 2) · 2 / √3), i.e. [−0.968, 8.968] unbounded.
+    cut = mean_interval([2, 4, 6], bounds=(0, 8))
+    assert (cut.mean, cut.ci_low, cut.ci_high, cut.clipped) == (4.0, 0.0, 8.0, True)
+    inside = mean_interval([2, 4, 6], bounds=(-1, 9))
+    assert inside.ci_low == pytest.approx(4 - 4.968275, abs=1e-6) and not inside.clipped
+    one_side = mean_interval([2, 4, 6], bounds=(0, 100))
+    assert one_side.ci_low == 0.0 and one_side.ci_high == pytest.approx(8.968275, abs=1e-6)
+
+
+def test_tests_passed_intervals_stay_between_0_and_the_number_of_tests(ttcw):
+    db = store.connect(ttcw.app.config["DATABASE"])
+    report = rating_report(db, "ttcw-import")
+    db.close()
+    for passed in report.all_raters.tests.tests_passed:
+        for mean in (passed.majority, passed.per_rater):
+            assert 0 <= mean.ci_low <= mean.mean <= mean.ci_high <= 14
+    assert any(p.per_rater.clipped for p in report.all_raters.tests.tests_passed)
+    markdown = render_report(report, "markdown")
+    assert "[0.00, 14.00]†" in markdown
+    assert "† The t interval reached past the scale and is cut at its bound" in markdown
+
+
+def svg_texts(svg: bytes) -> list[str]:
+    root = ElementTree.fromstring(svg)
+    return ["".join(node.itertext()).strip() for node in root.iter(f"{SVG}text")]
+
+
+def test_long_source_names_are_wrapped_under_their_heat_map_column_never_cut():
+    rates = [
+        PassRate(item.id, item.category, item.factor, source, 1, 2, 0.5)
+        for item in TTCW.items
+        for source in SOURCES
+    ]
+    shown = svg_texts(pass_rate_chart(rates, list(SOURCES)))
+    assert SOURCES[0] not in shown  # one line of 29 characters ran into its neighbour's
+    assert [t for t in shown if t in ("gemma-3-270m-", "nucleus-", "sampling")] == [
+        "gemma-3-270m-",
+        "nucleus-",
+        "sampling",
+    ]
+    assert "smollm2-360m-" in shown and "instruct-topk" in shown
+
+
+def test_a_mean_whose_interval_was_cut_at_the_scale_is_marked_on_the_chart():
+    summaries = [
+        FactorSummary(
+            "Coherence", "model", ("a",), 4, 2, mean_interval([4, 5], bounds=(1, 5)), 4.5
+        ),
+        FactorSummary(
+            "Coherence", "human", ("a",), 4, 2, mean_interval([3, 3.25, 3.5], bounds=(1, 5)), 3
+        ),
+    ]
+    shown = svg_texts(factor_chart(summaries, ["Coherence"], 5))
+    assert "4.50†" in shown and "3.25" in shown
+    assert CLIPPED_NOTE in shown

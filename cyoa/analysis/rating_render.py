@@ -44,7 +44,7 @@ def render_rating_analysis(analysis: RatingAnalysis, fmt: Format = "markdown") -
 def _mean_rows(table: str, row: str, prefix: str, mean: MeanInterval) -> list[tuple]:
     return [
         (table, row, f"{prefix}{field}", getattr(mean, field))
-        for field in ("mean", "ci_low", "ci_high", "sd", "n")
+        for field in ("mean", "ci_low", "ci_high", "sd", "n", "clipped")
     ]
 
 
@@ -179,6 +179,12 @@ def _p(value: float | None) -> str:
     return "–" if _undefined(value) else f"{value:.3g}"
 
 
+# Marks an interval cut at the bound of its scale (MeanInterval.clipped).
+CLIPPED = "†"
+CLIPPED_NOTE = (
+    f"{CLIPPED} The t interval reached past the scale and is cut at its bound (0 and the "
+    "number of tests, 1 and the points of a Likert scale, 0 and 1 bit); docs/analysis.md."
+)
 # Columns of the CSV holding shares (0–1), shown to 3 decimals; other numbers get 2.
 _SHARE_COLUMNS = ("rate", "exact agreement")
 
@@ -208,7 +214,20 @@ def _interval(low: float | None, high: float | None, digits: int = 2) -> str:
 def _mean(mean: MeanInterval | None, digits: int = 2) -> str:
     if mean is None or mean.mean is None:
         return "–"
-    return f"{_num(mean.mean, digits)}{_interval(mean.ci_low, mean.ci_high, digits)} ({mean.n})"
+    interval = _interval(mean.ci_low, mean.ci_high, digits) + (CLIPPED if mean.clipped else "")
+    return f"{_num(mean.mean, digits)}{interval} ({mean.n})"
+
+
+def _means(analysis: RatingAnalysis) -> list[MeanInterval]:
+    means: list[MeanInterval] = []
+    if analysis.scales is not None:
+        means += [summary.mean for summary in (*analysis.scales.items, *analysis.scales.factors)]
+    if analysis.tests is not None:
+        for passed in analysis.tests.tests_passed:
+            means += [passed.majority, passed.per_rater]
+    if analysis.fei is not None:
+        means += [summary.mean for summary in analysis.fei.summaries]
+    return means
 
 
 def _table(head: list[str], body: list[list[str]]) -> list[str]:
@@ -422,5 +441,8 @@ def to_markdown(analysis: RatingAnalysis) -> str:
     if analysis.text_answers:
         answers = ", ".join(f"{item}: {count}" for item, count in analysis.text_answers.items())
         lines += [f"Written answers per text item: {answers}.", ""]
-    lines += ["## Notes", ""] + [f"- {note}" for note in analysis.notes]
+    notes = list(analysis.notes)
+    if any(mean.clipped for mean in _means(analysis)):
+        notes.append(CLIPPED_NOTE)
+    lines += ["## Notes", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
