@@ -8,21 +8,29 @@ import random
 import re
 from xml.etree import ElementTree
 
+import pandas as pd
 import pytest
 from conftest import Researcher
 
 from cyoa import store
 from cyoa.analysis.rating_report import rating_report, render_report
+from cyoa.analysis.ratings import analyze_ratings
 from cyoa.analysis.scales import FactorSummary, mean_interval
 from cyoa.analysis.ttcw import PassRate
-from cyoa.instruments import TTCW
+from cyoa.instruments import TTCW, FeiQuestion, fei_instrument
 from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement
-from cyoa.research.rating_charts import CLIPPED_NOTE, factor_chart, pass_rate_chart
+from cyoa.research.rating_charts import (
+    CLIPPED_NOTE,
+    factor_chart,
+    pass_rate_chart,
+    rating_chart,
+)
 
 SOURCES = ("gemma-3-270m-nucleus-sampling", "smollm2-360m-instruct-topk")
 BASE = "/research/ratings/ttcw-import"
 SVG = "{http://www.w3.org/2000/svg}"
+COLUMNS = ["story_id", "source", "rater_id", "item", "value", "rationale"]
 
 
 @pytest.fixture
@@ -123,3 +131,20 @@ def test_a_mean_whose_interval_was_cut_at_the_scale_is_marked_on_the_chart():
     shown = svg_texts(factor_chart(summaries, ["Coherence"], 5))
     assert "4.50†" in shown and "3.25" in shown
     assert CLIPPED_NOTE in shown
+
+
+def test_the_fei_chart_with_one_answer_per_question_says_what_is_missing():
+    questions = [
+        FeiQuestion(f"s{n}", f"q{n}{k}", kind, f"Statement {k}.")
+        for n in (1, 2)
+        for k, kind in enumerate(("transitional", "transitional", "world"))
+    ]
+    fei = fei_instrument(questions)
+    # One reader per story so far: 6 judgements, each question answered once.
+    rows = [(q.story_id, "model", f"r{q.story_id}", q.question_id, 1.0, None) for q in questions]
+    judgements = pd.DataFrame(rows, columns=COLUMNS)
+    analysis = analyze_ratings(fei, judgements, bootstrap=0)
+    shown = " ".join(svg_texts(rating_chart("entropy", fei, analysis, "all 2 raters")))
+    assert "No judgements yet." not in shown
+    assert "6 questions answered so far has one answer" in shown
+    assert "at least 2 readers" in shown

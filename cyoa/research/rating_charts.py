@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import matplotlib
 
-from cyoa.analysis.fei import IndexSummary
+from cyoa.analysis.fei import MIN_ANSWERS, IndexSummary
 from cyoa.analysis.ratings import RatingAnalysis
 from cyoa.analysis.scales import FactorSummary, MeanInterval
 from cyoa.analysis.ttcw import PassRate
@@ -82,9 +82,23 @@ def rating_chart(
             return empty_chart(NO_DATA)
         points = max(item.points or 0 for item in instrument.items if item.kind == "likert")
         return factor_chart(analysis.scales.factors, tuple(instrument.factors()), points, caption)
-    if analysis is None or analysis.fei is None or not analysis.fei.summaries:
+    if analysis is None or analysis.fei is None:
         return empty_chart(NO_DATA)
+    if not analysis.fei.summaries:
+        return empty_chart(missing_entropy(analysis.fei.skipped_questions))
     return entropy_chart(analysis.fei.summaries, caption)
+
+
+def missing_entropy(skipped: int) -> str:
+    """What the entropy chart lacks before any question has :data:`~cyoa.analysis.fei.
+    MIN_ANSWERS` answers, ``skipped`` being the story × question pairs answered once."""
+    if not skipped:
+        return NO_DATA
+    sentence = (
+        f"No entropy yet: each of the {skipped} questions answered so far has one answer, "
+        f"and a question's entropy needs answers from at least {MIN_ANSWERS} readers."
+    )
+    return textwrap.fill(sentence, 60)
 
 
 def _rate(cell: PassRate | None) -> float:
