@@ -11,6 +11,8 @@ from xml.etree import ElementTree
 import pandas as pd
 import pytest
 from conftest import Researcher
+from test_rating_dashboard import open_study
+from test_rating_journey import Rater
 
 from cyoa import store
 from cyoa.analysis.rating_report import rating_report, render_report
@@ -29,6 +31,7 @@ from cyoa.research.rating_charts import (
 
 SOURCES = ("gemma-3-270m-nucleus-sampling", "smollm2-360m-instruct-topk")
 BASE = "/research/ratings/ttcw-import"
+AISS = "/research/ratings/aiss-pilot"
 SVG = "{http://www.w3.org/2000/svg}"
 COLUMNS = ["story_id", "source", "rater_id", "item", "value", "rationale"]
 
@@ -148,3 +151,18 @@ def test_the_fei_chart_with_one_answer_per_question_says_what_is_missing():
     assert "No judgements yet." not in shown
     assert "6 questions answered so far has one answer" in shown
     assert "at least 2 readers" in shown
+
+
+def test_the_quality_table_shows_each_rater_s_platform_id(app, tmp_path, researcher):
+    open_study(app, tmp_path, attention_checks=[{"builtin": "aiss"}])
+    prolific = "?PROLIFIC_PID=5f1a2b3c4d5e6f7a8b9c0d1e&STUDY_ID=s1&SESSION_ID=x1"
+    for query in (prolific, "?pid=careful"):
+        rater = Rater(app, query)
+        rater.start()
+        task = rater.state()[1].current
+        for item in task.questions[:2]:  # the check and an item of the scale
+            rater.act("answer_given", {"story": task.story_id, "item": item, "value": "2"})
+    quality = researcher.get(f"{AISS}/progress.json").get_json()["quality"]
+    assert sorted(row["platform_id"] for row in quality) == ["5f1a2b3c4d5e6f7a8b9c0d1e", "careful"]
+    page = researcher.get(AISS).get_data(as_text=True)
+    assert "<th>Platform id</th>" in page and "<td>5f1a2b3c4d5e6f7a8b9c0d1e</td>" in page

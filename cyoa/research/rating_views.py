@@ -259,11 +259,21 @@ def _rules(exp: RatingExperiment, report: RatingReport | None) -> list[dict[str,
     ]
 
 
-def _quality(exp_id: str, report: RatingReport | None) -> list[dict[str, Any]]:
+def _platform_id(rater: dict[str, Any] | None) -> str:
+    """The id the rater came with (Prolific's PROLIFIC_PID, ?pid=, or the imported one), to
+    find them on the platform; "anonymous" for a rater who came without one."""
+    if rater is None or rater["id_source"] == "anonymous":
+        return "anonymous"
+    return rater["external_id"]
+
+
+def _quality(db: Database, exp_id: str, report: RatingReport | None) -> list[dict[str, Any]]:
     page = "research_ratings.rating_rater"
+    raters = {row["rater_id"]: row for row in store.rating_rows(db, exp_id, "raters")}
     return [
         {
             "rater": row["rater_id"][:12],
+            "platform_id": _platform_id(raters.get(row["rater_id"])),
             "url": url_for(page, exp_id=exp_id, rater_id=row["rater_id"]),
             "failed_checks": f"{row['failed_checks']} of {row['checks']}",
             "seconds": _number(row["median_seconds_per_story"]),
@@ -329,7 +339,7 @@ def dashboard_payload(db: Database, exp: RatingExperiment) -> dict[str, Any]:
         "version": snap.version,
         "progress": _progress(db, exp, snap),
         "rules": _rules(exp, report),
-        "quality": _quality(exp.id, report),
+        "quality": _quality(db, exp.id, report),
         "agreement": _agreement(report),
         "tables": analysis_tables(render_report(report, "csv")) if report else [],
     }
