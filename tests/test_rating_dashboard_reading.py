@@ -166,3 +166,13 @@ def test_the_quality_table_shows_each_rater_s_platform_id(app, tmp_path, researc
     assert sorted(row["platform_id"] for row in quality) == ["5f1a2b3c4d5e6f7a8b9c0d1e", "careful"]
     page = researcher.get(AISS).get_data(as_text=True)
     assert "<th>Platform id</th>" in page and "<td>5f1a2b3c4d5e6f7a8b9c0d1e</td>" in page
+
+
+def test_the_evaluation_card_is_served_with_one_charset(ttcw):
+    card = ttcw.get(f"{BASE}/evaluation-card.md")
+    assert card.headers["Content-Type"] == "text/markdown; charset=utf-8"
+
+
+def test_the_actions_panel_comes_below_the_title(ttcw):
+    page = ttcw.get(BASE).get_data(as_text=True)
+    assert page.index("<h1>") < page.index('id="lifecycle"') < page.index('id="progress"')

@@ -399,7 +399,7 @@ def rating_evaluation_card(exp_id: str):
         snap = snapshot(db, exp.id)
         report = snap.report if snap.version == data_version(db, exp.id) else None
         text = rating_card_markdown(db, exp.id, datetime.now(UTC), report)
-    return current_app.response_class(text, mimetype="text/markdown; charset=utf-8")
+    return current_app.response_class(text, mimetype="text/markdown")
 
 
 @bp.post("/<exp_id>/details")
