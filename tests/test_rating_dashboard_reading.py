@@ -156,14 +156,18 @@ def test_the_fei_chart_with_one_answer_per_question_says_what_is_missing():
 def test_the_quality_table_shows_each_rater_s_platform_id(app, tmp_path, researcher):
     open_study(app, tmp_path, attention_checks=[{"builtin": "aiss"}])
     prolific = "?PROLIFIC_PID=5f1a2b3c4d5e6f7a8b9c0d1e&STUDY_ID=s1&SESSION_ID=x1"
-    for query in (prolific, "?pid=careful"):
+    for query in (prolific, "?pid=careful", ""):
         rater = Rater(app, query)
         rater.start()
         task = rater.state()[1].current
         for item in task.questions[:2]:  # the check and an item of the scale
             rater.act("answer_given", {"story": task.story_id, "item": item, "value": "2"})
     quality = researcher.get(f"{AISS}/progress.json").get_json()["quality"]
-    assert sorted(row["platform_id"] for row in quality) == ["5f1a2b3c4d5e6f7a8b9c0d1e", "careful"]
+    assert sorted(row["platform_id"] for row in quality) == [
+        "5f1a2b3c4d5e6f7a8b9c0d1e",
+        "anonymous",
+        "careful",
+    ]
     page = researcher.get(AISS).get_data(as_text=True)
     assert "<th>Platform id</th>" in page and "<td>5f1a2b3c4d5e6f7a8b9c0d1e</td>" in page
 
@@ -176,3 +180,8 @@ def test_the_evaluation_card_is_served_with_one_charset(ttcw):
 def test_the_actions_panel_comes_below_the_title(ttcw):
     page = ttcw.get(BASE).get_data(as_text=True)
     assert page.index("<h1>") < page.index('id="lifecycle"') < page.index('id="progress"')
+
+
+def test_imported_raters_have_no_platform_id_to_show(ttcw):
+    quality = ttcw.get(f"{BASE}/progress.json").get_json()["quality"]
+    assert {row["platform_id"] for row in quality} == {"–"}

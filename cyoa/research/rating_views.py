@@ -260,11 +260,11 @@ def _rules(exp: RatingExperiment, report: RatingReport | None) -> list[dict[str,
 
 
 def _platform_id(rater: dict[str, Any] | None) -> str:
-    """The id the rater came with (Prolific's PROLIFIC_PID, ?pid=, or the imported one), to
-    find them on the platform; "anonymous" for a rater who came without one."""
-    if rater is None or rater["id_source"] == "anonymous":
+    """The id the rater came with (Prolific's PROLIFIC_PID or ?pid=), to find them on the
+    platform; "anonymous" for a rater who came without one, "–" for imported judgements."""
+    if rater is not None and rater["id_source"] == "anonymous":
         return "anonymous"
-    return rater["external_id"]
+    return (rater or {}).get("external_id") or "–"
 
 
 def _quality(db: Database, exp_id: str, report: RatingReport | None) -> list[dict[str, Any]]:
