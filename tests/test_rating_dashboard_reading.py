@@ -4,6 +4,7 @@ whose labels can be read, and the evaluation card served as Markdown in UTF-8.""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from xml.etree import ElementTree
@@ -21,7 +22,9 @@ from cyoa.analysis.scales import FactorSummary, mean_interval
 from cyoa.analysis.ttcw import PassRate
 from cyoa.instruments import TTCW, FeiQuestion, fei_instrument
 from cyoa.rating.experiment import import_rating_experiment
+from cyoa.rating.form import RatingFormError, form_defaults, spec_from_form
 from cyoa.rating.importing import Judgement
+from cyoa.rating.spec import RatingSpecError, parse_rating_spec
 from cyoa.research.rating_charts import (
     CLIPPED_NOTE,
     factor_chart,
@@ -185,3 +188,67 @@ def test_the_actions_panel_comes_below_the_title(ttcw):
 def test_imported_raters_have_no_platform_id_to_show(ttcw):
     quality = ttcw.get(f"{BASE}/progress.json").get_json()["quality"]
     assert {row["platform_id"] for row in quality} == {"–"}
+
+
+def write_stories(folder, count: int) -> str:
+    text = "It begins here. Then it ends."
+    lines = [
+        json.dumps({"story_id": f"s{n}", "source": "model", "text": text}) for n in range(count)
+    ]
+    (folder / "stories.jsonl").write_text("\n".join(lines) + "\n")
+    return "stories.jsonl"
+
+
+def rating_spec(stories: str, **fields) -> dict:
+    return {
+        "id": "pilot",
+        "kind": "rating",
+        "title": "Short stories",
+        "instrument": "aiss-v1",
+        "consent": "You agree.",
+        "instructions": "Read, then answer.",
+        "stories": {"file": stories},
+        **fields,
+    }
+
+
+def test_more_stories_per_rater_than_the_study_has_is_refused_with_a_sentence(tmp_path):
+    spec = rating_spec(write_stories(tmp_path, 3), stories_per_rater=4)
+    with pytest.raises(RatingSpecError, match="stories_per_rater is 4, but the study has 3"):
+        parse_rating_spec(spec, "pilot.toml", tmp_path)
+    assert parse_rating_spec({**spec, "stories_per_rater": 3}, "pilot.toml", tmp_path)
+
+
+def test_a_story_and_its_corrupted_copy_count_once_for_stories_per_rater(tmp_path):
+    corrupt = [{"operation": "shuffle_sentences", "seed": 1}]
+    spec = rating_spec(write_stories(tmp_path, 2), stories_per_rater=3, corrupt=corrupt)
+    with pytest.raises(RatingSpecError, match="a rater reads one of a story and its copies"):
+        parse_rating_spec(spec, "pilot.toml", tmp_path)
+
+
+def test_the_aiss_check_ticked_for_another_instrument_is_refused_not_dropped():
+    values = {
+        **form_defaults(),
+        "id": "pilot",
+        "title": "Short stories",
+        "consent": "You agree.",
+        "instructions": "Read, then answer.",
+        "instrument": "ttcw",
+        "aiss_check": "on",
+    }
+    with pytest.raises(RatingFormError, match="the AISS quality check goes with the AISS only"):
+        spec_from_form(values, {"stories": "stories.jsonl"})
+    assert "attention_checks" not in spec_from_form(
+        {**values, "aiss_check": ""}, {"stories": "stories.jsonl"}
+    )
+
+
+def test_check_numbers_count_only_the_researcher_s_own_checks(tmp_path):
+    checks = [{"builtin": "aiss"}, {"id": "qc-village", "kind": "maybe", "answer": "yes"}]
+    spec = rating_spec(write_stories(tmp_path, 2), attention_checks=checks)
+    with pytest.raises(RatingSpecError, match=r"attention check 1 \('qc-village'\)"):
+        parse_rating_spec(spec, "pilot.toml", tmp_path)
+    bad_builtin = [{"builtin": "aiss", "points": 3}]
+    spec = rating_spec("stories.jsonl", attention_checks=bad_builtin)
+    with pytest.raises(RatingSpecError, match="the built-in AISS check: a built-in check"):
+        parse_rating_spec(spec, "pilot.toml", tmp_path)

@@ -190,6 +190,8 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
             "remove them, or set links = true in [stories] to show them as links."
         )
     copies = _corrupted(raw.get("corrupt", []), records, where)
+    stories_per_rater = _int_in_range(raw, "stories_per_rater", where)
+    _check_stories_per_rater(stories_per_rater, len(records), bool(copies), where)
     records = [*records, *copies]
     if instrument.id == "fei" and copies:
         instrument = _fei_with_copies(instrument, copies)
@@ -206,13 +208,25 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
         instrument=instrument,
         stories=tuple(records),
         raters_per_story=_int_in_range(raw, "raters_per_story", where),
-        stories_per_rater=_int_in_range(raw, "stories_per_rater", where),
+        stories_per_rater=stories_per_rater,
         consent=_text(raw, "consent", where, required=True),
         instructions=_text(raw, "instructions", where, required=True),
         completion_url=completion_url,
         dropout_minutes=_int_in_range(raw, "dropout_minutes", where),
         show_links=show_links,
         source=raw,
+    )
+
+
+def _check_stories_per_rater(wanted: int, stories: int, copies: bool, where: str) -> None:
+    """A rater reads each story at most once, and one of a story and its corrupted copies
+    (:mod:`cyoa.rating.assignment`): more stories per rater than that could never be given."""
+    if wanted <= stories:
+        return
+    copied = " (a rater reads one of a story and its copies)" if copies else ""
+    raise RatingSpecError(
+        f"{where}: stories_per_rater is {wanted}, but the study has {stories} stories{copied}: "
+        f"set it to {stories} or fewer, or add stories."
     )
 
 
