@@ -250,5 +250,20 @@ def test_check_numbers_count_only_the_researcher_s_own_checks(tmp_path):
         parse_rating_spec(spec, "pilot.toml", tmp_path)
     bad_builtin = [{"builtin": "aiss", "points": 3}]
     spec = rating_spec("stories.jsonl", attention_checks=bad_builtin)
-    with pytest.raises(RatingSpecError, match="the built-in AISS check: a built-in check"):
+    with pytest.raises(RatingSpecError, match="the built-in check: a built-in check"):
         parse_rating_spec(spec, "pilot.toml", tmp_path)
+
+
+def test_over_long_pay_is_refused_with_a_sentence_and_the_typed_text_kept(ttcw):
+    page = ttcw.get(BASE).get_data(as_text=True)
+    # A browser cuts a paste at maxlength without a word: the server refuses instead.
+    assert "maxlength" not in page and "at most 4,000 characters" in page
+    pay = "£2.50 per story. " + "x" * 4000
+    reply = ttcw.post(f"{BASE}/details", data={"pay": pay, "qualifications": "UK"})
+    text = reply.get_data(as_text=True)
+    assert reply.status_code == 400
+    assert "Not saved: Pay is 4,017 characters long; the limit is 4,000." in text
+    assert pay in text and ">UK</textarea>" in text
+    db = store.connect(ttcw.app.config["DATABASE"])
+    assert store.get_evaluation_details(db, "ttcw-import").get("pay") in (None, "")
+    db.close()

@@ -194,7 +194,7 @@ def quality_spec(
     own = 0  # the researcher's checks are numbered; a built-in one is named
     for raw in raw_checks:
         if isinstance(raw, Mapping) and "builtin" in raw:
-            label = "the built-in AISS check"
+            label = "the built-in check"
             check = _check(raw, f"{where}: {label}", story_ids)
             name = f"{where}: {label}"
         else:

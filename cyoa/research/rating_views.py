@@ -351,11 +351,16 @@ def dashboard_payload(db: Database, exp: RatingExperiment) -> dict[str, Any]:
 @bp.get("/<exp_id>")
 @auth.login_required
 def rating_experiment(exp_id: str):
-    exp = rating_experiment_or_404(exp_id)
+    return _dashboard(rating_experiment_or_404(exp_id))
+
+
+def _dashboard(exp: RatingExperiment, typed: dict[str, str] | None = None, status: int = 200):
+    """The dashboard page; ``typed``: card details the researcher typed and that were not
+    saved, shown again in their boxes so nothing typed is lost."""
     with web.db() as db:
         payload = dashboard_payload(db, exp)
-        details = store.get_evaluation_details(db, exp.id)
-    return render_template(
+        details = store.get_evaluation_details(db, exp.id) | (typed or {})
+    page = render_template(
         "research/rating.html",
         experiment=exp,
         dashboard=payload,
@@ -364,7 +369,9 @@ def rating_experiment(exp_id: str):
         poll_ms=POLL_MS,
         recompute_seconds=RECOMPUTE_SECONDS,
         downloads=[(name, fmt) for name in RATING_TABLES for fmt in exports.TABLE_FORMATS],
+        details_max=web.DETAILS_MAX_CHARS,
     )
+    return page, status
 
 
 @bp.get("/<exp_id>/progress.json")
@@ -410,10 +417,11 @@ def rating_save_details(exp_id: str):
         details = web.evaluation_details(request.form)
     except ValueError as exc:
         flash(f"Not saved: {exc}", "error")
-    else:
-        with web.db() as db:
-            store.set_evaluation_details(db, exp.id, **details, researcher=g.researcher["name"])
-        flash("Saved for the evaluation card.")
+        typed = {name: request.form.get(name, "") for name in ("pay", "qualifications")}
+        return _dashboard(exp, typed, 400)
+    with web.db() as db:
+        store.set_evaluation_details(db, exp.id, **details, researcher=g.researcher["name"])
+    flash("Saved for the evaluation card.")
     return redirect(url_for("research_ratings.rating_experiment", exp_id=exp.id, _anchor="card"))
 
 
