@@ -65,6 +65,10 @@ def test_the_results_tables_show_rounded_numbers_and_each_label_once(ttcw):
     tables = ttcw.get(f"{BASE}/progress.json").get_json()["tables"]
     cells = [cell for table in tables for row in table["rows"] for cell in row[1:]]
     assert not [cell for cell in cells if re.search(r"\d\.\d{4,}", cell)]
+    assert "-0.00" not in cells  # a small negative κ reads as the zero it rounds to
+    passed = next(t for t in tables if t["name"] == "tests_passed")
+    low, high = (passed["columns"].index(f"per rater {end}") + 1 for end in ("ci_low", "ci_high"))
+    assert {(row[low], row[high]) for row in passed["rows"]} == {("0.00", "14.00")}
     agreement = next(t for t in tables if t["name"] == "agreement")
     assert agreement["columns"][:3] == ["alpha", "alpha ci_low", "alpha ci_high"]
     rates = next(t for t in tables if t["name"] == "pass_rates")

@@ -168,7 +168,11 @@ def _undefined(value: Any) -> bool:
 
 
 def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if _undefined(value) else f"{value:.{digits}f}"
+    if _undefined(value):
+        return "–"
+    text = f"{value:.{digits}f}"
+    # A small negative number rounds to "-0.00": shown as the zero it reads as.
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
 def _pct(value: float | None) -> str:

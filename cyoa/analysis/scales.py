@@ -91,7 +91,7 @@ def mean_interval(
     low, high = mean - half, mean + half
     if bounds is None or bounds[0] <= low and high <= bounds[1]:
         return MeanInterval(mean, low, high, sd, n, confidence)
-    low, high = max(low, bounds[0]), min(high, bounds[1])
+    low, high = max(low, float(bounds[0])), min(high, float(bounds[1]))
     return MeanInterval(mean, low, high, sd, n, confidence, clipped=True)
 
 
