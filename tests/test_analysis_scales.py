@@ -222,8 +222,10 @@ def test_analyze_scales_of_the_mini_study():
     # Y: (5/3 + 4/3)/2 = 3/2 and (7/3 + 7/3)/2 = 7/3 → 23/12.
     assert by_source["X"].mean.mean == pytest.approx(25 / 6)
     assert by_source["Y"].mean.mean == pytest.approx(23 / 12)
-    # t(0.975, 1) = 12.706205; sd of X's story means = √2/2; half = 12.706205 · 0.5.
-    assert by_source["X"].mean.ci_high == pytest.approx(25 / 6 + 12.706205 * 0.5, abs=1e-5)
+    # t(0.975, 1) = 12.706205; sd of X's story means = √2/2; half = 12.706205 · 0.5, so
+    # 25/6 ± 6.353 leaves the 5-point scale at both ends and is cut at 1 and 5.
+    x_mean = by_source["X"].mean
+    assert (x_mean.ci_low, x_mean.ci_high, x_mean.clipped) == (1, 5, True)
     assert (by_source["X"].scores, by_source["X"].stories) == (4, 2)
     assert by_source["X"].items == ("a", "b", "c")
     (test,) = result.tests

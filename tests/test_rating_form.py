@@ -80,11 +80,6 @@ def test_the_form_becomes_the_spec_a_spec_file_would_hold():
     }  # fmt: skip
 
 
-def test_the_aiss_check_goes_only_with_the_aiss():
-    spec = spec_from_form(form(instrument="ttcw", aiss_check="on"), FILES)
-    assert "attention_checks" not in spec
-
-
 @pytest.mark.parametrize(
     ("field", "message"),
     [

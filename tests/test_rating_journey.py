@@ -294,7 +294,9 @@ def test_a_co_writing_experiment_s_finished_stories_can_be_rated(app, tmp_path):
     make_experiment(db, "cowrite")
     add_writer(db, "w1", story(("alpha", "beta"), "alpha", "w1"), {"happy": 4}, exp_id="cowrite")
     db.close()
-    spec = write_spec(tmp_path, stories={"from": "cowriting", "experiment": "cowrite"})
+    spec = write_spec(
+        tmp_path, stories={"from": "cowriting", "experiment": "cowrite"}, stories_per_rater=1
+    )
     result = CliRunner().invoke(
         cli, ["--db", app.config["DATABASE"], "experiment", "create", str(spec)]
     )

@@ -138,7 +138,7 @@ def test_a_spec_without_checks_or_rules_asks_for_none():
         ),
         (
             {"attention_checks": [{"builtin": "ttcw"}]},
-            'attention check 1: builtin must be "aiss"',
+            'the built-in check: builtin must be "aiss"',
         ),
         (
             {
@@ -175,7 +175,7 @@ def test_a_spec_without_checks_or_rules_asks_for_none():
         ),
         (
             {"attention_checks": [{"builtin": "aiss"}, {"builtin": "aiss"}]},
-            "attention check 2 ('qc-aiss'): id repeats an earlier check's",
+            "the built-in check: id repeats an earlier check's",
         ),
         (
             {"attention_checks": [{"builtin": "aiss", "story_id": "s9"}]},

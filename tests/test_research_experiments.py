@@ -230,7 +230,9 @@ def test_researcher_details_for_the_evaluation_card_are_stored(app, researcher):
     db.close()
     assert details["pay"] == "£2.50 per story (about £10/hour)"
     assert details["updated_by"] == "alice"
-    card = researcher.get("/research/experiments/fake-ab/evaluation-card.md").get_data(True)
+    reply = researcher.get("/research/experiments/fake-ab/evaluation-card.md")
+    assert reply.headers["Content-Type"] == "text/markdown; charset=utf-8"
+    card = reply.get_data(True)
     assert "> £2.50 per story (about £10/hour)" in card
     assert "> UK, 95% approval" in card
 

@@ -37,7 +37,8 @@ def stories_file(records=STORIES, name: str = "my stories.jsonl"):
 
 
 def form(**overrides) -> dict:
-    """The form as a researcher fills it in: an AISS study of an uploaded stories file."""
+    """The form as a researcher fills it in: an AISS study of an uploaded stories file; with
+    another instrument, the AISS quality check unticked (the form refuses it there)."""
     data = {
         **form_defaults(),
         "id": "aiss-pilot",
@@ -48,6 +49,8 @@ def form(**overrides) -> dict:
         "stories_file": stories_file(),
     }
     data.update(overrides)
+    if data["instrument"] != "aiss-v1" and "aiss_check" not in overrides:
+        data["aiss_check"] = ""
     return data
 
 

@@ -185,7 +185,7 @@ def analyze_fei(instrument: Instrument, judgements: pd.DataFrame) -> FeiAnalysis
                 IndexSummary(
                     index=index,
                     source=source,
-                    mean=mean_interval(values),
+                    mean=mean_interval(values, bounds=(0, 1)),
                     questions=sum(getattr(story, f"{attribute}_questions") for story in own),
                 )
             )

@@ -44,7 +44,7 @@ def render_rating_analysis(analysis: RatingAnalysis, fmt: Format = "markdown") -
 def _mean_rows(table: str, row: str, prefix: str, mean: MeanInterval) -> list[tuple]:
     return [
         (table, row, f"{prefix}{field}", getattr(mean, field))
-        for field in ("mean", "ci_low", "ci_high", "sd", "n")
+        for field in ("mean", "ci_low", "ci_high", "sd", "n", "clipped")
     ]
 
 
@@ -123,7 +123,8 @@ def _agreement_rows(agreement: tuple[ItemAgreement, ...]) -> list[tuple]:
     for entry in agreement:
         row = f"{entry.item_id} {entry.scope}"
         for field in ("alpha", "ci_low", "ci_high", "level", "units", "valid_resamples", "reason"):
-            rows.append(("agreement", row, f"alpha {field}", getattr(entry.alpha, field)))
+            column = "alpha" if field == "alpha" else f"alpha {field}"
+            rows.append(("agreement", row, column, getattr(entry.alpha, field)))
         if entry.fleiss is not None:
             rows.append(("agreement", row, "fleiss kappa", entry.fleiss.kappa))
             rows.append(("agreement", row, "fleiss reason", entry.fleiss.reason))
@@ -167,7 +168,11 @@ def _undefined(value: Any) -> bool:
 
 
 def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if _undefined(value) else f"{value:.{digits}f}"
+    if _undefined(value):
+        return "–"
+    text = f"{value:.{digits}f}"
+    # A small negative number rounds to "-0.00": shown as the zero it reads as.
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
 def _pct(value: float | None) -> str:
@@ -176,6 +181,32 @@ def _pct(value: float | None) -> str:
 
 def _p(value: float | None) -> str:
     return "–" if _undefined(value) else f"{value:.3g}"
+
+
+# Marks an interval cut at the bound of its scale (MeanInterval.clipped).
+CLIPPED = "†"
+CLIPPED_NOTE = (
+    f"{CLIPPED} The t interval reached past the scale and is cut at its bound (0 and the "
+    "number of tests, 1 and the points of a Likert scale, 0 and 1 bit); docs/analysis.md."
+)
+# Columns of the CSV holding shares (0–1), shown to 3 decimals; other numbers get 2.
+_SHARE_COLUMNS = ("rate", "exact agreement")
+
+
+def display_value(column: str, value: str) -> str:
+    """A value of the CSV (:func:`to_csv`) in column ``column`` as a person reads it:
+    p-values (``p_value``, ``p_holm``) to 3 significant digits, shares (``rate``,
+    ``exact agreement``) to 3 decimals, other numbers with a fraction to 2 decimals; whole
+    numbers and text as they are. The CSV itself keeps full precision for scripts."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    if "." not in value and "e" not in value.lower():
+        return value
+    if column.startswith("p_"):
+        return _p(number)
+    return _num(number, 3 if column in _SHARE_COLUMNS else 2)
 
 
 def _interval(low: float | None, high: float | None, digits: int = 2) -> str:
@@ -187,7 +218,20 @@ def _interval(low: float | None, high: float | None, digits: int = 2) -> str:
 def _mean(mean: MeanInterval | None, digits: int = 2) -> str:
     if mean is None or mean.mean is None:
         return "–"
-    return f"{_num(mean.mean, digits)}{_interval(mean.ci_low, mean.ci_high, digits)} ({mean.n})"
+    interval = _interval(mean.ci_low, mean.ci_high, digits) + (CLIPPED if mean.clipped else "")
+    return f"{_num(mean.mean, digits)}{interval} ({mean.n})"
+
+
+def _means(analysis: RatingAnalysis) -> list[MeanInterval]:
+    means: list[MeanInterval] = []
+    if analysis.scales is not None:
+        means += [summary.mean for summary in (*analysis.scales.items, *analysis.scales.factors)]
+    if analysis.tests is not None:
+        for passed in analysis.tests.tests_passed:
+            means += [passed.majority, passed.per_rater]
+    if analysis.fei is not None:
+        means += [summary.mean for summary in analysis.fei.summaries]
+    return means
 
 
 def _table(head: list[str], body: list[list[str]]) -> list[str]:
@@ -401,5 +445,8 @@ def to_markdown(analysis: RatingAnalysis) -> str:
     if analysis.text_answers:
         answers = ", ".join(f"{item}: {count}" for item, count in analysis.text_answers.items())
         lines += [f"Written answers per text item: {answers}.", ""]
-    lines += ["## Notes", ""] + [f"- {note}" for note in analysis.notes]
+    notes = list(analysis.notes)
+    if any(mean.clipped for mean in _means(analysis)):
+        notes.append(CLIPPED_NOTE)
+    lines += ["## Notes", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"

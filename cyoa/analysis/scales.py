@@ -52,7 +52,8 @@ class MeanInterval:
     """Mean of ``n`` values with a two-sided Student t interval at ``confidence``.
 
     ``mean`` is ``None`` without values; the interval and ``sd`` (sample standard deviation,
-    n − 1 in the denominator) are ``None`` with fewer than two.
+    n − 1 in the denominator) are ``None`` with fewer than two. ``clipped``: an end of the
+    interval reached past the bounds of the scale and was cut at the bound.
     """
 
     mean: float | None
@@ -61,13 +62,21 @@ class MeanInterval:
     sd: float | None
     n: int
     confidence: float = CONFIDENCE
+    clipped: bool = False
 
 
-def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> MeanInterval:
+def mean_interval(
+    values: Sequence[float],
+    confidence: float = CONFIDENCE,
+    bounds: tuple[float, float] | None = None,
+) -> MeanInterval:
     """Mean of ``values`` (NaN left out) with the t interval mean ± t(n − 1) · sd / √n.
 
     ``t(n − 1)`` is the (1 + confidence)/2 quantile of Student's t with n − 1 degrees of
-    freedom. Units: those of the values. Reference: Student (1908).
+    freedom. Units: those of the values. ``bounds`` (low, high): the values the scale can
+    take; a mean of them lies between the two, so an end of the interval past a bound is cut
+    at the bound (which leaves the interval's coverage as it was) and ``clipped`` says so.
+    Reference: Student (1908).
     """
     array = np.asarray(values, dtype=float)
     array = array[~np.isnan(array)]
@@ -79,7 +88,11 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Me
         return MeanInterval(mean, None, None, None, 1, confidence)
     sd = float(array.std(ddof=1))
     half = float(scipy_stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
-    return MeanInterval(mean, mean - half, mean + half, sd, n, confidence)
+    low, high = mean - half, mean + half
+    if bounds is None or bounds[0] <= low and high <= bounds[1]:
+        return MeanInterval(mean, low, high, sd, n, confidence)
+    low, high = max(low, float(bounds[0])), min(high, float(bounds[1]))
+    return MeanInterval(mean, low, high, sd, n, confidence, clipped=True)
 
 
 @dataclass(frozen=True)
@@ -285,7 +298,7 @@ def item_summaries(
                     counts=counts,
                     answers=int(values.size),
                     stories=int(means.size),
-                    mean=mean_interval(means.to_numpy(), confidence),
+                    mean=mean_interval(means.to_numpy(), confidence, (1, item.points)),
                 )
             )
     return tuple(summaries)
@@ -410,6 +423,7 @@ def analyze_scales(
                 continue
             means = _story_means(own, "score")
             story_scores[source] = means.to_numpy()
+            points = max(instrument.item(i).points or 1 for i in item_ids)
             factors.append(
                 FactorSummary(
                     factor=factor,
@@ -417,7 +431,7 @@ def analyze_scales(
                     items=tuple(i for i in item_ids if instrument.item(i).kind == "likert"),
                     scores=int(own.shape[0]),
                     stories=int(means.size),
-                    mean=mean_interval(means.to_numpy(), confidence),
+                    mean=mean_interval(means.to_numpy(), confidence, (1, points)),
                     median=float(own["score"].median()),
                 )
             )

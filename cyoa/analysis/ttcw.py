@@ -288,8 +288,10 @@ def analyze_tests(instrument: Instrument, judgements: pd.DataFrame) -> TtcwAnaly
                 source=source,
                 stories=int(stories.size),
                 tests=tests,
-                majority=mean_interval(majority.reindex(stories).dropna().to_numpy()),
-                per_rater=mean_interval(per_rater.to_numpy()),
+                majority=mean_interval(
+                    majority.reindex(stories).dropna().to_numpy(), bounds=(0, tests)
+                ),
+                per_rater=mean_interval(per_rater.to_numpy(), bounds=(0, tests)),
             )
         )
     kappa = fleiss_per_test(instrument, judgements)

@@ -187,7 +187,12 @@ def spec_from_form(form: Mapping[str, Any], files: Mapping[str, Any]) -> dict[st
         }
     spec["stories"] = _stories(form, files)
     checks = check_lines(_text(form, "checks"))
-    if instrument == "aiss-v1" and _text(form, "aiss_check"):
+    if _text(form, "aiss_check"):
+        if instrument != "aiss-v1":
+            raise RatingFormError(
+                "Attention checks: the AISS quality check goes with the AISS only, and this "
+                f"study uses {instrument}: untick it, or write your own check below."
+            )
         checks.insert(0, {"builtin": "aiss"})
     if checks:
         spec["attention_checks"] = checks

@@ -191,9 +191,16 @@ def quality_spec(
         raise QualitySpecError(f"{where}: exclusions must be a list of tables ([[exclusions]]).")
     item_ids = {item.id for item in instrument.items} if instrument is not None else set()
     checks: list[AttentionCheck] = []
-    for number, raw in enumerate(raw_checks, start=1):
-        check = _check(raw, f"{where}: attention check {number}", story_ids)
-        name = f"{where}: attention check {number} ({check.id!r})"
+    own = 0  # the researcher's checks are numbered; a built-in one is named
+    for raw in raw_checks:
+        if isinstance(raw, Mapping) and "builtin" in raw:
+            label = "the built-in check"
+            check = _check(raw, f"{where}: {label}", story_ids)
+            name = f"{where}: {label}"
+        else:
+            own += 1
+            check = _check(raw, f"{where}: attention check {own}", story_ids)
+            name = f"{where}: attention check {own} ({check.id!r})"
         if check.id in item_ids:
             raise QualitySpecError(
                 f"{name}: id is an item of the instrument {instrument.id}: give the check "

@@ -201,6 +201,8 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
     if instrument.id == "fei":
         _questions_about(instrument, {story.story_id for story in records}, where)
     copies = _corrupted(raw.get("corrupt", []), records, where)
+    stories_per_rater = _int_in_range(raw, "stories_per_rater", where)
+    _check_stories_per_rater(stories_per_rater, len(records), bool(copies), where)
     records = [*records, *copies]
     if instrument.id == "fei" and copies:
         instrument = _fei_with_copies(instrument, copies)
@@ -219,7 +221,7 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
         instrument=instrument,
         stories=tuple(records),
         raters_per_story=_int_in_range(raw, "raters_per_story", where),
-        stories_per_rater=_int_in_range(raw, "stories_per_rater", where),
+        stories_per_rater=stories_per_rater,
         consent=_text(raw, "consent", where, required=True),
         instructions=_text(raw, "instructions", where, required=True),
         completion_url=completion_url,
@@ -239,6 +241,18 @@ def _questions_about(instrument: Instrument, story_ids: set[str], where: str) ->
                 f"{where}: question {item.id!r} is about story {item.story_id!r}, which is not "
                 "among the stories; fix its story_id or remove it."
             )
+
+
+def _check_stories_per_rater(wanted: int, stories: int, copies: bool, where: str) -> None:
+    """A rater reads each story at most once, and one of a story and its corrupted copies
+    (:mod:`cyoa.rating.assignment`): more stories per rater than that could never be given."""
+    if wanted <= stories:
+        return
+    copied = " (a rater reads one of a story and its copies)" if copies else ""
+    raise RatingSpecError(
+        f"{where}: stories_per_rater is {wanted}, but the study has {stories} stories{copied}: "
+        f"set it to {stories} or fewer, or add stories."
+    )
 
 
 def _corrupted(tables: Any, stories: list[StoryRecord], where: str) -> list[StoryRecord]:

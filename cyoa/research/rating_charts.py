@@ -16,9 +16,11 @@ recomputed here:
   al. 2021).
 
 Every function returns the SVG document as bytes. An axis of means spans the values a mean
-can take (1 … points; 0–1 bits): a t interval from few stories can reach past them, and its
-whisker is then cut at the edge (the tables give its ends). matplotlib's style is global:
-draw one chart at a time (the web app holds the co-writing dashboard's chart lock).
+can take (1 … points; 0–1 bits); an interval that reached past them was cut at the bound by
+the analysis (:func:`cyoa.analysis.scales.mean_interval`), and its mean is marked † with a
+note under the chart. Long source names are wrapped onto several lines, never cut, so that
+neighbouring labels do not run into each other. matplotlib's style is global: draw one chart
+at a time (the web app holds the co-writing dashboard's chart lock).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Sequence
 
 import matplotlib
 
-from cyoa.analysis.fei import IndexSummary
+from cyoa.analysis.fei import MIN_ANSWERS, IndexSummary
 from cyoa.analysis.ratings import RatingAnalysis
 from cyoa.analysis.scales import FactorSummary, MeanInterval
 from cyoa.analysis.ttcw import PassRate
@@ -43,6 +45,9 @@ CHARTS = {
     "entropy": "FEI entropies ETC and EWC per source with 95% t intervals over stories",
 }
 NO_DATA = "No judgements yet."
+CLIPPED_NOTE = "† interval cut at the bound of the scale (docs/analysis.md)"
+# A source's name is wrapped to lines of at most this many characters under its column.
+LABEL_WIDTH = 14
 # The y axes span the values a mean can take (1 … points; 0–1 bits) and this share more.
 MARGIN = 0.04
 
@@ -77,13 +82,33 @@ def rating_chart(
             return empty_chart(NO_DATA)
         points = max(item.points or 0 for item in instrument.items if item.kind == "likert")
         return factor_chart(analysis.scales.factors, tuple(instrument.factors()), points, caption)
-    if analysis is None or analysis.fei is None or not analysis.fei.summaries:
+    if analysis is None or analysis.fei is None:
         return empty_chart(NO_DATA)
+    if not analysis.fei.summaries:
+        return empty_chart(missing_entropy(analysis.fei.skipped_questions))
     return entropy_chart(analysis.fei.summaries, caption)
+
+
+def missing_entropy(skipped: int) -> str:
+    """What the entropy chart lacks before any question has :data:`~cyoa.analysis.fei.
+    MIN_ANSWERS` answers, ``skipped`` being the story × question pairs answered once."""
+    if not skipped:
+        return NO_DATA
+    sentence = (
+        f"No entropy yet: each of the {skipped} questions answered so far has one answer, "
+        f"and a question's entropy needs answers from at least {MIN_ANSWERS} readers."
+    )
+    return textwrap.fill(sentence, 60)
 
 
 def _rate(cell: PassRate | None) -> float:
     return math.nan if cell is None or cell.rate is None else cell.rate
+
+
+def wrapped(name: str, width: int = LABEL_WIDTH) -> str:
+    """``name`` on lines of at most ``width`` characters, broken after hyphens and spaces
+    where it can be and inside a long word where it must; every character kept."""
+    return "\n".join(textwrap.wrap(name, width, break_on_hyphens=True)) or name
 
 
 def _percent(rate: float) -> str:
@@ -118,7 +143,8 @@ def pass_rate_chart(rates: Sequence[PassRate], sources: Sequence[str], caption: 
                 colour = "#ffffff" if cell.rate < 0.6 else "#1f2328"
                 label = f"{_percent(cell.rate)}\nn={cell.n}"
                 axes.text(column, row, label, ha="center", va="center", color=colour, fontsize=7)
-        axes.set_xticks(range(len(sources)), list(sources))
+        column_labels = [wrapped(source) for source in sources]
+        axes.set_xticks(range(len(sources)), column_labels)
         axes.xaxis.tick_top()
         axes.set_yticks(range(len(order)), [f"{t.test_id}. {t.category}" for t in order])
         axes.tick_params(length=0)
@@ -143,7 +169,7 @@ def pass_rate_chart(rates: Sequence[PassRate], sources: Sequence[str], caption: 
             "Pass rate: % of judgements that are Yes (n = judgements)"
             + (f"; {caption}" if caption else ""),
             loc="left",
-            pad=18,
+            pad=8 + 11 * max(label.count("\n") + 1 for label in column_labels),
         )
     return svg_bytes(figure)
 
@@ -166,15 +192,22 @@ def _errorbar(axes, x: float, mean: MeanInterval, colour: str, label: str | None
         markersize=5,
         label=label,
     )
+    # A white box keeps the digits readable where a neighbouring whisker passes behind them.
     axes.annotate(
-        f"{mean.mean:.2f}",
+        f"{mean.mean:.2f}" + ("†" if mean.clipped else ""),
         (x, mean.mean),
         xytext=(5, 0),
         textcoords="offset points",
         va="center",
         fontsize=7,
         color=colour,
+        bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"},
     )
+
+
+def _note_clipped(figure, means: Sequence[MeanInterval]) -> None:
+    if any(mean.clipped for mean in means):
+        figure.text(0.01, -0.02, CLIPPED_NOTE, fontsize=7, color="#656d76", va="top")
 
 
 def factor_chart(
@@ -213,6 +246,7 @@ def factor_chart(
             "Mean over stories with 95% t interval" + (f"; {caption}" if caption else ""),
             loc="left",
         )
+        _note_clipped(figure, [f.mean for f in factors])
     return svg_bytes(figure)
 
 
@@ -247,4 +281,5 @@ def entropy_chart(summaries: Sequence[IndexSummary], caption: str = "") -> bytes
             "Mean over stories with 95% t interval" + (f"; {caption}" if caption else ""),
             loc="left",
         )
+        _note_clipped(figure, [s.mean for s in summaries])
     return svg_bytes(figure)

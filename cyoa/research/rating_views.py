@@ -38,7 +38,7 @@ from flask import (
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.rating_render import alpha_cell
+from cyoa.analysis.rating_render import alpha_cell, display_value
 from cyoa.analysis.rating_report import (
     RatingReport,
     quality_rows,
@@ -75,7 +75,8 @@ def rating_experiment_or_404(exp_id: str) -> RatingExperiment:
 def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
     """The report's CSV (``raters, table, row, column, value``) as one display table per
     ``raters`` × ``table``: its ``columns`` and its ``rows``, each a row label followed by
-    one cell per column ("" where the CSV has none), in the order they come."""
+    one cell per column ("" where the CSV has none), in the order they come; numbers rounded
+    for reading (:func:`~cyoa.analysis.rating_render.display_value`)."""
     tables: dict[tuple[str, str], dict[str, Any]] = {}
     for line in csv.DictReader(io.StringIO(report_csv)):
         key = (line["raters"], line["table"])
@@ -84,7 +85,8 @@ def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
         )
         if line["column"] not in table["columns"]:
             table["columns"].append(line["column"])
-        table["cells"].setdefault(line["row"], {})[line["column"]] = line["value"]
+        shown = display_value(line["column"], line["value"])
+        table["cells"].setdefault(line["row"], {})[line["column"]] = shown
     return [
         {
             "raters": table["raters"],
@@ -258,11 +260,21 @@ def _rules(exp: RatingExperiment, report: RatingReport | None) -> list[dict[str,
     ]
 
 
-def _quality(exp_id: str, report: RatingReport | None) -> list[dict[str, Any]]:
+def _platform_id(rater: dict[str, Any] | None) -> str:
+    """The id the rater came with (Prolific's PROLIFIC_PID or ?pid=), to find them on the
+    platform; "anonymous" for a rater who came without one, "–" for imported judgements."""
+    if rater is not None and rater["id_source"] == "anonymous":
+        return "anonymous"
+    return (rater or {}).get("external_id") or "–"
+
+
+def _quality(db: Database, exp_id: str, report: RatingReport | None) -> list[dict[str, Any]]:
     page = "research_ratings.rating_rater"
+    raters = {row["rater_id"]: row for row in store.rating_rows(db, exp_id, "raters")}
     return [
         {
             "rater": row["rater_id"][:12],
+            "platform_id": _platform_id(raters.get(row["rater_id"])),
             "url": url_for(page, exp_id=exp_id, rater_id=row["rater_id"]),
             "failed_checks": f"{row['failed_checks']} of {row['checks']}",
             "seconds": _number(row["median_seconds_per_story"]),
@@ -328,7 +340,7 @@ def dashboard_payload(db: Database, exp: RatingExperiment) -> dict[str, Any]:
         "version": snap.version,
         "progress": _progress(db, exp, snap),
         "rules": _rules(exp, report),
-        "quality": _quality(exp.id, report),
+        "quality": _quality(db, exp.id, report),
         "agreement": _agreement(report),
         "tables": analysis_tables(render_report(report, "csv")) if report else [],
     }
@@ -340,11 +352,16 @@ def dashboard_payload(db: Database, exp: RatingExperiment) -> dict[str, Any]:
 @bp.get("/<exp_id>")
 @auth.login_required
 def rating_experiment(exp_id: str):
-    exp = rating_experiment_or_404(exp_id)
+    return _dashboard(rating_experiment_or_404(exp_id))
+
+
+def _dashboard(exp: RatingExperiment, typed: dict[str, str] | None = None, status: int = 200):
+    """The dashboard page; ``typed``: card details the researcher typed and that were not
+    saved, shown again in their boxes so nothing typed is lost."""
     with web.db() as db:
         payload = dashboard_payload(db, exp)
-        details = store.get_evaluation_details(db, exp.id)
-    return render_template(
+        details = store.get_evaluation_details(db, exp.id) | (typed or {})
+    page = render_template(
         "research/rating.html",
         experiment=exp,
         dashboard=payload,
@@ -355,7 +372,9 @@ def rating_experiment(exp_id: str):
         poll_ms=POLL_MS,
         recompute_seconds=RECOMPUTE_SECONDS,
         downloads=[(name, fmt) for name in RATING_TABLES for fmt in exports.TABLE_FORMATS],
+        details_max=web.DETAILS_MAX_CHARS,
     )
+    return page, status
 
 
 @bp.get("/<exp_id>/progress.json")
@@ -390,7 +409,7 @@ def rating_evaluation_card(exp_id: str):
         snap = snapshot(db, exp.id)
         report = snap.report if snap.version == data_version(db, exp.id) else None
         text = rating_card_markdown(db, exp.id, datetime.now(UTC), report)
-    return current_app.response_class(text, mimetype="text/markdown; charset=utf-8")
+    return current_app.response_class(text, mimetype="text/markdown")
 
 
 @bp.post("/<exp_id>/details")
@@ -401,10 +420,11 @@ def rating_save_details(exp_id: str):
         details = web.evaluation_details(request.form)
     except ValueError as exc:
         flash(f"Not saved: {exc}", "error")
-    else:
-        with web.db() as db:
-            store.set_evaluation_details(db, exp.id, **details, researcher=g.researcher["name"])
-        flash("Saved for the evaluation card.")
+        typed = {name: request.form.get(name, "") for name in ("pay", "qualifications")}
+        return _dashboard(exp, typed, 400)
+    with web.db() as db:
+        store.set_evaluation_details(db, exp.id, **details, researcher=g.researcher["name"])
+    flash("Saved for the evaluation card.")
     return redirect(url_for("research_ratings.rating_experiment", exp_id=exp.id, _anchor="card"))
 
 

@@ -545,4 +545,4 @@ def evaluation_card(exp_id: str):
             exports.preference_rows(db, exp.id),
             now,
         )
-    return current_app.response_class(text, mimetype="text/markdown; charset=utf-8")
+    return current_app.response_class(text, mimetype="text/markdown")

@@ -57,11 +57,14 @@
       const first = el("td");
       first.appendChild(link);
       return row(
-        [first, r.failed_checks, r.seconds, r.words_per_minute, r.straight_lined, r.rules],
+        [
+          first, r.platform_id, r.failed_checks, r.seconds, r.words_per_minute,
+          r.straight_lined, r.rules,
+        ],
         r.excluded ? "flagged" : ""
       );
     });
-    fill("quality-body", rows, "No rater has answered yet.", 6);
+    fill("quality-body", rows, "No rater has answered yet.", 7);
   }
 
   function showTables(tables) {
