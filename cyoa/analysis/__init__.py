@@ -1,1 +1,0 @@
-"""Statistics and the paper's tables, built from stored rounds."""
