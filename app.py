@@ -9,7 +9,7 @@ import logging
 from cyoa import create_app
 from cyoa.cli import cli
 from cyoa.cli.setup import participant_links, serving_url
-from cyoa.realtime import socketio
+from cyoa.web.realtime import socketio
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 app = create_app()

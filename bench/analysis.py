@@ -36,12 +36,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cyoa import store  # noqa: E402
-from cyoa.analysis.data import load_study  # noqa: E402
-from cyoa.analysis.render import render  # noqa: E402
-from cyoa.analysis.stats import clustered_preference  # noqa: E402
-from cyoa.analysis.tables import analyze  # noqa: E402
-from cyoa.analysis.tag_cache import SentenceTagCache, tag_experiment  # noqa: E402
-from cyoa.analysis.tsv import WriterRow, import_tsv, write_cyoa_tsv  # noqa: E402
+from cyoa.cowriting.analysis.data import load_study  # noqa: E402
+from cyoa.cowriting.analysis.render import render  # noqa: E402
+from cyoa.cowriting.analysis.tables import analyze  # noqa: E402
+from cyoa.cowriting.analysis.tag_cache import SentenceTagCache, tag_experiment  # noqa: E402
+from cyoa.cowriting.analysis.tsv import WriterRow, import_tsv, write_cyoa_tsv  # noqa: E402
 from cyoa.metrics import text as text_metrics  # noqa: E402
 from cyoa.metrics.edit import (  # noqa: E402
     edit_distance,
@@ -50,6 +49,7 @@ from cyoa.metrics.edit import (  # noqa: E402
     jaccard_normalized,
     user_metric,
 )
+from cyoa.stats import clustered_preference  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

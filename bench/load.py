@@ -10,7 +10,7 @@ converted in ``instance/models``), waits until both models are ready, and then, 
 lets N writers write ``--rounds`` rounds each. A writer is a browser as far as the server can
 tell: a ``requests`` session that agrees to the consent form (so it holds the signed session
 cookie) and a Socket.IO connection (websocket) that shares the cookie and speaks the writing
-page's protocol (``join``, ``action`` with acknowledgements; see cyoa/study/sockets.py).
+page's protocol (``join``, ``action`` with acknowledgements; see cyoa/cowriting/sockets.py).
 
 Pauses (seconds, uniform at random, seeded): a writer starts after ``start``, writes their
 line for ``write``, reads the two suggestions for ``read`` before choosing one, and edits it
@@ -508,7 +508,7 @@ def server_env(
         "CYOA_MODEL_CACHE": str(model_cache()),
         "CYOA_SECRET_KEY": "load-benchmark",
         "CYOA_GENERATION_MODE": mode,
-        # Both modes derive a writer's seeds from the same salt (cyoa.study.service.
+        # Both modes derive a writer's seeds from the same salt (cyoa.cowriting.service.
         # derived_seed), so they generate the same suggestions for the same stories.
         "CYOA_SEED_SALT": SEED_SALT,
         # The app's background tagger (a niced spaCy process started after submitted turns)

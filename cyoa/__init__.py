@@ -65,16 +65,16 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         app.config["SECRET_KEY"] = _instance_secret(Path(app.instance_path))
 
     from cyoa import store
-    from cyoa.experiments import load_experiments
+    from cyoa.cowriting import pages, sockets
+    from cyoa.cowriting.runner import SuggestionRunner
+    from cyoa.cowriting.service import Study
+    from cyoa.cowriting.spec import load_experiments
     from cyoa.generation import ModelPool, configure_torch_threads, load_model_cards
     from cyoa.generation.engine import GENERATION_MODES, CoreShare
     from cyoa.rating import pages as rating_pages
     from cyoa.rating.service import RatingStudy
-    from cyoa.realtime import client_manager, drop_malformed_packets, socketio
-    from cyoa.study import pages, sockets
-    from cyoa.study.ratelimit import RateLimiter
-    from cyoa.study.runner import SuggestionRunner
-    from cyoa.study.service import Study
+    from cyoa.web.ratelimit import RateLimiter
+    from cyoa.web.realtime import client_manager, drop_malformed_packets, socketio
 
     cards = load_model_cards(Path(app.config["MODELS_DIR"]))
     db = store.connect(app.config["DATABASE"])
@@ -174,7 +174,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     research.init_app(app, socketio)
 
-    from cyoa import security
+    from cyoa.web import security
 
     security.init_app(app)
     return app
@@ -183,7 +183,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 def stored_experiments(db, cards) -> dict[str, Any]:
     """Every co-writing experiment in the database whose models are available; one that
     cannot be loaded (e.g. its model card was removed) is logged and left out."""
-    from cyoa.experiments import SpecError, experiment_from_dict
+    from cyoa.cowriting.spec import SpecError, experiment_from_dict
 
     experiments = {}
     for row in db["experiments"].rows_where("kind = 'cowriting'"):

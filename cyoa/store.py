@@ -284,7 +284,8 @@ def _version_1(db: Database) -> None:
 
 
 def create_sentence_tags(db: Database) -> None:
-    """The analysis cache of tagged sentences (:mod:`cyoa.analysis.tag_cache`), if missing.
+    """The analysis cache of tagged sentences (:mod:`cyoa.cowriting.analysis.tag_cache`), if
+    missing.
     Derived data: deleting its rows loses nothing but time."""
     if not db.table("sentence_tags").exists():
         db.table("sentence_tags").create(

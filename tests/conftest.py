@@ -12,7 +12,7 @@ import pytest
 from hypothesis import settings
 
 from cyoa import create_app, store
-from cyoa.realtime import socketio
+from cyoa.web.realtime import socketio
 
 # In CI (CI=true) property and fuzz tests draw the same examples on every run, so a run's
 # result depends on the code alone; elsewhere they explore new examples each time.

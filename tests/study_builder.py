@@ -13,10 +13,10 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.tsv import WriterRow
-from cyoa.experiments import DEFAULT_LIKERT, DEFAULT_OPEN, LIKERT_LABELS
-from cyoa.study import flow
-from cyoa.study.recording import SessionRecorder
+from cyoa.cowriting import flow
+from cyoa.cowriting.analysis.tsv import WriterRow
+from cyoa.cowriting.recording import SessionRecorder
+from cyoa.cowriting.spec import DEFAULT_LIKERT, DEFAULT_OPEN, LIKERT_LABELS
 
 FIRST, SECOND = "alpha", "beta"
 

@@ -4,7 +4,7 @@ hand on small examples."""
 import pandas as pd
 import pytest
 
-from cyoa.analysis.agreement import (
+from cyoa.rating.analysis.agreement import (
     ALL_ITEMS,
     ALL_SOURCES,
     agreement_table,
@@ -13,7 +13,7 @@ from cyoa.analysis.agreement import (
     krippendorff_alpha,
     value_counts,
 )
-from cyoa.instruments import instrument_from_spec
+from cyoa.rating.instruments import instrument_from_spec
 
 # Three raters, four stories, Yes = 1 / No = 0.
 YES_NO_UNITS = [[1, 1, 1], [1, 1, 0], [0, 0, 0], [1, 0, 0]]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from cyoa.analysis.bradley_terry import NotEstimable, fit, rank
+from cyoa.cowriting.analysis.bradley_terry import NotEstimable, fit, rank
 
 
 def beats(winner: str, loser: str, times: int) -> list[tuple[str, str]]:

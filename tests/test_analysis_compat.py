@@ -1,7 +1,7 @@
 """``--compat cyoa-2021``: the original evaluation script's numbers, and the paper's.
 
 Each expected value is computed here as eval_script.py computes it (its pooling, its sums, its
-scipy calls), independently of ``cyoa.analysis.compat``.
+scipy calls), independently of ``cyoa.cowriting.analysis.compat``.
 """
 
 import math
@@ -12,14 +12,14 @@ from nltk.metrics import edit_distance as nltk_edit_distance
 from scipy import stats
 
 from cyoa import store
-from cyoa.analysis.compat import analyze_rows_2021, describe, script_jaccard
-from cyoa.analysis.data import load_study
-from cyoa.analysis.results import HUMAN, OVERALL
-from cyoa.analysis.stats import mann_whitney_scipy_2021
-from cyoa.analysis.tables import analyze
-from cyoa.analysis.tsv import WriterRow, import_tsv, write_cyoa_tsv
+from cyoa.cowriting.analysis.compat import analyze_rows_2021, describe, script_jaccard
+from cyoa.cowriting.analysis.data import load_study
+from cyoa.cowriting.analysis.results import HUMAN, OVERALL
+from cyoa.cowriting.analysis.tables import analyze
+from cyoa.cowriting.analysis.tsv import WriterRow, import_tsv, write_cyoa_tsv
 from cyoa.metrics.edit import user_metric
 from cyoa.metrics.text import distinct_n
+from cyoa.stats import mann_whitney_scipy_2021
 from tests.study_builder import tsv_rows as rows
 
 SYSTEMS = ("model", "baseline")

@@ -6,8 +6,8 @@ import math
 import pandas as pd
 import pytest
 
-from cyoa.analysis.fei import analyze_fei, binary_entropy, question_entropies, story_indices
-from cyoa.instruments import FeiQuestion, fei_instrument
+from cyoa.rating.analysis.fei import analyze_fei, binary_entropy, question_entropies, story_indices
+from cyoa.rating.instruments import FeiQuestion, fei_instrument
 
 H_QUARTER = 0.8112781244591328  # H(1/4) = −¼·log₂¼ − ¾·log₂¾ = 0.5 + 0.311278
 

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cyoa.analysis.rating_render import render_rating_analysis
-from cyoa.analysis.ratings import analyze_ratings, validate_judgements
-from cyoa.instruments import (
+from cyoa.rating.analysis.ratings import analyze_ratings, validate_judgements
+from cyoa.rating.analysis.render import render_rating_analysis
+from cyoa.rating.instruments import (
     AISS_V1,
     TTCW,
     FeiQuestion,

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from cyoa.analysis.scales import (
+from cyoa.rating.analysis.scales import (
     SourceTest,
     analyze_scales,
     coded_values,
@@ -18,7 +18,7 @@ from cyoa.analysis.scales import (
     mean_interval,
     with_holm,
 )
-from cyoa.instruments import AISS_V1, instrument_from_spec
+from cyoa.rating.instruments import AISS_V1, instrument_from_spec
 
 COLUMNS = ["story_id", "source", "rater_id", "item", "value"]
 

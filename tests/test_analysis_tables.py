@@ -19,9 +19,9 @@ import pytest
 from scipy import stats
 
 from cyoa import store
-from cyoa.analysis.data import load_study
-from cyoa.analysis.results import HUMAN, OVERALL
-from cyoa.analysis.tables import analyze, preference_table
+from cyoa.cowriting.analysis.data import load_study
+from cyoa.cowriting.analysis.results import HUMAN, OVERALL
+from cyoa.cowriting.analysis.tables import analyze, preference_table
 from cyoa.metrics.text import distinct_n
 from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment, story
 
@@ -245,7 +245,7 @@ def test_one_suggestion_rounds_and_unfinished_sessions(tmp_path):
 
 
 def test_missing_experiment_names_the_known_ones(db):
-    from cyoa.analysis.data import AnalysisError
+    from cyoa.cowriting.analysis.data import AnalysisError
 
     with pytest.raises(AnalysisError, match="experiments: exp"):
         load_study(db, "nope")
@@ -276,7 +276,7 @@ def three_systems(tmp_path):
 
 
 def test_pairs_are_analysed_one_at_a_time(three_systems):
-    from cyoa.analysis.data import AnalysisError, experiment_pairs
+    from cyoa.cowriting.analysis.data import AnalysisError, experiment_pairs
 
     assert experiment_pairs(three_systems, "exp") == [("a", "b"), ("a", "c")]
     with pytest.raises(AnalysisError, match="compares 3 systems"):

@@ -5,8 +5,9 @@ import json
 import pytest
 
 from cyoa import store
-from cyoa.analysis.data import AnalysisError, load_study
-from cyoa.analysis.tsv import (
+from cyoa.cowriting import flow
+from cyoa.cowriting.analysis.data import AnalysisError, load_study
+from cyoa.cowriting.analysis.tsv import (
     WriterRow,
     export_cyoa_tsv,
     header,
@@ -14,7 +15,6 @@ from cyoa.analysis.tsv import (
     read_cyoa_tsv,
     write_cyoa_tsv,
 )
-from cyoa.study import flow
 from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment
 
 

@@ -10,13 +10,13 @@ import pytest
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
-from cyoa.analysis.ttcw import (
+from cyoa.rating.analysis.ttcw import (
     analyze_tests,
     majority_passed,
     rater_correlation,
     story_totals,
 )
-from cyoa.instruments import TTCW, instrument_from_spec
+from cyoa.rating.instruments import TTCW, instrument_from_spec
 
 ANNOTATIONS = Path(__file__).parent / "data" / "ttcw" / "ttcw_annotations_gpt.json"
 

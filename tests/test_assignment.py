@@ -3,7 +3,7 @@
 import random
 from collections import Counter
 
-from cyoa.study.assignment import assign_pair, balanced_slot_plan, slot_systems
+from cyoa.cowriting.assignment import assign_pair, balanced_slot_plan, slot_systems
 
 PAIRS = [("a", "b"), ("a", "c"), ("b", "c")]
 

@@ -17,8 +17,8 @@ import pytest
 from conftest import db_rows, write_setup
 from playwright.sync_api import expect
 
-from cyoa.experiments import OPEN_ANSWER_MAX_CHARS
-from cyoa.study.flow import DRAFT_MAX_CHARS
+from cyoa.cowriting.flow import DRAFT_MAX_CHARS
+from cyoa.cowriting.spec import OPEN_ANSWER_MAX_CHARS
 
 pytestmark = pytest.mark.browser
 

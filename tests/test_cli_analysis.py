@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from cyoa import store
-from cyoa.analysis.tsv import write_cyoa_tsv
 from cyoa.cli import cli
+from cyoa.cowriting.analysis.tsv import write_cyoa_tsv
 from cyoa.metrics.edit import METRIC_COLUMNS
 from tests.study_builder import add_writer, make_experiment, story
 from tests.study_builder import tsv_rows as rows

@@ -9,15 +9,15 @@ from click.testing import CliRunner
 from conftest import SURVEY_ANSWERS, Writer
 
 from cyoa.cli import cli
-from cyoa.experiments import SpecError, experiment_from_dict
+from cyoa.cowriting.research.forms import edited_spec
+from cyoa.cowriting.research.forms import form_defaults as cowriting_form_defaults
+from cyoa.cowriting.research.forms import form_from_spec as cowriting_form_from_spec
+from cyoa.cowriting.research.forms import spec_from_form as cowriting_spec_from_form
+from cyoa.cowriting.spec import SpecError, experiment_from_dict
 from cyoa.rating.form import form_defaults as rating_form_defaults
 from cyoa.rating.form import form_from_spec as rating_form_from_spec
 from cyoa.rating.form import spec_from_form as rating_spec_from_form
 from cyoa.rating.spec import RatingSpecError, parse_rating_spec
-from cyoa.research.forms import edited_spec
-from cyoa.research.forms import form_defaults as cowriting_form_defaults
-from cyoa.research.forms import form_from_spec as cowriting_form_from_spec
-from cyoa.research.forms import spec_from_form as cowriting_spec_from_form
 from tests.test_rating_journey import Rater, rows, write_spec
 
 

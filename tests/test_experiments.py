@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from cyoa.experiments import (
+from cyoa.cowriting.flow import RuleError
+from cyoa.cowriting.spec import (
     DEFAULT_LIKERT,
     SpecError,
     experiment_from_dict,
@@ -12,7 +13,6 @@ from cyoa.experiments import (
     validate_survey,
 )
 from cyoa.generation import load_model_cards
-from cyoa.study.flow import RuleError
 
 ROOT = Path(__file__).resolve().parent.parent
 CARDS = load_model_cards(ROOT / "models")

@@ -6,9 +6,9 @@ import sqlite3
 from conftest import Writer
 
 from cyoa import store
+from cyoa.cowriting import runner as runner_module
+from cyoa.cowriting.research import exports
 from cyoa.generation.fake import TERSE_STREAMS
-from cyoa.research import exports
-from cyoa.study import runner as runner_module
 
 
 def test_a_locked_database_refuses_with_a_retry_and_the_resend_is_recorded_once(app, monkeypatch):

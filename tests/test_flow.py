@@ -2,7 +2,7 @@
 
 import pytest
 
-from cyoa.study.flow import (
+from cyoa.cowriting.flow import (
     Event,
     Limits,
     Phase,

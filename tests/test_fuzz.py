@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cyoa import create_app, store
-from cyoa.study.flow import Event, replay
-from cyoa.study.service import client_view
+from cyoa.cowriting.flow import Event, replay
+from cyoa.cowriting.service import client_view
 
 TOTALS = {"events": 0, "sequences": 0}
 

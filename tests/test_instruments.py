@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 
-from cyoa.instruments import (
+from cyoa.rating.instruments import (
     AISS_V1,
     TTCW,
     FeiQuestion,
@@ -17,10 +17,10 @@ from cyoa.instruments import (
     instrument_from_spec,
     load_instrument,
 )
-from cyoa.instruments.aiss import parse_aiss
-from cyoa.instruments.ttcw import parse_ttcw
+from cyoa.rating.instruments.aiss import parse_aiss
+from cyoa.rating.instruments.ttcw import parse_ttcw
 
-DATA = resources.files("cyoa.instruments").joinpath("data")
+DATA = resources.files("cyoa.rating.instruments").joinpath("data")
 
 
 # --- AISS v1 -------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from cyoa.rating.assignment import (
     holds_place,
     places_held,
 )
-from cyoa.stories import StoryRecord
+from cyoa.rating.stories import StoryRecord
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from cyoa.analysis.rating_data import RaterReview
-from cyoa.analysis.rating_report import RatingReport
-from cyoa.analysis.ratings import analyze_ratings
-from cyoa.instruments import instrument_from_spec
+from cyoa.rating.analysis.data import RaterReview
+from cyoa.rating.analysis.ratings import analyze_ratings
+from cyoa.rating.analysis.report import RatingReport
+from cyoa.rating.instruments import instrument_from_spec
 from cyoa.rating.quality import (
     Answer,
     StoryShown,
@@ -18,7 +18,7 @@ from cyoa.rating.quality import (
     quality_spec,
     rater_quality,
 )
-from cyoa.research.rating_card import CardStory, RatingCardData, rating_card
+from cyoa.rating.research.card import CardStory, RatingCardData, rating_card
 
 COLUMNS = ["story_id", "source", "rater_id", "item", "value", "rationale"]
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

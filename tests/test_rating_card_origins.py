@@ -4,7 +4,7 @@ sampling and each sentence's seed), so another researcher can generate it again.
 from __future__ import annotations
 
 from cyoa.rating.quality import quality_spec
-from cyoa.research.rating_card import CardStory, RatingCardData, rating_card
+from cyoa.rating.research.card import CardStory, RatingCardData, rating_card
 from tests.test_rating_card import INSTRUMENT, NOW, SPEC, section
 
 ORIGIN = {

@@ -6,12 +6,12 @@ from xml.etree import ElementTree
 import pandas as pd
 import pytest
 
-from cyoa.analysis.fei import IndexSummary
-from cyoa.analysis.ratings import analyze_ratings
-from cyoa.analysis.scales import FactorSummary, mean_interval
-from cyoa.analysis.ttcw import pass_rates
-from cyoa.instruments import AISS_V1, TTCW, FeiQuestion, fei_instrument
-from cyoa.research.rating_charts import (
+from cyoa.rating.analysis.fei import IndexSummary
+from cyoa.rating.analysis.ratings import analyze_ratings
+from cyoa.rating.analysis.scales import FactorSummary, mean_interval
+from cyoa.rating.analysis.ttcw import pass_rates
+from cyoa.rating.instruments import AISS_V1, TTCW, FeiQuestion, fei_instrument
+from cyoa.rating.research.charts import (
     NO_DATA,
     chart_names,
     entropy_chart,

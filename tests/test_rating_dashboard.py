@@ -15,11 +15,11 @@ from conftest import Researcher, db_rows
 
 from cyoa import store
 from cyoa.cli import cli
-from cyoa.instruments import TTCW
 from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement
-from cyoa.research import rating_views
-from cyoa.research.web import CHART_CSP
+from cyoa.rating.instruments import TTCW
+from cyoa.rating.research import views as rating_views
+from cyoa.web.research import CHART_CSP
 from tests.test_rating_journey import Rater, write_spec
 
 BASE = "/research/ratings/aiss-pilot"

@@ -16,21 +16,21 @@ from test_rating_dashboard import open_study
 from test_rating_journey import Rater
 
 from cyoa import store
-from cyoa.analysis.rating_report import rating_report, render_report
-from cyoa.analysis.ratings import analyze_ratings
-from cyoa.analysis.scales import FactorSummary, mean_interval
-from cyoa.analysis.ttcw import PassRate
-from cyoa.instruments import TTCW, FeiQuestion, fei_instrument
+from cyoa.rating.analysis.ratings import analyze_ratings
+from cyoa.rating.analysis.report import rating_report, render_report
+from cyoa.rating.analysis.scales import FactorSummary, mean_interval
+from cyoa.rating.analysis.ttcw import PassRate
 from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.form import RatingFormError, form_defaults, spec_from_form
 from cyoa.rating.importing import Judgement
-from cyoa.rating.spec import RatingSpecError, parse_rating_spec
-from cyoa.research.rating_charts import (
+from cyoa.rating.instruments import TTCW, FeiQuestion, fei_instrument
+from cyoa.rating.research.charts import (
     CLIPPED_NOTE,
     factor_chart,
     pass_rate_chart,
     rating_chart,
 )
+from cyoa.rating.spec import RatingSpecError, parse_rating_spec
 
 SOURCES = ("gemma-3-270m-nucleus-sampling", "smollm2-360m-instruct-topk")
 BASE = "/research/ratings/ttcw-import"

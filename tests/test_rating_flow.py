@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from cyoa.instruments import AISS_V1, TTCW, FeiQuestion, Item, fei_instrument
 from cyoa.rating.flow import (
     Event,
     Phase,
@@ -15,6 +14,7 @@ from cyoa.rating.flow import (
     check,
     replay,
 )
+from cyoa.rating.instruments import AISS_V1, TTCW, FeiQuestion, Item, fei_instrument
 
 TTCW_QUESTIONS = Questions(TTCW)
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from cyoa.instruments import instrument_from_spec
 from cyoa.rating.form import (
     RatingFormError,
     custom_instrument_table,
@@ -17,6 +16,7 @@ from cyoa.rating.form import (
     generation_from_form,
     spec_from_form,
 )
+from cyoa.rating.instruments import instrument_from_spec
 from cyoa.rating.spec import parse_rating_spec
 
 FILES = {"stories": "stories/s.jsonl"}

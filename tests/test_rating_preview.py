@@ -13,10 +13,10 @@ from test_rating_journey import Rater, rows, study, write_spec  # noqa: F401 - `
 from test_research_access import RESEARCHER_URLS
 
 from cyoa.cli import cli
+from cyoa.cowriting.flow import DRAFT_MAX_CHARS
 from cyoa.rating.flow import RATIONALE_MAX_CHARS, TEXT_MAX_CHARS
 from cyoa.rating.pages import storage_key
-from cyoa.research.rating_preview import story_number
-from cyoa.study.flow import DRAFT_MAX_CHARS
+from cyoa.rating.research.preview import story_number
 
 ROOT = Path(__file__).resolve().parent.parent
 PREVIEW = "/research/ratings/aiss-pilot/preview"

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from cyoa.instruments import AISS_V1, TTCW
+from cyoa.rating.instruments import AISS_V1, TTCW
 from cyoa.rating.quality import (
     AISS_CHECK_ID,
     AISS_QUALITY_CHECK,

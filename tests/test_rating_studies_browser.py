@@ -17,7 +17,7 @@ from test_browser import ROOT, Server
 from test_research_browser import browser  # noqa: F401 - a fixture
 
 from cyoa import store
-from cyoa.research.auth import create_researcher
+from cyoa.web.auth import create_researcher
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 

@@ -9,7 +9,7 @@ from conftest import RESEARCHER_PASSWORD, Researcher, Writer, write_setup
 from werkzeug.routing import Map, Rule
 
 from cyoa import create_app, store
-from cyoa.research.auth import AccountError, LoginLimiter, create_researcher
+from cyoa.web.auth import AccountError, LoginLimiter, create_researcher
 
 PUBLIC = {"research.login"}
 # A sample value for each URL argument of a researcher route; a new argument name makes

@@ -9,9 +9,9 @@ import re
 from conftest import Researcher, Writer, write_setup
 
 from cyoa import ROOT, create_app, store
-from cyoa.experiments import load_experiments
+from cyoa.cowriting.spec import load_experiments
 from cyoa.generation import load_model_cards
-from cyoa.research.blinding import models_named, naming_warning
+from cyoa.web.blinding import models_named, naming_warning
 from tests.test_cli_links import create_rating
 
 CARDS = load_model_cards(ROOT / "models")

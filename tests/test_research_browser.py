@@ -15,7 +15,7 @@ import pytest
 from conftest import RESEARCHER_PASSWORD, write_setup
 
 from cyoa import store
-from cyoa.research.auth import create_researcher
+from cyoa.web.auth import create_researcher
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import Writer, db_rows
 
-from cyoa.research.forms import form_defaults
+from cyoa.cowriting.research.forms import form_defaults
 
 
 def form(**overrides) -> dict:

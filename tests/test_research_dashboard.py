@@ -10,7 +10,7 @@ import pytest
 from conftest import SURVEY_ANSWERS, Researcher, Writer, db_rows
 
 from cyoa import store
-from cyoa.research.progress import summarize
+from cyoa.cowriting.research.progress import summarize
 
 
 def updates(io) -> list[dict]:

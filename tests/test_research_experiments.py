@@ -15,7 +15,7 @@ from conftest import FAKE_CARD, RESEARCHER_PASSWORD, Researcher, Writer, write_s
 from cyoa import ROOT, create_app, store
 from cyoa.cli import cli
 from cyoa.cli import research as research_commands
-from cyoa.research.forms import form_defaults
+from cyoa.cowriting.research.forms import form_defaults
 
 
 def status_of(app, exp_id: str) -> str:

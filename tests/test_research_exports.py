@@ -13,8 +13,8 @@ from conftest import SURVEY_ANSWERS, Researcher, Writer, write_setup
 
 from cyoa import create_app, store
 from cyoa.cli import cli
-from cyoa.research import exports
-from cyoa.research.rating_exports import RATING_TABLES
+from cyoa.cowriting.research import exports
+from cyoa.rating.research.exports import RATING_TABLES
 
 FORMULA = '=HYPERLINK("http://evil.example","click me now")'
 LINE = "-2+3 is how this writer's line begins."

@@ -10,7 +10,7 @@ import pytest
 from conftest import FAKE_CARD, Researcher, db_rows, write_setup
 
 from cyoa import ROOT, create_app
-from cyoa.research.forms import (
+from cyoa.cowriting.research.forms import (
     MAX_SYSTEM_ROWS,
     edited_spec,
     form_defaults,

@@ -10,7 +10,7 @@ import pytest
 from conftest import FAKE_CARD, Researcher, write_setup
 
 from cyoa import create_app, store
-from cyoa.research.forms import form_defaults
+from cyoa.cowriting.research.forms import form_defaults
 
 
 @pytest.fixture

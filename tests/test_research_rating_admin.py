@@ -15,7 +15,7 @@ from test_rating_journey import Rater
 
 from cyoa import store
 from cyoa.rating.form import form_defaults, form_from_spec
-from cyoa.research import rating_admin
+from cyoa.rating.research import admin as rating_admin
 from tests.study_builder import add_writer, make_experiment, story
 
 TTCW_STORIES = Path(__file__).parent / "data" / "ttcw" / "ttcw_short_stories.json"

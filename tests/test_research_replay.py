@@ -6,7 +6,7 @@ import re
 
 from conftest import SURVEY_ANSWERS, Writer
 
-from cyoa.research.replay import build_replay, word_diff
+from cyoa.cowriting.research.replay import build_replay, word_diff
 
 
 def test_the_word_diff_marks_what_was_removed_and_added():

@@ -9,8 +9,8 @@ import time
 from conftest import Writer, write_setup
 
 from cyoa import create_app, store
-from cyoa.analysis.tag_cache import tag_experiment
-from cyoa.research.tagging import NICENESS, BackgroundTagger, tag_command
+from cyoa.cowriting.analysis.tag_cache import tag_experiment
+from cyoa.cowriting.research.tagging import NICENESS, BackgroundTagger, tag_command
 
 
 def wait_until(condition, timeout: float = 120.0) -> bool:
@@ -65,7 +65,7 @@ def test_a_failed_run_is_logged_and_the_next_one_still_runs(tmp_path, caplog):
     db = store.connect(tmp_path / "cyoa.sqlite")
     store.init_db(db)
     tagger = BackgroundTagger(tmp_path / "cyoa.sqlite", delay=0)
-    with caplog.at_level(logging.WARNING, logger="cyoa.research.tagging"):
+    with caplog.at_level(logging.WARNING, logger="cyoa.cowriting.research.tagging"):
         tagger("no-such-experiment", "session", "turn_submitted")
         assert wait_until(lambda: tagger.failures == 1)
         tagger("no-such-experiment", "session", "survey_submitted")

@@ -24,9 +24,9 @@ from conftest import Writer, db_rows, write_setup
 from test_workers import EXPERIMENT, AppProcess, new_writer
 
 from cyoa import create_app, store
-from cyoa.study.flow import RuleError
-from cyoa.study.ratelimit import Bucket, take
-from cyoa.study.service import Study
+from cyoa.cowriting.flow import RuleError
+from cyoa.cowriting.service import Study
+from cyoa.web.ratelimit import Bucket, take
 
 LINE = {"text": "The lighthouse keeper found a letter."}
 # Faster than the defaults, so that a refusal's answer (sent when the session's next token

@@ -12,7 +12,7 @@ import pytest
 from conftest import Writer, db_rows
 
 from cyoa import store
-from cyoa.study import runner as runner_module
+from cyoa.cowriting import runner as runner_module
 
 LINE = {"text": "The harbour froze over in a single night."}
 

@@ -12,7 +12,7 @@ import requests
 from conftest import Writer, write_setup
 from test_workers import AppProcess
 
-from cyoa import realtime
+from cyoa.web import realtime
 
 BIG = "9" * 5000
 MALFORMED = {
@@ -59,7 +59,7 @@ def test_dropped_packets_are_counted_in_one_line_a_minute():
     lines = []
     handler = logging.Handler()
     handler.emit = lambda record: lines.append(record.getMessage())
-    logger = logging.getLogger("cyoa.realtime")
+    logger = logging.getLogger("cyoa.web.realtime")
     logger.addHandler(handler)
     try:
         for second in range(0, 150, 1):

@@ -19,7 +19,7 @@ LINE = {"text": "The power went out in the middle of it."}
 def dead_workers_id() -> str:
     """The worker id of a server process of this host that has exited (as after kill -9)."""
     done = subprocess.run(
-        [sys.executable, "-c", "import cyoa.study.runner as r; print(r.new_worker_id())"],
+        [sys.executable, "-c", "import cyoa.cowriting.runner as r; print(r.new_worker_id())"],
         cwd=ROOT,
         capture_output=True,
         text=True,

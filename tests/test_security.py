@@ -4,8 +4,8 @@ import re
 
 from conftest import Writer
 
-from cyoa.realtime import socketio
-from cyoa.study.service import new_completion_code, new_token
+from cyoa.cowriting.service import new_completion_code, new_token
+from cyoa.web.realtime import socketio
 
 
 def test_session_ids_and_completion_codes_are_long_random_values():

@@ -10,9 +10,9 @@ from conftest import RESEARCHER_PASSWORD, Researcher, Writer
 from werkzeug.security import generate_password_hash
 
 from cyoa import store
-from cyoa.realtime import socketio
-from cyoa.research import auth
-from cyoa.research.auth import LoginLimiter, create_researcher
+from cyoa.web import auth
+from cyoa.web.auth import LoginLimiter, create_researcher
+from cyoa.web.realtime import socketio
 
 NEW_PASSWORD = "a brand new password"
 

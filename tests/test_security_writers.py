@@ -5,8 +5,8 @@ no system."""
 from conftest import Writer
 
 from cyoa import store
-from cyoa.realtime import socketio
-from cyoa.study import service
+from cyoa.cowriting import service
+from cyoa.web.realtime import socketio
 
 
 def rows(app, sql: str) -> list[dict]:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from cyoa.analysis.stats import LikertSummary, likert_summaries, likert_summary
+from cyoa.stats import LikertSummary, likert_summaries, likert_summary
 
 
 def test_likert_summary_hand_computed():

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from cyoa.analysis.stats import holm, mann_whitney, mann_whitney_scipy_2021
+from cyoa.stats import holm, mann_whitney, mann_whitney_scipy_2021
 
 
 def test_mann_whitney_exact_hand_computed():

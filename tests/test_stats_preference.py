@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cyoa.analysis.stats import clustered_preference, position_bias, preference
+from cyoa.stats import clustered_preference, position_bias, preference
 
 # --- the paper's numbers -------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from cyoa.metrics.text import split_sentences
-from cyoa.stories import StoryRecord
-from cyoa.stories.corrupt import (
+from cyoa.rating.stories import StoryRecord
+from cyoa.rating.stories.corrupt import (
     OPERATIONS,
     CorruptionError,
     corrupt,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cyoa import store
-from cyoa.analysis.data import AnalysisError
-from cyoa.stories.cowriting import cowriting_stories
+from cyoa.cowriting.analysis.data import AnalysisError
+from cyoa.rating.stories.cowriting import cowriting_stories
 from tests.study_builder import Turn, add_writer, make_experiment, story
 
 SURVEY = {"happy": 4}

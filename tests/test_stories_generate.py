@@ -13,7 +13,7 @@ from cyoa.cli import cli
 from cyoa.generation import System, load_model_cards
 from cyoa.generation.fake import FakeBackend
 from cyoa.rating.importing import stories_from_file
-from cyoa.stories.generate import generate_stories, sentence_seed
+from cyoa.rating.stories.generate import generate_stories, sentence_seed
 
 PROMPTS = ["The lighthouse keeper found a letter on the rocks.", "Nobody had seen the sun."]
 

@@ -253,7 +253,7 @@ def test_when_both_models_fail_the_writer_can_retry(make_app):
 
 
 def test_actions_need_a_joined_session(app):
-    from cyoa.realtime import socketio
+    from cyoa.web.realtime import socketio
 
     stranger = socketio.test_client(app)
     ack = stranger.emit(
@@ -356,7 +356,7 @@ def test_with_a_seed_salt_the_same_writer_gets_the_same_seeds_from_another_serve
     from conftest import write_setup
 
     from cyoa import create_app
-    from cyoa.study.service import derived_seed
+    from cyoa.cowriting.service import derived_seed
 
     def server(name, salt):
         (tmp_path / name).mkdir()
@@ -382,7 +382,7 @@ def test_with_a_seed_salt_the_same_writer_gets_the_same_seeds_from_another_serve
 
 
 def test_derived_seeds_are_31_bit_and_differ_by_salt_writer_round_and_system():
-    from cyoa.study.service import derived_seed
+    from cyoa.cowriting.service import derived_seed
 
     seed = derived_seed("salt", "exp", "w1", 1, "a")
     assert seed == derived_seed("salt", "exp", "w1", 1, "a")

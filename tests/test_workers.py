@@ -22,8 +22,8 @@ import socketio
 from conftest import Writer, db_rows, write_setup
 
 from cyoa import store
-from cyoa.study import runner as runner_module
-from cyoa.study.workers import new_worker_id, worker_gone
+from cyoa.cowriting import runner as runner_module
+from cyoa.web.workers import new_worker_id, worker_gone
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENT = "fake-ab"
@@ -332,7 +332,7 @@ def test_a_retry_of_a_slot_another_worker_failed_is_generated_here(app, monkeypa
 # A process that names itself as a worker and runs until its stdin closes.
 HOLDER = (
     "import sys\n"
-    "from cyoa.study.workers import new_worker_id\n"
+    "from cyoa.web.workers import new_worker_id\n"
     "print(new_worker_id(), flush=True)\n"
     "sys.stdin.read()\n"
 )

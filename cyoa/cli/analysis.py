@@ -10,15 +10,15 @@ from pathlib import Path
 import click
 
 from cyoa import store
-from cyoa.analysis.data import AnalysisError, experiment_pairs, load_study
-from cyoa.analysis.rating_data import experiment_kind
-from cyoa.analysis.rating_report import rating_report, render_report
-from cyoa.analysis.render import render
-from cyoa.analysis.tables import analyze
-from cyoa.analysis.tag_cache import SentenceTagCache, tag_experiment
-from cyoa.analysis.tsv import import_tsv
 from cyoa.cli.context import database_path, open_existing
+from cyoa.cowriting.analysis.data import AnalysisError, experiment_pairs, load_study
+from cyoa.cowriting.analysis.render import render
+from cyoa.cowriting.analysis.tables import analyze
+from cyoa.cowriting.analysis.tag_cache import SentenceTagCache, tag_experiment
+from cyoa.cowriting.analysis.tsv import import_tsv
 from cyoa.metrics.records import score_records
+from cyoa.rating.analysis.data import experiment_kind
+from cyoa.rating.analysis.report import rating_report, render_report
 
 
 @click.command("analyze")
@@ -141,7 +141,7 @@ def metrics_command(input_file, variant: str, output_file) -> None:
 @click.pass_context
 def import_tsv_command(ctx: click.Context, file: Path, name: str, tag: bool) -> None:
     """Load FILE, in the original CYOA evaluation script's layout, as a new experiment."""
-    from cyoa.analysis.data import AnalysisError
+    from cyoa.cowriting.analysis.data import AnalysisError
 
     db = store.connect(database_path(ctx))
     try:

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from cyoa.cli.context import get_app, open_existing
-from cyoa.research import exports
-from cyoa.research.rating_exports import RATING_TABLES
+from cyoa.cowriting.research import exports
+from cyoa.rating.research.exports import RATING_TABLES
 
 
 @click.command("export")

@@ -11,7 +11,6 @@ import click
 from cyoa.cli.context import get_app, open_or_create
 from cyoa.generation import System, load_model_cards
 from cyoa.generation.pool import make_backend
-from cyoa.instruments import TTCW, InstrumentError, fei_instrument, load_instrument
 from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import (
     RatingImportError,
@@ -20,7 +19,8 @@ from cyoa.rating.importing import (
     stories_from_file,
     ttcw_judgements,
 )
-from cyoa.stories.generate import GenerationFailed, generate_stories
+from cyoa.rating.instruments import TTCW, InstrumentError, fei_instrument, load_instrument
+from cyoa.rating.stories.generate import GenerationFailed, generate_stories
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 

@@ -13,11 +13,16 @@ from pathlib import Path
 import click
 
 from cyoa.cli.context import get_app, open_existing, open_or_create
-from cyoa.experiments import SpecError
+from cyoa.cowriting.research.lifecycle import (
+    LifecycleError,
+    create_experiment,
+    parse_spec,
+    set_status,
+)
+from cyoa.cowriting.spec import SpecError
 from cyoa.rating.experiment import create_from_spec
 from cyoa.rating.spec import RatingSpecError, parse_rating_spec
-from cyoa.research.auth import AccountError, create_researcher
-from cyoa.research.lifecycle import LifecycleError, create_experiment, parse_spec, set_status
+from cyoa.web.auth import AccountError, create_researcher
 
 
 def _password(name: str) -> str:

@@ -9,7 +9,7 @@ from flask import Flask
 
 from cyoa import store
 from cyoa.cli.context import get_app
-from cyoa.research import lifecycle
+from cyoa.cowriting.research import lifecycle
 
 
 @click.command("init-db")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cyoa.study.flow import RuleError
-from cyoa.study.service import WRITER_ACTIONS
+from cyoa.cowriting.flow import RuleError
+from cyoa.cowriting.service import WRITER_ACTIONS
 
 MALFORMED = "The request was malformed. Please reload the page."
 NOT_POSSIBLE = "That action is not possible. Please reload the page."

@@ -7,7 +7,7 @@ guessing or pasting an id. A crowd-platform identifier in the link (``PROLIFIC_P
 resumes a story silently only in the browser that holds the story; from another browser
 the link must also carry the platform's per-submission ``SESSION_ID`` recorded when the
 story began (Prolific fills it in; only that participant's own link holds it). The start
-form carries a CSRF token like the researcher's forms (:mod:`cyoa.security`). The threat
+form carries a CSRF token like the researcher's forms (:mod:`cyoa.web.security`). The threat
 model is in docs/deployment.md.
 """
 
@@ -31,10 +31,10 @@ from flask import (
     url_for,
 )
 
-from cyoa.completion import completion_address, shown_code
-from cyoa.security import csrf_valid
-from cyoa.study.flow import DRAFT_MAX_CHARS, Phase
-from cyoa.study.service import new_token
+from cyoa.cowriting.flow import DRAFT_MAX_CHARS, Phase
+from cyoa.cowriting.service import new_token
+from cyoa.web.completion import completion_address, shown_code
+from cyoa.web.security import csrf_valid
 
 bp = Blueprint("study", __name__)
 # Long enough to read (and copy) the completion code before the crowd platform's page opens.

@@ -1,7 +1,7 @@
 """Recording an event: the rules' next state, and the event stored with the phase it leads to.
 
-The live study (:mod:`cyoa.study.service`), the import of the original script's TSV
-(:mod:`cyoa.analysis.tsv`) and the tests' study builder all record events this one way, so
+The live study (:mod:`cyoa.cowriting.service`), the import of the original script's TSV
+(:mod:`cyoa.cowriting.analysis.tsv`) and the tests' study builder all record events this one way, so
 the convenient tables of an imported or built session are what a live one would have.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.study.flow import SLOTS, Event, Phase, State, apply
+from cyoa.cowriting.flow import SLOTS, Event, Phase, State, apply
 
 SUGGESTION_OUTCOMES = ("suggestion_completed", "suggestion_failed")
 

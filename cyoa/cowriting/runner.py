@@ -3,7 +3,7 @@
 When a writer submits their line, :meth:`SuggestionRunner.start` launches one background task
 per slot. Each streams its partial text to the writer's room as it is generated and, when
 done, records ``suggestion_completed`` (or ``suggestion_failed`` when its tries are spent, see
-:data:`ATTEMPTS`) through :class:`~cyoa.study.service.Study`. Partial text is also kept in
+:data:`ATTEMPTS`) through :class:`~cyoa.cowriting.service.Study`. Partial text is also kept in
 memory so a writer who reloads mid-generation sees it at once. After a server restart,
 :meth:`resume` restarts the slots that were still pending (with their recorded seeds, so on
 the same machine the text is the same).
@@ -12,7 +12,7 @@ Several worker processes may serve the same writer (two tabs on two workers, or 
 that lands on another worker). Before generating, a task claims the slot in the database
 (:func:`cyoa.store.claim_generation`): a slot claimed by a live worker is left to it, and
 this process only watches until it is settled; a claim whose holder is a process of this
-host that no longer runs (:func:`cyoa.study.workers.worker_gone`: a server killed and
+host that no longer runs (:func:`cyoa.web.workers.worker_gone`: a server killed and
 restarted) is taken over at once, and one whose heartbeat is older than
 :func:`stale_after_seconds` (a worker on another host that died) too. The partial text
 (:meth:`SuggestionRunner.live_text`) is known only to the process that generates it; the
@@ -36,10 +36,10 @@ from collections.abc import Callable
 from typing import Any
 
 from cyoa import store
+from cyoa.cowriting.flow import Phase, RuleError, State
+from cyoa.cowriting.service import Study
 from cyoa.generation import Suggestion, SuggestionError, generate_suggestion
-from cyoa.study.flow import Phase, RuleError, State
-from cyoa.study.service import Study
-from cyoa.study.workers import new_worker_id, worker_gone
+from cyoa.web.workers import new_worker_id, worker_gone
 
 log = logging.getLogger(__name__)
 # A slot's tries before the writer is told it failed. A text too short for a turn (the model

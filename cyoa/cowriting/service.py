@@ -1,6 +1,6 @@
 """Sessions: open or resume one, apply a writer's action, describe the state to the browser.
 
-Each action is checked against the rules (:mod:`cyoa.study.flow`) and recorded inside one
+Each action is checked against the rules (:mod:`cyoa.cowriting.flow`) and recorded inside one
 ``BEGIN IMMEDIATE`` transaction, reading the session's new events afresh, so the check and
 the write cannot interleave with another action on the same session (from another tab,
 thread or process). Only after the commit does the caller acknowledge the action. An action
@@ -26,11 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from cyoa import store
-from cyoa.completion import shown_code
-from cyoa.experiments import Experiment, validate_survey
-from cyoa.study import recording
-from cyoa.study.assignment import assign_pair, balanced_slot_plan, slot_systems
-from cyoa.study.flow import (
+from cyoa.cowriting import recording
+from cyoa.cowriting.assignment import assign_pair, balanced_slot_plan, slot_systems
+from cyoa.cowriting.flow import (
     SLOTS,
     Event,
     Phase,
@@ -40,6 +38,8 @@ from cyoa.study.flow import (
     check,
     is_slot,
 )
+from cyoa.cowriting.spec import Experiment, validate_survey
+from cyoa.web.completion import shown_code
 
 # Actions a browser may send; everything else (suggestion results) comes from the server.
 WRITER_ACTIONS = frozenset(
@@ -134,7 +134,7 @@ class Study:
     ) -> str | None:
         """A new session for the participant in ``exp``, or None when they have one already
         (also when another request created it a moment ago): who may resume that one is for
-        the caller to decide (:mod:`cyoa.study.pages`).
+        the caller to decide (:mod:`cyoa.cowriting.pages`).
 
         ``participant`` has ``external_id`` and ``id_source`` (and optionally ``study_id``,
         ``platform_session_id``)."""

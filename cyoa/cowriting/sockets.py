@@ -12,9 +12,9 @@ Protocol (all acknowledged with ``{"ok": true, "state": view}`` or
 The server also sends ``state`` (the whole view, to every tab of the session) and
 ``suggestion_progress`` ``{"round", "slot", "text"}`` while a suggestion streams.
 
-Every message is answered. A malformed one (:mod:`cyoa.study.messages`) or one the rules
+Every message is answered. A malformed one (:mod:`cyoa.cowriting.messages`) or one the rules
 refuse gets the sentence to show; one sent faster than the session's rate limit
-(:mod:`cyoa.study.ratelimit`) or while the database is locked gets ``retry: true``, and the
+(:mod:`cyoa.web.ratelimit`) or while the database is locked gets ``retry: true``, and the
 page sends it again a moment later with the same ``action_id``; an error no handler expected
 is logged and answered too.
 """
@@ -29,9 +29,9 @@ from typing import Any
 from flask import Flask, current_app, request, session
 from flask_socketio import SocketIO, emit, join_room
 
-from cyoa.study import messages
-from cyoa.study.flow import RuleError
-from cyoa.study.service import client_view
+from cyoa.cowriting import messages
+from cyoa.cowriting.flow import RuleError
+from cyoa.cowriting.service import client_view
 
 log = logging.getLogger(__name__)
 BUSY_MESSAGE = (
@@ -63,7 +63,7 @@ def view_for(app: Flask, session_id: str) -> dict[str, Any]:
 
 def push_state(app: Flask, session_id: str) -> None:
     """Send the session's current state to every tab it has open."""
-    from cyoa.realtime import socketio
+    from cyoa.web.realtime import socketio
 
     with app.app_context():
         socketio.emit("state", view_for(app, session_id), to=session_id)

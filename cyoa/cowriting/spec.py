@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cyoa.completion import study_code_problem
+from cyoa.cowriting.flow import Limits, RuleError, normalize_text
 from cyoa.generation.types import ModelCard, System
-from cyoa.study.flow import Limits, RuleError, normalize_text
+from cyoa.web.completion import study_code_problem
 
 LIKERT_LABELS = (
     "Strongly disagree",

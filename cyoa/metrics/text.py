@@ -259,8 +259,8 @@ def _tag_lemmas(sentences: list[str], batch_size: int = 1000) -> list[Lemmas]:
 
 class LemmaCache(Protocol):
     """Where the noun and verb lemmas of sentences tagged before are kept (for example the
-    study database: :class:`cyoa.analysis.tag_cache.SentenceTagCache`). A sentence's lemmas
-    depend only on the sentence and the tagger, so a cache changes nothing but the time."""
+    study database: :class:`cyoa.cowriting.analysis.tag_cache.SentenceTagCache`). A sentence's
+    lemmas depend only on the sentence and the tagger, so a cache changes nothing but the time."""
 
     def lookup(self, sentences: list[str]) -> dict[str, Lemmas]:
         """The lemmas of those of ``sentences`` that were tagged before."""

@@ -1,5 +1,5 @@
 """Which stories a new rater reads: pure functions of the stories, the assignments so far, the
-clock and a random source, so the design is testable (as :mod:`cyoa.study.assignment` is for
+clock and a random source, so the design is testable (as :mod:`cyoa.cowriting.assignment` is for
 writers).
 
 The rules (issue "Rating studies, part 2", Assignment):
@@ -7,7 +7,7 @@ The rules (issue "Rating studies, part 2", Assignment):
 - each story gets ``raters_per_story`` raters: a story is offered while fewer assignments
   *hold a place* on it (:func:`holds_place`: finished, or active and not timed out);
 - a rater never gets the same story twice, nor two stories of one family (an original and
-  its corrupted copies: :attr:`cyoa.stories.StoryRecord.family_id`), counting every story
+  its corrupted copies: :attr:`cyoa.rating.stories.StoryRecord.family_id`), counting every story
   the rater was ever given, timed out or not;
 - the least-rated stories come first, and among equally rated ones the rater's list and the
   study stay balanced across sources;
@@ -31,7 +31,7 @@ STATES = (ACTIVE, DONE, EXPIRED)
 
 
 class RatableStory(Protocol):
-    """What assignment needs to know of a story (a :class:`cyoa.stories.StoryRecord` is
+    """What assignment needs to know of a story (a :class:`cyoa.rating.stories.StoryRecord` is
     one): ``family`` is the id of the story it is a copy of, or None."""
 
     @property

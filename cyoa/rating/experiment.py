@@ -17,11 +17,11 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.instruments import Instrument
-from cyoa.instruments.definition import instrument_to_dict
 from cyoa.rating.importing import Judgement, RatingImportError, Story
+from cyoa.rating.instruments import Instrument
+from cyoa.rating.instruments.definition import instrument_to_dict
 from cyoa.rating.spec import ID, RESERVED_IDS, RatingSpec, RatingSpecError
-from cyoa.stories import StoryRecord
+from cyoa.rating.stories import StoryRecord
 
 
 @dataclass(frozen=True)

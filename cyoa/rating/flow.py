@@ -1,5 +1,5 @@
 """The rater's journey as a pure state machine, the same shape as the writer's
-(:mod:`cyoa.study.flow`): :func:`check` decides whether an action is allowed and returns the
+(:mod:`cyoa.cowriting.flow`): :func:`check` decides whether an action is allowed and returns the
 event to record, :func:`apply` folds a recorded event into the state, :func:`replay` rebuilds
 a rater from their stored events (resume, audit, exports).
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from cyoa.instruments import Instrument, InstrumentError, Item
+from cyoa.rating.instruments import Instrument, InstrumentError, Item
 
 # "At least a sentence" (TTCW asks 1–3 sentences): enough words to say why.
 RATIONALE_MIN_WORDS = 5

@@ -19,9 +19,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cyoa.instruments import Instrument
+from cyoa.rating.instruments import Instrument
 from cyoa.rating.spec import DEFAULTS, ID, RESERVED_IDS
-from cyoa.stories.corrupt import OPERATIONS
+from cyoa.rating.stories.corrupt import OPERATIONS
 
 INSTRUMENTS = ("aiss-v1", "ttcw", "fei", "custom")
 SOURCES = ("file", "cowriting", "generated", "keep")
@@ -57,7 +57,7 @@ class RatingFormError(ValueError):
 
 @dataclass(frozen=True)
 class Generation:
-    """Stories to be written by the systems (:func:`cyoa.stories.generate.generate_stories`):
+    """Stories to be written by the systems (:func:`cyoa.rating.stories.generate.generate_stories`):
     each model card in ``models`` is one system, named after the card."""
 
     models: tuple[str, ...]
@@ -73,7 +73,7 @@ class Generation:
 
     def placeholders(self) -> list[dict[str, str]]:
         """A stand-in for each story it will write (its id and source as
-        :func:`~cyoa.stories.generate.generate_stories` names them, its prompt as text), so
+        :func:`~cyoa.rating.stories.generate.generate_stories` names them, its prompt as text), so
         the rest of the spec can be checked before anything is generated."""
         return [
             {"story_id": f"{model}-p{p}-{n}", "source": model, "text": prompt}
@@ -415,7 +415,7 @@ def _check_line(check: Mapping[str, Any]) -> str:
 
 def custom_instrument_table(instrument: Instrument) -> dict[str, Any]:
     """A stored custom instrument as the spec's ``instrument`` table
-    (:func:`cyoa.instruments.instrument_from_spec`), to keep it when the form is sent
+    (:func:`cyoa.rating.instruments.instrument_from_spec`), to keep it when the form is sent
     again without its file."""
     items = []
     for item in instrument.items:

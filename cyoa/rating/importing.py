@@ -9,7 +9,7 @@ Two layouts of judgements (``python -m cyoa import-ratings``):
   (``"Yes"``/``"No"``) and ``explanation`` (the expert's rationale).
 - ``long``: one judgement per row, CSV or JSON Lines (or a JSON list), with the columns
   ``story_id, source, rater_id, item, value`` and optionally ``rationale``; values are read
-  by the instrument (:meth:`~cyoa.instruments.types.Instrument.parse_value`).
+  by the instrument (:meth:`~cyoa.rating.instruments.types.Instrument.parse_value`).
 
 Every check runs before anything is stored, and a bad row stops the import with a
 :class:`RatingImportError` naming the file, the line and the field. Files are read as
@@ -30,8 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cyoa.instruments import TTCW, FeiQuestion, Instrument, InstrumentError
-from cyoa.instruments.fei import fei_kind
+from cyoa.rating.instruments import TTCW, FeiQuestion, Instrument, InstrumentError
+from cyoa.rating.instruments.fei import fei_kind
 
 LONG_COLUMNS = ("story_id", "source", "rater_id", "item", "value")
 QUESTION_FIELDS = ("story_id", "question_id", "kind", "text")

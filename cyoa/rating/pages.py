@@ -1,7 +1,7 @@
 """The rater's pages: consent, one story at a time with its questions, the thank-you page,
 and the JSON endpoint that records each answer before acknowledging it.
 
-The rules are the writers' (:mod:`cyoa.study.pages`, docs/research.md's threat model): the
+The rules are the writers' (:mod:`cyoa.cowriting.pages`, docs/research.md's threat model): the
 rater's id lives only in the signed cookie; a crowd-platform id in the link (``PROLIFIC_PID``
 or ``pid``) resumes in the same browser, and in another only with the platform session
 (``SESSION_ID``) recorded when the rater started. The start form carries the CSRF token.
@@ -29,20 +29,20 @@ from flask import (
     url_for,
 )
 
-from cyoa.completion import completion_address, shown_code
-from cyoa.rating.blind import from_rater, rater_item_ids
-from cyoa.rating.flow import Phase, RuleError
-from cyoa.rating.importing import is_unicode
-from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
-from cyoa.security import csrf_valid
-from cyoa.study.pages import (
+from cyoa.cowriting.pages import (
     EXPIRED,
     ResumeRefused,
     participant_from_args,
     resumable,
     too_many_starts,
 )
-from cyoa.study.service import new_token
+from cyoa.cowriting.service import new_token
+from cyoa.rating.blind import from_rater, rater_item_ids
+from cyoa.rating.flow import Phase, RuleError
+from cyoa.rating.importing import is_unicode
+from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
+from cyoa.web.completion import completion_address, shown_code
+from cyoa.web.security import csrf_valid
 
 log = logging.getLogger(__name__)
 bp = Blueprint("rating", __name__)

@@ -67,7 +67,7 @@ from typing import Any
 
 import pandas as pd
 
-from cyoa.instruments import AISS_V1, Instrument, InstrumentError, Item
+from cyoa.rating.instruments import AISS_V1, Instrument, InstrumentError, Item
 
 AISS_CHECK_ID = "qc-aiss"
 AISS_QUALITY_CHECK = Item(
@@ -114,8 +114,8 @@ class AttentionCheck:
 
     def parse(self, raw: object) -> float:
         """The stored value of a rater's answer (as
-        :meth:`~cyoa.instruments.types.Instrument.parse_value` reads one);
-        :class:`~cyoa.instruments.types.InstrumentError` saying what is accepted."""
+        :meth:`~cyoa.rating.instruments.types.Instrument.parse_value` reads one);
+        :class:`~cyoa.rating.instruments.types.InstrumentError` saying what is accepted."""
         return float(_one_item(self.item).parse_value(self.item.id, raw))
 
     def passes(self, value: float | None) -> bool:
@@ -651,7 +651,7 @@ def split_judgements(
     check_ids: Collection[str] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(kept, excluded)``: the rows of ``judgements`` (the long table of
-    :mod:`cyoa.analysis.ratings`: story_id, source, rater_id, item, value, rationale) of the
+    :mod:`cyoa.rating.analysis.ratings`: story_id, source, rater_id, item, value, rationale) of the
     raters not in ``excluded_raters``, and of those in it; every column kept, row order kept,
     a fresh index. Rows of the ``check_ids`` items (attention checks, which are not the
     instrument's) are left out of both. Raises :class:`ValueError` without a ``rater_id``
@@ -661,7 +661,7 @@ def split_judgements(
     if missing:
         raise ValueError(
             f"The judgements have no {', '.join(missing)} column: give the long table of "
-            "cyoa.analysis.ratings (story_id, source, rater_id, item, value, rationale)."
+            "cyoa.rating.analysis.ratings (story_id, source, rater_id, item, value, rationale)."
         )
     rows = judgements[~judgements["item"].astype(str).isin({str(i) for i in check_ids})]
     out = rows["rater_id"].astype(str).isin({str(r) for r in excluded_raters})

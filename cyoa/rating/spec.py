@@ -44,27 +44,27 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from cyoa.analysis.data import AnalysisError
-from cyoa.completion import study_code_problem
-from cyoa.experiments import RESERVED_IDS
-from cyoa.instruments import (
-    FeiQuestion,
-    Instrument,
-    InstrumentError,
-    fei_instrument,
-    instrument_from_spec,
-)
-from cyoa.instruments import load_instrument as load_named_instrument
+from cyoa.cowriting.analysis.data import AnalysisError
+from cyoa.cowriting.spec import RESERVED_IDS
 from cyoa.rating.importing import (
     RatingImportError,
     fei_questions,
     read_records,
     stories_from_file,
 )
+from cyoa.rating.instruments import (
+    FeiQuestion,
+    Instrument,
+    InstrumentError,
+    fei_instrument,
+    instrument_from_spec,
+)
+from cyoa.rating.instruments import load_instrument as load_named_instrument
 from cyoa.rating.quality import QualitySpecError, quality_spec
-from cyoa.stories import StoryRecord
-from cyoa.stories.corrupt import CorruptionError, corrupt
-from cyoa.stories.cowriting import cowriting_stories
+from cyoa.rating.stories import StoryRecord
+from cyoa.rating.stories.corrupt import CorruptionError, corrupt
+from cyoa.rating.stories.cowriting import cowriting_stories
+from cyoa.web.completion import study_code_problem
 
 ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 RANGES = {

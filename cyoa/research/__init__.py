@@ -13,25 +13,21 @@ from functools import partial
 from flask import Flask
 from flask_socketio import SocketIO
 
-from cyoa.research.opening import Openings
-from cyoa.research.progress import DROPOUT_MINUTES
-from cyoa.research.tagging import BackgroundTagger
+from cyoa.cowriting.research.opening import Openings
+from cyoa.cowriting.research.progress import DROPOUT_MINUTES
+from cyoa.cowriting.research.tagging import BackgroundTagger
 
 
 def init_app(app: Flask, socketio: SocketIO) -> None:
     """Register the pages, the Socket.IO events, the live-dashboard listener, and (unless
     ``TAG_SENTENCES`` is off) the background tagging of new sentences."""
-    from cyoa.research import (
-        models_views,
-        participants,
-        rating_admin,
-        rating_preview,
-        rating_views,
-        sockets,
-        views,
-    )
-    from cyoa.research.auth import LoginLimiter
-    from cyoa.research.dashboard import ResultsCache
+    from cyoa.cowriting.research import sockets, views
+    from cyoa.cowriting.research.dashboard import ResultsCache
+    from cyoa.rating.research import admin as rating_admin
+    from cyoa.rating.research import preview as rating_preview
+    from cyoa.rating.research import views as rating_views
+    from cyoa.research import models_views, participants
+    from cyoa.web.auth import LoginLimiter
 
     app.extensions["research"] = {
         "limiter": LoginLimiter(),

@@ -26,7 +26,8 @@ from flask import (
 from cyoa import store
 from cyoa.generation.pool import ModelNotAvailable
 from cyoa.generation.trial import DEFAULT_STORY, STORY_MAX_CHARS, try_model
-from cyoa.research import auth, web
+from cyoa.web import auth
+from cyoa.web import research as web
 
 bp = Blueprint("research_models", __name__, url_prefix="/research/models")
 bp.before_request(auth.check_csrf)

@@ -9,7 +9,7 @@
   ``researchers`` table (:func:`login_required`), so a deleted account is logged out at once,
   and so is every copy of a cookie once the credential changes: a logout gives the account a
   new session stamp (:func:`end_sessions`), a password change a new hash.
-- Every unsafe request carries the session's CSRF token (:mod:`cyoa.security`).
+- Every unsafe request carries the session's CSRF token (:mod:`cyoa.web.security`).
 - Login attempts are limited per researcher name and client address (:class:`LoginLimiter`).
 """
 
@@ -30,8 +30,8 @@ from flask import abort, current_app, g, redirect, request, session, url_for
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from cyoa import store
-from cyoa.security import CSRF_SESSION_KEY, csrf_valid, renew_csrf_token
-from cyoa.security import csrf_token as csrf_token  # the researcher's templates use it
+from cyoa.web.security import CSRF_SESSION_KEY, csrf_valid, renew_csrf_token
+from cyoa.web.security import csrf_token as csrf_token  # the researcher's templates use it
 
 MAX_FAILURES = 5
 WINDOW_SECONDS = 5 * 60

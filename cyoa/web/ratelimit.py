@@ -5,7 +5,7 @@ up to ``burst``. The writing page sends a few messages a second at most (a draft
 the writer stops typing, a click), well inside the defaults (docs/deployment.md); a session
 that sends more is answered "send it again in a moment", which costs the server neither a
 database write nor a thread, and is answered only when its next token is due
-(:mod:`cyoa.study.sockets` waits that long, at most a second, on the connection's own
+(:mod:`cyoa.cowriting.sockets` waits that long, at most a second, on the connection's own
 thread), so a page that floods the server slows itself down rather than the server.
 """
 

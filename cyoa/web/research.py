@@ -1,7 +1,7 @@
 """What every researcher page shares: the app's parts, a database handle for one request, the
 template globals (CSRF token, the logged-in researcher) and the response constants. Each
 researcher blueprint registers :func:`template_globals` and
-:func:`cyoa.research.auth.check_csrf`."""
+:func:`cyoa.web.auth.check_csrf`."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 from flask import current_app, g, request
 
+from cyoa.cowriting.research.progress import format_seconds
 from cyoa.generation.cards import new_model_cards
-from cyoa.research import auth
-from cyoa.research.progress import format_seconds
+from cyoa.web import auth
 
 DETAILS_MAX_CHARS = 4000
 MIMETYPES = {

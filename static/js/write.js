@@ -16,9 +16,9 @@
   const BUSY_RETRY_MS = 1500;
   // No writer's action comes near this (a turn is a few hundred characters). A larger one
   // is refused here rather than risk the transport's limit (MAX_MESSAGE_BYTES in
-  // cyoa/realtime.py), past which the server drops the connection instead of answering.
+  // cyoa/web/realtime.py), past which the server drops the connection instead of answering.
   const MAX_ACTION_BYTES = 64 * 1024;
-  // The server's limit on one open survey answer (OPEN_ANSWER_MAX_CHARS in cyoa/experiments.py).
+  // The server's limit on one open survey answer (OPEN_ANSWER_MAX_CHARS in cyoa/cowriting/spec.py).
   const OPEN_ANSWER_MAX_CHARS = 2000;
   const OFFLINE_MESSAGE = "The connection is lost. What you did is kept and will be sent as "
     + "soon as the connection is back; please keep this page open.";

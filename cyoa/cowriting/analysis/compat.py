@@ -1,7 +1,7 @@
 """``--compat cyoa-2021``: what the original CYOA evaluation script computed, number for number.
 
 The script is ``eval_script.py`` of https://github.com/eaclark07/cyoa (Clark & Smith, 2021),
-run on the experiment's export in its layout (:mod:`cyoa.analysis.tsv`): complete stories
+run on the experiment's export in its layout (:mod:`cyoa.cowriting.analysis.tsv`): complete stories
 only, Model = the first system, Baseline = the second. Its four analyses:
 
 1. Preference (``model_choice_analysis``): the number of ``"true"`` in ``isModelAccepted``
@@ -17,7 +17,7 @@ only, Model = the first system, Baseline = the second. Its four analyses:
    concatenated. The test is ``scipy.stats.mannwhitneyu(baseline, model)`` with the defaults of
    scipy < 1.7 (2021): normal approximation with tie and continuity correction, statistic
    min(U1, U2), and a *one-sided* p-value (half the two-sided one) —
-   :func:`~cyoa.analysis.stats.mann_whitney_scipy_2021`. No correction across metrics.
+   :func:`~cyoa.stats.mann_whitney_scipy_2021`. No correction across metrics.
 3. Text (``generated_text_metrics``): per writer, ``" ".join`` of the five model lines, of the
    five baseline lines and of the five user lines; distinct-1/2/3 and mean sentence length
    averaged over writers (``sum / len``), noun and verb concreteness averaged over the writers
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cyoa.analysis.data import StudyData
-from cyoa.analysis.results import (
+from cyoa.cowriting.analysis.data import StudyData
+from cyoa.cowriting.analysis.results import (
     HUMAN,
     OVERALL,
     Analysis,
@@ -53,11 +53,11 @@ from cyoa.analysis.results import (
     TextMetricRow,
     TextTable,
 )
-from cyoa.analysis.stats import mann_whitney_scipy_2021, preference
-from cyoa.analysis.tsv import WriterRow, rows_from_study
+from cyoa.cowriting.analysis.tsv import WriterRow, rows_from_study
 from cyoa.metrics.edit import edit_distance, user_metric
 from cyoa.metrics.pool import map_chunks
 from cyoa.metrics.text import LemmaCache, text_profiles
+from cyoa.stats import mann_whitney_scipy_2021, preference
 
 MODE = "cyoa-2021"
 SCRIPT_LIKERT = ("Q1", "Q2", "Q3", "Q4", "Q5")
@@ -301,7 +301,7 @@ def analyze_rows_2021(
     cache: LemmaCache | None = None,
 ) -> Analysis:
     """Every analysis of the script on rows of its layout (see the module docstring);
-    ``cache`` keeps tagged sentences (:mod:`cyoa.analysis.tag_cache`)."""
+    ``cache`` keeps tagged sentences (:mod:`cyoa.cowriting.analysis.tag_cache`)."""
     model, baseline = systems
     notes = [
         f"--compat {MODE}: eval_script.py (eaclark07/cyoa) on the cyoa-tsv export: "

@@ -93,7 +93,8 @@ class StudyData:
     order the sessions started). ``finished``: the sessions whose survey was submitted.
     ``likert_items``: Likert item ids in the spec's order (or the order first answered), with
     their question texts. ``rounds_per_story``: the spec's ``rounds`` (5 by default).
-    ``slot_order_recorded``: False for data imported without it (see ``cyoa.analysis.tsv``).
+    ``slot_order_recorded``: False for data imported without it (see
+    ``cyoa.cowriting.analysis.tsv``).
     """
 
     experiment: str
@@ -192,7 +193,7 @@ def _pair(systems: tuple[str, ...], pair: tuple[str, str] | None, experiment: st
 
 
 def _spec_likert(spec: dict[str, Any]) -> dict[str, str]:
-    from cyoa.experiments import DEFAULT_LIKERT
+    from cyoa.cowriting.spec import DEFAULT_LIKERT
 
     survey = spec.get("survey")
     if isinstance(survey, dict) and isinstance(survey.get("likert"), list):

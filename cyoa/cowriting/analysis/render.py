@@ -1,4 +1,4 @@
-"""Print analyses (:class:`~cyoa.analysis.results.Analysis`, one per pair of systems) as
+"""Print analyses (:class:`~cyoa.cowriting.analysis.results.Analysis`, one per pair of systems) as
 Markdown, CSV or JSON.
 
 - ``markdown``: the paper's tables for reading (shares in %, means to 3 decimals, p-values to
@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from cyoa.analysis.results import OVERALL, Analysis, Mean, ShareRow
+from cyoa.cowriting.analysis.results import OVERALL, Analysis, Mean, ShareRow
 
 Format = Literal["markdown", "csv", "json"]
 FORMATS: tuple[Format, ...] = ("markdown", "csv", "json")

@@ -1,5 +1,5 @@
-"""The analysis results as plain data: what :mod:`cyoa.analysis.tables` and
-:mod:`cyoa.analysis.compat` compute and :mod:`cyoa.analysis.render` prints.
+"""The analysis results as plain data: what :mod:`cyoa.cowriting.analysis.tables` and
+:mod:`cyoa.cowriting.analysis.compat` compute and :mod:`cyoa.cowriting.analysis.render` prints.
 
 Shares, intervals and p-values are fractions; each metric's unit is in its ``label``.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cyoa.analysis.stats import ClusteredPreference, LikertSummary, MannWhitney
+from cyoa.stats import ClusteredPreference, LikertSummary, MannWhitney
 
 OVERALL = "Overall"
 HUMAN = "Human"

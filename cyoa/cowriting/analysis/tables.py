@@ -1,6 +1,6 @@
 """The paper's tables from a stored experiment (Clark & Smith, 2021), with this project's tests.
 
-:func:`analyze` builds every table from :class:`~cyoa.analysis.data.StudyData`:
+:func:`analyze` builds every table from :class:`~cyoa.cowriting.analysis.data.StudyData`:
 
 - Tables 1/4 (:func:`preference_table`): % of rounds in which the first system was chosen,
   overall and per round; exact binomial test against 0.5 (alternative explicit, two-sided by
@@ -18,7 +18,7 @@
 - Likert items (:func:`likert_rows`): counts per level, mean and median, per pair of systems.
 
 ``analyze(..., compat="cyoa-2021")`` instead computes what the original evaluation script did
-(:mod:`cyoa.analysis.compat`).
+(:mod:`cyoa.cowriting.analysis.compat`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from cyoa.analysis.data import RoundRecord, StudyData
-from cyoa.analysis.results import (
+from cyoa.cowriting.analysis.data import RoundRecord, StudyData
+from cyoa.cowriting.analysis.results import (
     HUMAN,
     OVERALL,
     Analysis,
@@ -44,7 +44,9 @@ from cyoa.analysis.results import (
     TextMetricRow,
     TextTable,
 )
-from cyoa.analysis.stats import (
+from cyoa.metrics.edit import Variant, edit_metrics_many
+from cyoa.metrics.text import LemmaCache, TextProfile, corpus_distinct_n, text_profiles
+from cyoa.stats import (
     ALTERNATIVES,
     Alternative,
     Preference,
@@ -55,8 +57,6 @@ from cyoa.analysis.stats import (
     position_bias,
     preference,
 )
-from cyoa.metrics.edit import Variant, edit_metrics_many
-from cyoa.metrics.text import LemmaCache, TextProfile, corpus_distinct_n, text_profiles
 
 Compat = Literal["cyoa-2021"]
 COMPAT_MODES: tuple[Compat, ...] = ("cyoa-2021",)
@@ -115,10 +115,10 @@ def preference_table(
 
     Counted rounds: both suggestions shown (:attr:`RoundRecord.counts_for_preference`).
     Each row: exact binomial test of H0 share = 0.5 with ``alternative`` and the two-sided
-    95% Clopper–Pearson interval (:func:`~cyoa.analysis.stats.preference`). Writer level:
-    :func:`~cyoa.analysis.stats.clustered_preference` over writers with a counted round
+    95% Clopper–Pearson interval (:func:`~cyoa.stats.preference`). Writer level:
+    :func:`~cyoa.stats.clustered_preference` over writers with a counted round
     (needs two). Position bias: share of counted rounds whose slot-1 suggestion was chosen
-    (:func:`~cyoa.analysis.stats.position_bias`), unless the slot order was not recorded.
+    (:func:`~cyoa.stats.position_bias`), unless the slot order was not recorded.
     """
     first, second = data.systems
     counted = [r for r in data.rounds if r.counts_for_preference]
@@ -181,7 +181,7 @@ def edit_table(
     Each submitted round contributes one value per metric, to the system the writer chose:
     :func:`~cyoa.metrics.edit.edit_metrics` of ``(chosen_suggestion, final_text)`` with the
     USER ``variant``. :data:`OVERALL` pools both systems' values. The test per metric is
-    :func:`~cyoa.analysis.stats.mann_whitney` with x = first system, y = second system and
+    :func:`~cyoa.stats.mann_whitney` with x = first system, y = second system and
     ``alternative``; the p-values of the metrics with a test are Holm-adjusted together.
     """
     if not data.rounds:
@@ -388,7 +388,7 @@ def analyze(
 
     ``workers``: processes for the slow metrics (tagging, USER); by default all CPUs from
     :data:`PARALLEL_FROM_WRITERS` writers on, else 1. ``cache``: where tagged sentences are
-    kept between analyses (:class:`~cyoa.analysis.tag_cache.SentenceTagCache`). Results
+    kept between analyses (:class:`~cyoa.cowriting.analysis.tag_cache.SentenceTagCache`). Results
     depend on neither.
     """
     if alternative not in ALTERNATIVES:
@@ -397,7 +397,7 @@ def analyze(
     if compat is not None:
         if compat not in COMPAT_MODES:
             raise ValueError(f"Unknown compat mode {compat!r}: use one of {COMPAT_MODES}.")
-        from cyoa.analysis.compat import analyze_cyoa_2021
+        from cyoa.cowriting.analysis.compat import analyze_cyoa_2021
 
         return analyze_cyoa_2021(data, workers=processes, cache=cache)
     first, second = data.systems

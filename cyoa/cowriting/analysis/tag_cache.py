@@ -10,7 +10,7 @@ the same with or without the cache (tested); the ratings are applied afterwards,
 
 The table is filled ahead of the analysis as well (:func:`tag_experiment`): ``import-tsv``
 tags what it imports, and the app tags a study's sentences in the background while writers
-write (:mod:`cyoa.research.tagging`), so an ``analyze`` has little or nothing left to tag.
+write (:mod:`cyoa.cowriting.research.tagging`), so an ``analyze`` has little or nothing left to tag.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import sqlite3
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.data import experiment_pairs, load_study
-from cyoa.analysis.tables import writer_texts
+from cyoa.cowriting.analysis.data import experiment_pairs, load_study
+from cyoa.cowriting.analysis.tables import writer_texts
 from cyoa.metrics.text import Lemmas, tag_ahead, tagger_id
 
 log = logging.getLogger(__name__)
@@ -100,10 +100,11 @@ def tag_experiment(db: Database, experiment: str, workers: int = 1) -> int:
     """Tag, and keep in ``sentence_tags``, every sentence of ``experiment`` not tagged yet.
 
     The texts are the ones the text metrics read (per writer and pair of systems: each
-    system's suggestions, and the writer's own lines; :func:`~cyoa.analysis.tables.writer_texts`),
+    system's suggestions, and the writer's own lines;
+    :func:`~cyoa.cowriting.analysis.tables.writer_texts`),
     split as they split them, so the next ``analyze`` finds them all. ``workers``: processes
     for the tagging. Returns how many sentences were tagged (0 when the table is unusable:
-    a read-only database). Raises :class:`~cyoa.analysis.data.AnalysisError` for an
+    a read-only database). Raises :class:`~cyoa.cowriting.analysis.data.AnalysisError` for an
     experiment that does not exist.
     """
     cache = SentenceTagCache(db)

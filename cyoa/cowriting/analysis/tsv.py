@@ -43,11 +43,11 @@ from dataclasses import dataclass
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.data import AnalysisError, StudyData, load_study
-from cyoa.experiments import LIKERT_LABELS
-from cyoa.security import neutralize_cell
-from cyoa.study import flow
-from cyoa.study.recording import SessionRecorder
+from cyoa.cowriting import flow
+from cyoa.cowriting.analysis.data import AnalysisError, StudyData, load_study
+from cyoa.cowriting.recording import SessionRecorder
+from cyoa.cowriting.spec import LIKERT_LABELS
+from cyoa.web.security import neutralize_cell
 
 ROUND_GROUPS = ("modelLines", "baselineLines", "userLines", "userEdits", "isModelAccepted")
 ACCEPTED_COLUMN = "isModelAccepted"
@@ -100,7 +100,7 @@ def write_cyoa_tsv(
 ) -> str:
     """The rows as the script's tab-separated text (CSV quoting, as pandas reads it). A cell
     that a spreadsheet would run as a formula gets a leading ``'``
-    (:func:`~cyoa.security.neutralize_cell`) unless ``exact``: the text exactly as stored,
+    (:func:`~cyoa.web.security.neutralize_cell`) unless ``exact``: the text exactly as stored,
     which the original script and :func:`import_tsv` need."""
     cell = str if exact else neutralize_cell
     out = io.StringIO()

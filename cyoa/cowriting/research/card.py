@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from cyoa.experiments import Experiment
-from cyoa.research.progress import format_seconds
+from cyoa.cowriting.research.progress import format_seconds
+from cyoa.cowriting.spec import Experiment
 
 
 def _quantiles(values: Sequence[float]) -> str:

@@ -25,8 +25,8 @@ import matplotlib
 import matplotlib.patches
 from matplotlib.figure import Figure
 
-from cyoa.analysis.bradley_terry import Ranking
-from cyoa.analysis.results import LikertRow, PreferenceTable
+from cyoa.cowriting.analysis.bradley_terry import Ranking
+from cyoa.cowriting.analysis.results import LikertRow, PreferenceTable
 
 # Colour-blind-safe (Okabe & Ito 2008).
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")

@@ -1,11 +1,11 @@
-"""The dashboard's results: the analysis (:mod:`cyoa.analysis.tables`) of an experiment as
+"""The dashboard's results: the analysis (:mod:`cyoa.cowriting.analysis.tables`) of an experiment as
 display tables and the data for its charts, cached until the experiment's data changes.
 
-- Two systems: :func:`cyoa.analysis.tables.analyze` of the whole experiment.
+- Two systems: :func:`cyoa.cowriting.analysis.tables.analyze` of the whole experiment.
 - More than two: the same analysis per pair of systems that writers compared (each writer
-  compares one pair; :func:`cyoa.analysis.data.experiment_pairs`), plus
+  compares one pair; :func:`cyoa.cowriting.analysis.data.experiment_pairs`), plus
   a Bradley–Terry ranking of all systems from every counted choice, with writer-level
-  bootstrap intervals (:mod:`cyoa.analysis.bradley_terry`).
+  bootstrap intervals (:mod:`cyoa.cowriting.analysis.bradley_terry`).
 - Likert answers per pair of systems, both orientations of the pair pooled.
 """
 
@@ -20,12 +20,12 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from cyoa.analysis.bradley_terry import NotEstimable, Ranking, rank
-from cyoa.analysis.data import StudyData, experiment_pairs, load_study
-from cyoa.analysis.results import OVERALL, Analysis, LikertRow, Mean, ShareRow
-from cyoa.analysis.tables import analyze, likert_rows
-from cyoa.analysis.tag_cache import SentenceTagCache
-from cyoa.experiments import Experiment
+from cyoa.cowriting.analysis.bradley_terry import NotEstimable, Ranking, rank
+from cyoa.cowriting.analysis.data import StudyData, experiment_pairs, load_study
+from cyoa.cowriting.analysis.results import OVERALL, Analysis, LikertRow, Mean, ShareRow
+from cyoa.cowriting.analysis.tables import analyze, likert_rows
+from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
+from cyoa.cowriting.spec import Experiment
 from cyoa.metrics.edit import edit_metrics_many
 
 RESAMPLES = 2000
@@ -357,7 +357,7 @@ def chart_names(results: Results) -> tuple[str, ...]:
 
 def render_chart(results: Results, name: str) -> bytes:
     """The SVG chart ``name`` (see :func:`chart_names`), drawn once per data version."""
-    from cyoa.research import charts
+    from cyoa.cowriting.research import charts
 
     with CHART_LOCK:
         if name not in results.charts:

@@ -8,7 +8,7 @@ Tables (every column is described in docs/data-dictionary.md, "Exports"):
   suggestion against the final text (:func:`cyoa.metrics.edit.edit_metrics`, USER variant
   ``cyoa-2021``) and the round's timestamps;
 - ``sessions``: one row per writer's session, with its status (finished / dropped /
-  in progress, see :mod:`cyoa.research.progress`);
+  in progress, see :mod:`cyoa.cowriting.research.progress`);
 - ``events``: every recorded event, payload as JSON text;
 - ``survey``: one row per answered survey item.
 
@@ -32,18 +32,18 @@ import pyarrow.parquet as pq
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.data import AnalysisError, experiment_pairs, experiment_systems
-from cyoa.analysis.tsv import export_cyoa_tsv
-from cyoa.completion import shown_code
-from cyoa.experiments import Experiment
+from cyoa.cowriting.analysis.data import AnalysisError, experiment_pairs, experiment_systems
+from cyoa.cowriting.analysis.tsv import export_cyoa_tsv
+from cyoa.cowriting.research.card import evaluation_card
+from cyoa.cowriting.research.progress import DROPOUT_MINUTES, seconds_between, session_status
+from cyoa.cowriting.spec import Experiment
 from cyoa.metrics.edit import edit_metrics_many
 from cyoa.paths import ROOT
-from cyoa.research.card import evaluation_card
-from cyoa.research.columns import Column
-from cyoa.research.progress import DROPOUT_MINUTES, seconds_between, session_status
-from cyoa.research.rating_card import rating_card_markdown
-from cyoa.research.rating_exports import RATING_TABLES, rating_table_rows
-from cyoa.security import neutralize_cell
+from cyoa.rating.research.card import rating_card_markdown
+from cyoa.rating.research.exports import RATING_TABLES, rating_table_rows
+from cyoa.web.columns import Column
+from cyoa.web.completion import shown_code
+from cyoa.web.security import neutralize_cell
 
 FORMATS = ("csv", "jsonl", "parquet", "cyoa-tsv", "bundle")
 TABLE_FORMATS = ("csv", "jsonl", "parquet")
@@ -401,9 +401,10 @@ def cyoa_tsv(
     db: Database, exp_id: str, pair: tuple[str, str] | None = None, *, exact: bool = False
 ) -> bytes:
     """The layout of the original CYOA evaluation script
-    (:func:`cyoa.analysis.tsv.export_cyoa_tsv`): the writers of one pair of systems (``pair``
-    is needed when the experiment has more than two). Formula-like cells are neutralised as
-    in the CSV unless ``exact`` (the text as stored, which the original script needs)."""
+    (:func:`cyoa.cowriting.analysis.tsv.export_cyoa_tsv`): the writers of one pair of systems
+    (``pair`` is needed when the experiment has more than two). Formula-like cells are
+    neutralised as in the CSV unless ``exact`` (the text as stored, which the original script
+    needs)."""
     systems = experiment_systems(db, exp_id) if store.get_experiment(db, exp_id) else []
     if pair is None and len(systems) > 2:
         raise ExportError(
@@ -430,7 +431,7 @@ def export(
 ) -> bytes:
     """Every export of a stored experiment, by format: one of :data:`TABLE_FORMATS` (one
     ``table``: of :data:`TABLES` for a co-writing experiment, default ``preference``; of
-    :data:`~cyoa.research.rating_exports.RATING_TABLES` for a rating one, default
+    :data:`~cyoa.rating.research.exports.RATING_TABLES` for a rating one, default
     ``judgements``), ``cyoa-tsv`` (one
     ``pair`` of systems, co-writing only; ``exact_text``: not neutralised) or ``bundle``
     (everything; a co-writing experiment needs its loaded ``experiment``). The web downloads

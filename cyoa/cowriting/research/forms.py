@@ -1,5 +1,5 @@
 """The web form for an experiment, as a spec dict that
-:func:`~cyoa.experiments.experiment_from_dict` validates, so the form and spec files obey
+:func:`~cyoa.cowriting.spec.experiment_from_dict` validates, so the form and spec files obey
 the same rules. Pure: a mapping of form fields in, a spec dict (or a SpecError) out, and
 back (:func:`form_from_spec`) to show a stored spec in the form for editing."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cyoa.experiments import DEFAULT_LIKERT, DEFAULT_OPEN, MAX_SYSTEMS, SLOT_ORDERS, SpecError
+from cyoa.cowriting.spec import DEFAULT_LIKERT, DEFAULT_OPEN, MAX_SYSTEMS, SLOT_ORDERS, SpecError
 
 FORM_SYSTEM_ROWS = 4
 MAX_SYSTEM_ROWS = MAX_SYSTEMS

@@ -4,7 +4,7 @@ one: participant links and whether the server can generate with its models.
 A new experiment (from a spec file, the web form or ``experiment create``) is stored
 ``paused``, so nobody writes in it before the researcher has checked it and opened it. An
 experiment opens only once the server has loaded its models (:func:`models_not_ready`); the
-researcher's pages load them in the background first (:mod:`cyoa.research.opening`).
+researcher's pages load them in the background first (:mod:`cyoa.cowriting.research.opening`).
 
 An experiment can be cloned whatever its status (:func:`clone_experiment`: a new id, the
 stored spec copied, paused), and edited while no writer has started it
@@ -24,7 +24,7 @@ from urllib.parse import quote
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.experiments import Experiment, SpecError, experiment_from_dict
+from cyoa.cowriting.spec import Experiment, SpecError, experiment_from_dict
 from cyoa.generation.types import ModelCard
 
 SPEC_MAX_BYTES = 256 * 1024
@@ -113,7 +113,7 @@ def create_experiment(
     where: str = "spec",
     texts_required: bool = False,
 ) -> Experiment:
-    """Validate ``raw`` (through :func:`~cyoa.experiments.experiment_from_dict`, and with
+    """Validate ``raw`` (through :func:`~cyoa.cowriting.spec.experiment_from_dict`, and with
     ``texts_required`` through :func:`require_writer_texts`) and store it as a new,
     ``paused`` experiment. Raises SpecError for an invalid spec or a taken id."""
     exp = experiment_from_dict(raw, cards, where=where)

@@ -26,7 +26,7 @@ from flask import current_app
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.experiments import Experiment
+from cyoa.cowriting.spec import Experiment
 
 DROPOUT_MINUTES = 30.0
 

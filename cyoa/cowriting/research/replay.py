@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cyoa.research.progress import seconds_between
+from cyoa.cowriting.research.progress import seconds_between
 
 _TOKEN = re.compile(r"\s+|\w+(?:['’-]\w+)*|[^\w\s]")
 

@@ -20,9 +20,9 @@ from typing import Any
 from flask import Flask, current_app
 from flask_socketio import SocketIO, join_room
 
-from cyoa.realtime import socketio
-from cyoa.research.auth import current_researcher
-from cyoa.research.progress import progress_payload
+from cyoa.cowriting.research.progress import progress_payload
+from cyoa.web.auth import current_researcher
+from cyoa.web.realtime import socketio
 
 log = logging.getLogger(__name__)
 # Saved drafts change neither progress nor results, and come often while writers type.

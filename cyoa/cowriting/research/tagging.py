@@ -2,7 +2,7 @@
 
 The text metrics need every sentence tagged by spaCy (about a millisecond a sentence per
 core); tagged sentences are kept in the ``sentence_tags`` table
-(:mod:`cyoa.analysis.tag_cache`). :class:`BackgroundTagger` listens to the study: when a
+(:mod:`cyoa.cowriting.analysis.tag_cache`). :class:`BackgroundTagger` listens to the study: when a
 writer submits a turn or the survey, it waits ``delay`` seconds (so that a burst of turns
 makes one run), then runs ``python -m cyoa tag EXPERIMENT --workers 1 --nice 10`` in a
 separate process, one experiment at a time. The separate, lower-priority process keeps spaCy

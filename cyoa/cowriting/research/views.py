@@ -1,8 +1,9 @@
 """The researcher's pages and APIs under ``/research/``. Thin: read the request, call the
-domain modules (:mod:`~cyoa.research.lifecycle`, :mod:`~cyoa.research.dashboard`,
-:mod:`~cyoa.research.exports`, :mod:`~cyoa.research.replay`), render.
+domain modules (:mod:`~cyoa.cowriting.research.lifecycle`,
+:mod:`~cyoa.cowriting.research.dashboard`,
+:mod:`~cyoa.cowriting.research.exports`, :mod:`~cyoa.cowriting.research.replay`), render.
 
-Every view except the login page is :func:`~cyoa.research.auth.login_required`, and every
+Every view except the login page is :func:`~cyoa.web.auth.login_required`, and every
 unsafe request (POST) must carry the session's CSRF token (checked before the view runs).
 """
 
@@ -28,11 +29,8 @@ from flask import (
 )
 
 from cyoa import store
-from cyoa.experiments import SpecError
-from cyoa.rating.experiment import rating_summaries
-from cyoa.research import auth, exports, lifecycle, web
-from cyoa.research.blinding import naming_warning
-from cyoa.research.forms import (
+from cyoa.cowriting.research import exports, lifecycle
+from cyoa.cowriting.research.forms import (
     FORM_SYSTEM_ROWS,
     MAX_SYSTEM_ROWS,
     SAMPLING_FIELDS,
@@ -43,9 +41,14 @@ from cyoa.research.forms import (
     system_rows,
     with_more_rows,
 )
-from cyoa.research.progress import format_seconds, progress_payload
-from cyoa.research.replay import build_replay
-from cyoa.research.sockets import push_update
+from cyoa.cowriting.research.progress import format_seconds, progress_payload
+from cyoa.cowriting.research.replay import build_replay
+from cyoa.cowriting.research.sockets import push_update
+from cyoa.cowriting.spec import SpecError
+from cyoa.rating.experiment import rating_summaries
+from cyoa.web import auth
+from cyoa.web import research as web
+from cyoa.web.blinding import naming_warning
 
 bp = Blueprint("research", __name__, url_prefix="/research")
 bp.before_request(auth.check_csrf)
@@ -465,7 +468,7 @@ def results_json(exp_id: str):
 @bp.get("/experiments/<exp_id>/charts/<name>.svg")
 @auth.login_required
 def chart(exp_id: str, name: str):
-    from cyoa.research.dashboard import chart_names, render_chart
+    from cyoa.cowriting.research.dashboard import chart_names, render_chart
 
     exp = _experiment(exp_id)
     with web.db() as db:
@@ -533,7 +536,7 @@ def download(exp_id: str, name: str):
 @bp.get("/experiments/<exp_id>/evaluation-card.md")
 @auth.login_required
 def evaluation_card(exp_id: str):
-    from cyoa.research.card import evaluation_card as card
+    from cyoa.cowriting.research.card import evaluation_card as card
 
     exp = _experiment(exp_id)
     now = datetime.now(UTC)

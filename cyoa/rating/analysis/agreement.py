@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats import inter_rater
 
-from cyoa.analysis.scales import coded_values
-from cyoa.instruments.types import Instrument, Item
+from cyoa.rating.analysis.scales import coded_values
+from cyoa.rating.instruments.types import Instrument, Item
 
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
@@ -301,7 +301,7 @@ def agreement_table(
 ) -> tuple[ItemAgreement, ...]:
     """Agreement on each scored item, over all stories and, with several sources, per source.
 
-    ``judgements``: the rating contract of :func:`cyoa.analysis.ratings.analyze_ratings`
+    ``judgements``: the rating contract of :func:`cyoa.rating.analysis.ratings.analyze_ratings`
     (``story_id``, ``source``, ``item``, ``value``; NaN is a missing answer). A unit is a
     story's answers to the item, reverse-coded (which changes no single item's α, but lets
     the pooled row compare items on one direction). α is nominal for yes/no and true/false

@@ -13,9 +13,9 @@ import pandas as pd
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.data import AnalysisError, experiment_row
-from cyoa.instruments import Instrument
-from cyoa.instruments.definition import instrument_from_dict
+from cyoa.cowriting.analysis.data import AnalysisError, experiment_row
+from cyoa.rating.instruments import Instrument
+from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import (
     Answer,
     ExclusionSummary,

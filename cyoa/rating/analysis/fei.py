@@ -20,7 +20,7 @@ at least two answers to have an entropy; those with fewer are left out and count
 The paper reports means per condition and no test ("statistical significance tests are
 undefined on entropy distributions", §5.5). Here each story's ETC and EWC are treated as one
 observation of its source, so stories can be compared between sources with the rank tests
-of :func:`cyoa.analysis.scales.compare_sources` (Holm-adjusted across ETC and EWC).
+of :func:`cyoa.rating.analysis.scales.compare_sources` (Holm-adjusted across ETC and EWC).
 
 Reference: Castricato, L. et al. (2021). Fabula Entropy Indexing: Objective Measures of Story
 Coherence. Third Workshop on Narrative Understanding. Shannon, C. E. (1948). A mathematical
@@ -35,14 +35,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from cyoa.analysis.scales import (
+from cyoa.rating.analysis.scales import (
     MeanInterval,
     SourceTest,
     compare_sources,
     mean_interval,
     with_holm,
 )
-from cyoa.instruments.types import Instrument
+from cyoa.rating.instruments.types import Instrument
 
 MIN_ANSWERS = 2
 
@@ -164,7 +164,7 @@ def story_indices(questions: tuple[QuestionEntropy, ...]) -> tuple[StoryIndices,
 
 def analyze_fei(instrument: Instrument, judgements: pd.DataFrame) -> FeiAnalysis:
     """The FEI part of a rating analysis (``judgements``: the rating contract of
-    :func:`cyoa.analysis.ratings.analyze_ratings`; true is 1.0, false 0.0): entropies per
+    :func:`cyoa.rating.analysis.ratings.analyze_ratings`; true is 1.0, false 0.0): entropies per
     question, ETC and EWC per story, their means per source over stories with t intervals,
     and a test between sources per index."""
     questions, skipped = question_entropies(instrument, judgements)

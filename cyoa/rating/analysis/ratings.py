@@ -3,16 +3,16 @@
 :func:`analyze_ratings` takes the instrument and one row per rater × story × item, checks the
 rows, and dispatches on the instrument's item kinds:
 
-- Likert items → :mod:`cyoa.analysis.scales` (item and factor means per source, reliability,
+- Likert items → :mod:`cyoa.rating.analysis.scales` (item and factor means per source, reliability,
   tests between sources);
-- Yes/No items (the TTCW) → :mod:`cyoa.analysis.ttcw` (pass rates, tests passed, Fleiss' κ
+- Yes/No items (the TTCW) → :mod:`cyoa.rating.analysis.ttcw` (pass rates, tests passed, Fleiss' κ
   per test, correlation of raters' totals);
-- true/false items with an FEI kind → :mod:`cyoa.analysis.fei` (ETC and EWC);
-- every scored item → :mod:`cyoa.analysis.agreement` (Krippendorff's α with a bootstrap
+- true/false items with an FEI kind → :mod:`cyoa.rating.analysis.fei` (ETC and EWC);
+- every scored item → :mod:`cyoa.rating.analysis.agreement` (Krippendorff's α with a bootstrap
   interval, Fleiss' κ for categorical items, exact agreement).
 
 It works with any number of sources (one: no tests; two: Mann–Whitney; more: Kruskal–Wallis)
-and stories. :mod:`cyoa.analysis.rating_render` prints the result.
+and stories. :mod:`cyoa.rating.analysis.render` prints the result.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cyoa.analysis.agreement import ItemAgreement, Level, agreement_table
-from cyoa.analysis.fei import FeiAnalysis, analyze_fei
-from cyoa.analysis.scales import ScaleAnalysis, analyze_scales
-from cyoa.analysis.ttcw import TtcwAnalysis, analyze_tests
-from cyoa.instruments.types import Instrument, InstrumentError
+from cyoa.rating.analysis.agreement import ItemAgreement, Level, agreement_table
+from cyoa.rating.analysis.fei import FeiAnalysis, analyze_fei
+from cyoa.rating.analysis.scales import ScaleAnalysis, analyze_scales
+from cyoa.rating.analysis.ttcw import TtcwAnalysis, analyze_tests
+from cyoa.rating.instruments.types import Instrument, InstrumentError
 
 COLUMNS = ("story_id", "source", "rater_id", "item", "value", "rationale")
 REQUIRED = ("story_id", "source", "rater_id", "item", "value")
@@ -200,9 +200,9 @@ def analyze_ratings(
 
     ``judgements``: one row per rater × story × item, with columns ``story_id`` (str),
     ``source`` (str: the system or source of the story), ``rater_id`` (str), ``item`` (str,
-    an :class:`~cyoa.instruments.types.Item` id), ``value`` (float: a Likert point as
+    an :class:`~cyoa.rating.instruments.types.Item` id), ``value`` (float: a Likert point as
     answered, *not* reverse-coded; 1.0/0.0 for yes/no and true/false, as
-    :meth:`~cyoa.instruments.types.Instrument.parse_value` returns; NaN for no answer and for
+    :meth:`~cyoa.rating.instruments.types.Instrument.parse_value` returns; NaN for no answer and for
     text items) and ``rationale`` (str or None: the written reason, and the answer itself for
     a text item; optional column).
 

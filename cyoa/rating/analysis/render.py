@@ -1,4 +1,4 @@
-"""Print a :class:`~cyoa.analysis.ratings.RatingAnalysis` as Markdown, CSV or JSON.
+"""Print a :class:`~cyoa.rating.analysis.ratings.RatingAnalysis` as Markdown, CSV or JSON.
 
 - ``markdown``: tables for reading (pass rates in %, means and coefficients to 2–3 decimals,
   p-values to 3 significant digits), the instrument's attribution, and the notes saying what
@@ -17,11 +17,11 @@ import json
 import math
 from typing import Any, Literal
 
-from cyoa.analysis.agreement import ItemAgreement
-from cyoa.analysis.fei import FeiAnalysis
-from cyoa.analysis.ratings import RatingAnalysis
-from cyoa.analysis.scales import MeanInterval, ScaleAnalysis, SourceTest
-from cyoa.analysis.ttcw import TtcwAnalysis
+from cyoa.rating.analysis.agreement import ItemAgreement
+from cyoa.rating.analysis.fei import FeiAnalysis
+from cyoa.rating.analysis.ratings import RatingAnalysis
+from cyoa.rating.analysis.scales import MeanInterval, ScaleAnalysis, SourceTest
+from cyoa.rating.analysis.ttcw import TtcwAnalysis
 
 Format = Literal["markdown", "csv", "json"]
 FORMATS: tuple[Format, ...] = ("markdown", "csv", "json")

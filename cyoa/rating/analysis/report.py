@@ -13,9 +13,9 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from cyoa.analysis.rating_data import RaterReview, load_ratings, review_raters
-from cyoa.analysis.rating_render import render_rating_analysis
-from cyoa.analysis.ratings import RatingAnalysis, analyze_ratings
+from cyoa.rating.analysis.data import RaterReview, load_ratings, review_raters
+from cyoa.rating.analysis.ratings import RatingAnalysis, analyze_ratings
+from cyoa.rating.analysis.render import render_rating_analysis
 from cyoa.rating.quality import STRAIGHT_LINING_MIN_ITEMS, split_judgements
 
 

@@ -39,8 +39,8 @@ import pingouin
 from scipy import stats as scipy_stats
 from statsmodels.multivariate.factor import Factor
 
-from cyoa.analysis.stats import holm, mann_whitney
-from cyoa.instruments.types import Instrument
+from cyoa.rating.instruments.types import Instrument
+from cyoa.stats import holm, mann_whitney
 
 CONFIDENCE = 0.95
 # Below this uniqueness an item's one-factor loading is (nearly) 1: a Heywood case.
@@ -120,7 +120,7 @@ def compare_sources(groups: Mapping[str, Sequence[float]], what: str) -> SourceT
     """Test whether the values of ``what`` differ between sources; ``None`` with fewer than
     two sources that have values.
 
-    Two sources: two-sided Mann–Whitney U (:func:`cyoa.analysis.stats.mann_whitney`; the
+    Two sources: two-sided Mann–Whitney U (:func:`cyoa.stats.mann_whitney`; the
     statistic is U of the first source in sorted order) with the rank-biserial r. More:
     Kruskal–Wallis H (``scipy.stats.kruskal``, tie-corrected, χ² approximation with k − 1
     degrees of freedom) with ε² = H / (n − 1). When every value is the same there is nothing
@@ -159,7 +159,7 @@ def compare_sources(groups: Mapping[str, Sequence[float]], what: str) -> SourceT
 
 def with_holm(tests: Sequence[SourceTest]) -> tuple[SourceTest, ...]:
     """``tests`` with ``p_holm`` set: Holm's adjustment across those that have a p-value
-    (:func:`cyoa.analysis.stats.holm`). Reference: Holm (1979)."""
+    (:func:`cyoa.stats.holm`). Reference: Holm (1979)."""
     tested = [index for index, test in enumerate(tests) if test.p_value is not None]
     adjusted = holm([tests[index].p_value for index in tested])
     result = list(tests)
@@ -171,7 +171,7 @@ def with_holm(tests: Sequence[SourceTest]) -> tuple[SourceTest, ...]:
 def coded_values(instrument: Instrument, judgements: pd.DataFrame) -> pd.Series:
     """The ``value`` column after reverse coding: ``points + 1 − value`` for the instrument's
     reverse-keyed Likert items, ``value`` for every other item (NaN stays NaN), as
-    :meth:`~cyoa.instruments.types.Instrument.coded` does one value at a time."""
+    :meth:`~cyoa.rating.instruments.types.Instrument.coded` does one value at a time."""
     reversed_points = {
         item.id: float(item.points) for item in instrument.items if item.reverse and item.points
     }
@@ -405,7 +405,7 @@ def analyze_scales(
 ) -> ScaleAnalysis:
     """The Likert part of a rating analysis (see the module docstring for the method).
 
-    ``judgements``: the rating contract of :func:`cyoa.analysis.ratings.analyze_ratings`
+    ``judgements``: the rating contract of :func:`cyoa.rating.analysis.ratings.analyze_ratings`
     (``story_id``, ``source``, ``rater_id``, ``item``, ``value`` as answered).
     """
     scores = factor_scores(instrument, judgements)

@@ -26,15 +26,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from cyoa.analysis.agreement import Fleiss, fleiss_kappa
-from cyoa.analysis.scales import (
+from cyoa.rating.analysis.agreement import Fleiss, fleiss_kappa
+from cyoa.rating.analysis.scales import (
     MeanInterval,
     SourceTest,
     compare_sources,
     mean_interval,
     with_holm,
 )
-from cyoa.instruments.types import Instrument
+from cyoa.rating.instruments.types import Instrument
 
 # Rater pairs need this many stories in common for their own correlation.
 MIN_SHARED_STORIES = 3
@@ -248,7 +248,7 @@ def rater_correlation(
 
 def fleiss_per_test(instrument: Instrument, judgements: pd.DataFrame) -> tuple[TestAgreement, ...]:
     """Fleiss' κ of each Yes/No test over all stories (every source), each story a unit with
-    its raters' answers (:func:`cyoa.analysis.agreement.fleiss_kappa`; ``None`` with a reason
+    its raters' answers (:func:`cyoa.rating.analysis.agreement.fleiss_kappa`; ``None`` with a reason
     when the stories have different numbers of raters). Reference: Fleiss (1971); Chakrabarty
     et al. (2024), Table 5."""
     rows = _yes_no(instrument, judgements)
@@ -266,7 +266,7 @@ def fleiss_per_test(instrument: Instrument, judgements: pd.DataFrame) -> tuple[T
 
 def analyze_tests(instrument: Instrument, judgements: pd.DataFrame) -> TtcwAnalysis:
     """The Yes/No part of a rating analysis (``judgements``: the rating contract of
-    :func:`cyoa.analysis.ratings.analyze_ratings`; Yes is 1.0, No 0.0)."""
+    :func:`cyoa.rating.analysis.ratings.analyze_ratings`; Yes is 1.0, No 0.0)."""
     rates = pass_rates(instrument, judgements)
     sources = sorted(judgements["source"].unique())
     average = {}

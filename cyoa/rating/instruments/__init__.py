@@ -8,7 +8,7 @@
 - :func:`instrument_from_spec`: a researcher's own instrument from a TOML spec (:mod:`.custom`).
 - :func:`load_instrument`: any of them by name or spec path.
 
-The vendored texts and their licences are in ``cyoa/instruments/data/``; an instrument's
+The vendored texts and their licences are in ``cyoa/rating/instruments/data/``; an instrument's
 ``attribution`` is the notice to show wherever its items are shown or shipped.
 """
 
@@ -18,11 +18,11 @@ import sys
 import tomllib
 from pathlib import Path
 
-from cyoa.instruments.aiss import load_aiss
-from cyoa.instruments.custom import instrument_from_spec
-from cyoa.instruments.fei import FeiQuestion, fei_instrument
-from cyoa.instruments.ttcw import load_ttcw
-from cyoa.instruments.types import Instrument, InstrumentError, Item
+from cyoa.rating.instruments.aiss import load_aiss
+from cyoa.rating.instruments.custom import instrument_from_spec
+from cyoa.rating.instruments.fei import FeiQuestion, fei_instrument
+from cyoa.rating.instruments.ttcw import load_ttcw
+from cyoa.rating.instruments.types import Instrument, InstrumentError, Item
 
 AISS_V1: Instrument = load_aiss()
 TTCW: Instrument = load_ttcw()
@@ -44,7 +44,7 @@ __all__ = [
 
 def load_instrument(name_or_path: str) -> Instrument:
     """The instrument named ``"aiss-v1"`` or ``"ttcw"``, or the custom one whose TOML spec is
-    at the path ``name_or_path`` (see :mod:`cyoa.instruments.custom`).
+    at the path ``name_or_path`` (see :mod:`cyoa.rating.instruments.custom`).
 
     ``"fei"`` has no fixed items: build it with :func:`fei_instrument` from the study's
     questions. Raises :class:`InstrumentError` saying what to pass instead.

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from cyoa.instruments.types import Instrument, InstrumentError, Item
+from cyoa.rating.instruments.types import Instrument, InstrumentError, Item
 
 ATTRIBUTION = (
     "AI Story Scale (AISS) v1 by M. Wiechmann (https://github.com/MWiechmann/ai_story_scale), "
@@ -117,6 +117,6 @@ def parse_aiss(markdown: str) -> Instrument:
 
 
 def load_aiss() -> Instrument:
-    """The AISS v1 instrument from the vendored ``cyoa/instruments/data/aiss_v1.md``."""
-    text = resources.files("cyoa.instruments").joinpath("data/aiss_v1.md").read_text("utf-8")
+    """The AISS v1 instrument from the vendored ``cyoa/rating/instruments/data/aiss_v1.md``."""
+    text = resources.files("cyoa.rating.instruments").joinpath("data/aiss_v1.md").read_text("utf-8")
     return parse_aiss(text)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from cyoa.instruments.types import Instrument, InstrumentError, Item
+from cyoa.rating.instruments.types import Instrument, InstrumentError, Item
 
 BUILT_IN_IDS = ("aiss-v1", "ttcw", "fei")
 SPEC_KINDS = ("likert", "yes_no", "text")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from cyoa.instruments.types import Instrument, Item
+from cyoa.rating.instruments.types import Instrument, Item
 
 _FIELDS = ("id", "name", "version", "reference", "attribution", "instructions")
 

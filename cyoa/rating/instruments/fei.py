@@ -4,7 +4,7 @@ Unlike the AISS and the TTCW, FEI has no fixed items: for every story someone wr
 true/false questions, either about the transitions between its plot points (ETC, "transitional")
 or about static facts of its world (EWC, "world"). Readers answer plainly true or false (the
 paper asked "yes or no questions", §5.4; no confidence is collected), and the agreement of their
-answers is what FEI measures (:mod:`cyoa.analysis.fei`).
+answers is what FEI measures (:mod:`cyoa.rating.analysis.fei`).
 
 Reference: Castricato, L. et al. (2021). Fabula Entropy Indexing: Objective Measures of Story
 Coherence. Third Workshop on Narrative Understanding, §4.3 and §5.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cyoa.instruments.types import FEI_KINDS, Instrument, InstrumentError, Item
+from cyoa.rating.instruments.types import FEI_KINDS, Instrument, InstrumentError, Item
 
 REFERENCE = (
     "Castricato, L. et al. (2021). Fabula Entropy Indexing: Objective Measures of Story "

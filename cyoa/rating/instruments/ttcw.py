@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from cyoa.instruments.types import Instrument, InstrumentError, Item
+from cyoa.rating.instruments.types import Instrument, InstrumentError, Item
 
 ATTRIBUTION = (
     "TTCW tests from salesforce/creativity_eval (Chakrabarty et al., CHI 2024), "
@@ -87,6 +87,7 @@ def parse_ttcw(tests: list[dict]) -> Instrument:
 
 
 def load_ttcw() -> Instrument:
-    """The TTCW instrument from the vendored ``cyoa/instruments/data/ttcw_all_tests.json``."""
-    path = resources.files("cyoa.instruments").joinpath("data/ttcw_all_tests.json")
+    """The TTCW instrument from the vendored
+    ``cyoa/rating/instruments/data/ttcw_all_tests.json``."""
+    path = resources.files("cyoa.rating.instruments").joinpath("data/ttcw_all_tests.json")
     return parse_ttcw(json.loads(path.read_text("utf-8")))

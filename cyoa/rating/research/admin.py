@@ -12,7 +12,7 @@ Uploaded files are size-limited (:data:`UPLOAD_LIMITS`) and saved, with the gene
 stories, in a new folder of the ``RATING_FILES`` folder (``instance/ratings``),
 ``<experiment>/<time>-<random>/``;
 a failed or cancelled attempt's folder is removed. A job runs in one process; its status is
-saved as it goes (:mod:`cyoa.research.rating_jobs`), so its page shows it from any process,
+saved as it goes (:mod:`cyoa.rating.research.jobs`), so its page shows it from any process,
 and shows it interrupted once that process is gone. Cancelling reaches the process that runs
 it (one process, or sticky sessions, as Socket.IO needs).
 """
@@ -49,6 +49,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.utils import secure_filename
 
 from cyoa import store
+from cyoa.cowriting.research import lifecycle
 from cyoa.generation import System
 from cyoa.generation.pool import ModelNotAvailable
 from cyoa.rating.experiment import create_from_spec, replace_from_spec
@@ -64,11 +65,7 @@ from cyoa.rating.form import (
     kept_checks,
     spec_from_form,
 )
-from cyoa.rating.service import RatingExperiment
-from cyoa.rating.spec import RatingSpec, RatingSpecError, parse_rating_spec
-from cyoa.realtime import socketio
-from cyoa.research import auth, lifecycle, web
-from cyoa.research.rating_jobs import (
+from cyoa.rating.research.jobs import (
     CANCELLED,
     JOBS_KEPT,
     GenerationJob,
@@ -76,9 +73,14 @@ from cyoa.research.rating_jobs import (
     interrupt_orphans,
     saved_job,
 )
-from cyoa.research.rating_views import rating_experiment_or_404
-from cyoa.stories.corrupt import OPERATIONS
-from cyoa.stories.generate import GenerationCancelled, GenerationFailed, generate_stories
+from cyoa.rating.research.views import rating_experiment_or_404
+from cyoa.rating.service import RatingExperiment
+from cyoa.rating.spec import RatingSpec, RatingSpecError, parse_rating_spec
+from cyoa.rating.stories.corrupt import OPERATIONS
+from cyoa.rating.stories.generate import GenerationCancelled, GenerationFailed, generate_stories
+from cyoa.web import auth
+from cyoa.web import research as web
+from cyoa.web.realtime import socketio
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """The evaluation card of a rating study: what a paper should report about it, filled in from
 the spec, the instrument, the stored data, the analysis and what the researcher entered.
 
-The sections follow the co-writing card (:mod:`cyoa.research.card`) and so Karpinska, Akoury
-and Iyyer (2021), "The Perils of Using Mechanical Turk to Evaluate Open-Ended Text
+The sections follow the co-writing card (:mod:`cyoa.cowriting.research.card`) and so Karpinska,
+Akoury and Iyyer (2021), "The Perils of Using Mechanical Turk to Evaluate Open-Ended Text
 Generation" (EMNLP): the task, the instrument and its version, the rated attributes, the
 scale and its labels, the instructions and consent, the stories (how many, from which
 sources, how long), the raters per story (target and achieved), qualifications, quality
@@ -26,13 +26,13 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.rating_render import alpha_cell
-from cyoa.analysis.rating_report import RatingReport, rating_report
-from cyoa.analysis.ratings import RatingAnalysis
-from cyoa.instruments import Instrument
-from cyoa.instruments.definition import instrument_from_dict
+from cyoa.cowriting.research.card import quote
+from cyoa.rating.analysis.ratings import RatingAnalysis
+from cyoa.rating.analysis.render import alpha_cell
+from cyoa.rating.analysis.report import RatingReport, rating_report
+from cyoa.rating.instruments import Instrument
+from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import AttentionCheck, QualitySpec, quality_spec, story_words
-from cyoa.research.card import quote
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class CardStory:
     """One story of the study: its length in whitespace-separated words
     (:func:`cyoa.rating.quality.story_words`; 0 for a story shown as a link) and, for a
     generated story, the model card and version that wrote it and its ``origin`` (the
-    prompt, sampling and seeds :func:`cyoa.stories.generate.generate_stories` records)."""
+    prompt, sampling and seeds :func:`cyoa.rating.stories.generate.generate_stories` records)."""
 
     story_id: str
     source: str
@@ -406,7 +406,7 @@ def rating_card(data: RatingCardData, details: Mapping[str, Any], now: datetime)
 
 def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None) -> RatingCardData:
     """The stored rating experiment ``exp_id`` as the card needs it. ``report``: its
-    :func:`~cyoa.analysis.rating_report.rating_report` when already computed; otherwise it
+    :func:`~cyoa.rating.analysis.report.rating_report` when already computed; otherwise it
     is computed here (``None`` without judgements)."""
     row = store.get_experiment(db, exp_id)
     spec = json.loads(row["spec"])

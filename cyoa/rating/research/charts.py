@@ -1,23 +1,23 @@
 """A rating experiment's charts as SVG, drawn server-side with matplotlib in the style of the
-co-writing charts (:mod:`cyoa.research.charts`: Okabe–Ito colours, no browser code).
+co-writing charts (:mod:`cyoa.cowriting.research.charts`: Okabe–Ito colours, no browser code).
 
-They draw what :func:`cyoa.analysis.ratings.analyze_ratings` computed; nothing is
+They draw what :func:`cyoa.rating.analysis.ratings.analyze_ratings` computed; nothing is
 recomputed here:
 
 - :func:`pass_rate_chart` (``pass-rates``): a heat map of the Yes/No tests (rows, grouped
   by dimension) × sources (columns); each cell is the pass rate, Yes judgements ÷
   judgements of the test, with that number of judgements ``n``
-  (:func:`cyoa.analysis.ttcw.pass_rates`; Chakrabarty et al. 2024, Table 5);
+  (:func:`cyoa.rating.analysis.ttcw.pass_rates`; Chakrabarty et al. 2024, Table 5);
 - :func:`factor_chart` (``factors``): per factor of a Likert scale (the AISS's five), each
   source's mean factor score with its 95% Student t interval over stories
-  (:func:`cyoa.analysis.scales.analyze_scales`);
+  (:func:`cyoa.rating.analysis.scales.analyze_scales`);
 - :func:`entropy_chart` (``entropy``): FEI's ETC and EWC per source, in bits, with the 95%
-  Student t interval over stories (:func:`cyoa.analysis.fei.analyze_fei`; Castricato et
+  Student t interval over stories (:func:`cyoa.rating.analysis.fei.analyze_fei`; Castricato et
   al. 2021).
 
 Every function returns the SVG document as bytes. An axis of means spans the values a mean
 can take (1 … points; 0–1 bits); an interval that reached past them was cut at the bound by
-the analysis (:func:`cyoa.analysis.scales.mean_interval`), and its mean is marked † with a
+the analysis (:func:`cyoa.rating.analysis.scales.mean_interval`), and its mean is marked † with a
 note under the chart. Long source names are wrapped onto several lines, never cut, so that
 neighbouring labels do not run into each other. matplotlib's style is global: draw one chart
 at a time (the web app holds the co-writing dashboard's chart lock).
@@ -31,12 +31,12 @@ from collections.abc import Sequence
 
 import matplotlib
 
-from cyoa.analysis.fei import MIN_ANSWERS, IndexSummary
-from cyoa.analysis.ratings import RatingAnalysis
-from cyoa.analysis.scales import FactorSummary, MeanInterval
-from cyoa.analysis.ttcw import PassRate
-from cyoa.instruments import Instrument
-from cyoa.research.charts import COLOURS, RC, empty_chart, new_figure, svg_bytes
+from cyoa.cowriting.research.charts import COLOURS, RC, empty_chart, new_figure, svg_bytes
+from cyoa.rating.analysis.fei import MIN_ANSWERS, IndexSummary
+from cyoa.rating.analysis.ratings import RatingAnalysis
+from cyoa.rating.analysis.scales import FactorSummary, MeanInterval
+from cyoa.rating.analysis.ttcw import PassRate
+from cyoa.rating.instruments import Instrument
 
 # Chart name → what it shows (the image's alt text on the dashboard).
 CHARTS = {
@@ -90,7 +90,7 @@ def rating_chart(
 
 
 def missing_entropy(skipped: int) -> str:
-    """What the entropy chart lacks before any question has :data:`~cyoa.analysis.fei.
+    """What the entropy chart lacks before any question has :data:`~cyoa.rating.analysis.fei.
     MIN_ANSWERS` answers, ``skipped`` being the story × question pairs answered once."""
     if not skipped:
         return NO_DATA

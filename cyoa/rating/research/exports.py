@@ -2,7 +2,7 @@
 rating experiments"): every judgement, the stories with their scores, and the raters.
 
 Pure functions from the database to rows; the formats (CSV, JSON Lines, Parquet) are
-:mod:`cyoa.research.exports`'.
+:mod:`cyoa.cowriting.research.exports`'.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from typing import Any
 import pandas as pd
 from sqlite_utils import Database
 
-from cyoa.analysis.fei import question_entropies, story_indices
-from cyoa.analysis.rating_data import load_ratings, review_raters
-from cyoa.analysis.rating_report import quality_rows
-from cyoa.analysis.scales import factor_scores
-from cyoa.analysis.ttcw import majority_passed, story_totals
-from cyoa.completion import shown_code
-from cyoa.instruments import Instrument
-from cyoa.research.columns import Column
+from cyoa.rating.analysis.data import load_ratings, review_raters
+from cyoa.rating.analysis.fei import question_entropies, story_indices
+from cyoa.rating.analysis.report import quality_rows
+from cyoa.rating.analysis.scales import factor_scores
+from cyoa.rating.analysis.ttcw import majority_passed, story_totals
+from cyoa.rating.instruments import Instrument
+from cyoa.web.columns import Column
+from cyoa.web.completion import shown_code
 
 JUDGEMENT_COLUMNS = (
     Column("experiment_id", "string", "the rating experiment"),
@@ -181,7 +181,7 @@ def story_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
 
 def story_measures(instrument: Instrument, judgements: pd.DataFrame) -> dict[str, dict[str, float]]:
     """Per story, its scores under ``instrument``: each factor's score (Likert items with a
-    factor: the mean over raters of :func:`cyoa.analysis.scales.factor_scores`), TTCW's
+    factor: the mean over raters of :func:`cyoa.rating.analysis.scales.factor_scores`), TTCW's
     tests passed (by majority, and the mean per rater), FEI's ETC and EWC."""
     measures: dict[str, dict[str, float]] = {}
     kinds = {item.kind for item in instrument.items}

@@ -1,11 +1,11 @@
-"""Generation jobs of the rating form (:mod:`cyoa.research.rating_admin`), and their status
+"""Generation jobs of the rating form (:mod:`cyoa.rating.research.admin`), and their status
 on disk, so that a job's page outlives the process that ran it.
 
 A job runs on a thread of one server process. Its status (state, stories done, the error,
 the process that runs it, its attempt's folder) is written to ``<RATING_FILES>/_jobs/<id>.json``
 when it starts, after each story and when it ends (``_jobs`` cannot be an experiment's id,
 which starts with a letter or digit). A job whose status still says ``running`` while its
-process is gone (:func:`cyoa.study.workers.worker_gone`: the server was restarted or killed)
+process is gone (:func:`cyoa.web.workers.worker_gone`: the server was restarted or killed)
 was interrupted: nothing of it was stored, its attempt's folder is removed, and its page
 says so. The app does that for every such job when it starts, and a page asking for one does
 it too.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cyoa.study.workers import worker_gone
+from cyoa.web.workers import worker_gone
 
 JOBS_FOLDER = "_jobs"
 # Finished jobs whose status is kept for their progress pages (the oldest are forgotten).

@@ -11,9 +11,9 @@ import random
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from cyoa.rating.blind import rater_item_ids
+from cyoa.rating.research.views import rating_experiment_or_404
 from cyoa.rating.service import question_order
-from cyoa.research import auth
-from cyoa.research.rating_views import rating_experiment_or_404
+from cyoa.web import auth
 
 bp = Blueprint("research_rating_preview", __name__, url_prefix="/research/ratings")
 

@@ -2,9 +2,10 @@
 excluded and why), agreement, charts, the analysis with every rater and without the excluded
 ones, each rater's answers with their rationales, the evaluation card and the downloads.
 
-Thin: the numbers come from :mod:`cyoa.analysis.rating_report`, the charts from
-:mod:`cyoa.research.rating_charts`, the card from :mod:`cyoa.research.rating_card`, the files
-from :mod:`cyoa.research.exports`. The analysis (a bootstrap: seconds of work in a busy study)
+Thin: the numbers come from :mod:`cyoa.rating.analysis.report`, the charts from
+:mod:`cyoa.rating.research.charts`, the card from :mod:`cyoa.rating.research.card`, the files
+from :mod:`cyoa.cowriting.research.exports`. The analysis (a bootstrap: seconds of work in a
+busy study)
 and its charts are computed at most once per :data:`RECOMPUTE_SECONDS` per experiment and only
 when its data changed (:func:`snapshot`); meanwhile the page's polling of ``progress.json``
 gets the previous analysis, marked with the time of its data, and live progress counts.
@@ -38,22 +39,24 @@ from flask import (
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.analysis.rating_render import alpha_cell, display_value
-from cyoa.analysis.rating_report import (
+from cyoa.cowriting.research import exports, lifecycle
+from cyoa.cowriting.research.charts import empty_chart
+from cyoa.cowriting.research.dashboard import CHART_LOCK
+from cyoa.cowriting.research.progress import format_seconds
+from cyoa.rating.analysis.render import alpha_cell, display_value
+from cyoa.rating.analysis.report import (
     RatingReport,
     quality_rows,
     rating_report,
     render_report,
 )
+from cyoa.rating.research.card import rating_card_markdown
+from cyoa.rating.research.charts import CHARTS, chart_names, rating_chart
+from cyoa.rating.research.exports import RATING_TABLES
 from cyoa.rating.service import RatingExperiment
-from cyoa.research import auth, exports, lifecycle, web
-from cyoa.research.blinding import naming_warning
-from cyoa.research.charts import empty_chart
-from cyoa.research.dashboard import CHART_LOCK
-from cyoa.research.progress import format_seconds
-from cyoa.research.rating_card import rating_card_markdown
-from cyoa.research.rating_charts import CHARTS, chart_names, rating_chart
-from cyoa.research.rating_exports import RATING_TABLES
+from cyoa.web import auth
+from cyoa.web import research as web
+from cyoa.web.blinding import naming_warning
 
 bp = Blueprint("research_ratings", __name__, url_prefix="/research/ratings")
 bp.before_request(auth.check_csrf)
@@ -76,7 +79,7 @@ def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
     """The report's CSV (``raters, table, row, column, value``) as one display table per
     ``raters`` × ``table``: its ``columns`` and its ``rows``, each a row label followed by
     one cell per column ("" where the CSV has none), in the order they come; numbers rounded
-    for reading (:func:`~cyoa.analysis.rating_render.display_value`)."""
+    for reading (:func:`~cyoa.rating.analysis.render.display_value`)."""
     tables: dict[tuple[str, str], dict[str, Any]] = {}
     for line in csv.DictReader(io.StringIO(report_csv)):
         key = (line["raters"], line["table"])

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from cyoa.metrics.text import _tagger, split_sentences_many
-from cyoa.stories import StoryRecord
+from cyoa.rating.stories import StoryRecord
 
 if TYPE_CHECKING:
     from spacy.tokens import Span, Token

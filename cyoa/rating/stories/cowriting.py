@@ -8,7 +8,8 @@ Who wrote each turn is kept in ``origin["turns"]``; ``text`` is the plain story 
 reads, without authorship or system names. The writer's participant id is not copied: it
 is personal data and a rating study does not need it.
 
-Rounds are read as the co-writing analysis reads them (:func:`cyoa.analysis.data.load_study`
+Rounds are read as the co-writing analysis reads them
+(:func:`cyoa.cowriting.analysis.data.load_study`
 with ``finished_only=True``).
 """
 
@@ -16,15 +17,15 @@ from __future__ import annotations
 
 from sqlite_utils import Database
 
-from cyoa.analysis.data import RoundRecord, experiment_pairs, load_study
-from cyoa.stories import StoryRecord
+from cyoa.cowriting.analysis.data import RoundRecord, experiment_pairs, load_study
+from cyoa.rating.stories import StoryRecord
 
 WRITER = "writer"
 
 
 def cowriting_stories(db: Database, experiment: str) -> list[StoryRecord]:
     """The story of each finished session of ``experiment``, pair by pair (in the order of
-    :func:`~cyoa.analysis.data.experiment_pairs`), sessions in the order they started.
+    :func:`~cyoa.cowriting.analysis.data.experiment_pairs`), sessions in the order they started.
 
     Each record: ``story_id`` ``"<experiment>-<session id>"``; ``source`` ``"<A> vs <B>"``
     (the pair in spec order); ``title`` ``""`` (a title could name the systems); ``text`` the
@@ -34,7 +35,7 @@ def cowriting_stories(db: Database, experiment: str) -> list[StoryRecord]:
     ``"edited"`` (whether the writer changed it) on system turns. A turn is usually one
     sentence (the study asks for one), but is stored as written.
 
-    Raises :class:`cyoa.analysis.data.AnalysisError` when the experiment does not exist.
+    Raises :class:`cyoa.cowriting.analysis.data.AnalysisError` when the experiment does not exist.
     """
     stories = []
     for pair in experiment_pairs(db, experiment):

@@ -17,7 +17,7 @@ from dataclasses import asdict
 
 from cyoa.generation import SuggestionError, System, generate_suggestion
 from cyoa.generation.types import Backend
-from cyoa.stories import StoryRecord
+from cyoa.rating.stories import StoryRecord
 
 DRAWS = 5
 
