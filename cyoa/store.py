@@ -19,6 +19,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from cyoa.errors import AnalysisError
+
 BUSY_TIMEOUT_SECONDS = 10.0
 
 
@@ -627,9 +629,26 @@ def update_experiment_spec(db: Database, exp_id: str, title: str, spec: dict[str
     return cursor.rowcount == 1
 
 
+# Ids an experiment may not take: /research/experiments/new and /research/ratings/new are
+# the forms for a new one.
+RESERVED_IDS = ("new",)
+
+
 def get_experiment(db: Database, exp_id: str) -> dict[str, Any] | None:
     rows = list(db.query("SELECT * FROM experiments WHERE id = ?", [exp_id]))
     return rows[0] if rows else None
+
+
+def experiment_row(db: Database, experiment: str) -> dict[str, Any]:
+    """The stored row of ``experiment``; :class:`AnalysisError` naming the known ones if none."""
+    row = get_experiment(db, experiment)
+    if row is None:
+        known = ", ".join(r["id"] for r in db.query("SELECT id FROM experiments ORDER BY id"))
+        raise AnalysisError(
+            f"There is no experiment '{experiment}' in this database "
+            f"(experiments: {known or 'none'}). Check the name, or pass --db."
+        )
+    return row
 
 
 def participant_external_id(db: Database, participant_id: int) -> str:

@@ -245,7 +245,7 @@ def test_one_suggestion_rounds_and_unfinished_sessions(tmp_path):
 
 
 def test_missing_experiment_names_the_known_ones(db):
-    from cyoa.cowriting.analysis.data import AnalysisError
+    from cyoa.errors import AnalysisError
 
     with pytest.raises(AnalysisError, match="experiments: exp"):
         load_study(db, "nope")
@@ -276,7 +276,8 @@ def three_systems(tmp_path):
 
 
 def test_pairs_are_analysed_one_at_a_time(three_systems):
-    from cyoa.cowriting.analysis.data import AnalysisError, experiment_pairs
+    from cyoa.cowriting.analysis.data import experiment_pairs
+    from cyoa.errors import AnalysisError
 
     assert experiment_pairs(three_systems, "exp") == [("a", "b"), ("a", "c")]
     with pytest.raises(AnalysisError, match="compares 3 systems"):

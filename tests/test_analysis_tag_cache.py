@@ -11,10 +11,11 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cli import cli
-from cyoa.cowriting.analysis.data import AnalysisError, load_study
+from cyoa.cowriting.analysis.data import load_study
 from cyoa.cowriting.analysis.tables import analyze
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache, tag_experiment
 from cyoa.cowriting.analysis.tsv import import_tsv, write_cyoa_tsv
+from cyoa.errors import AnalysisError
 from cyoa.metrics import text
 from tests.study_builder import tsv_rows
 

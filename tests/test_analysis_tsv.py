@@ -6,7 +6,7 @@ import pytest
 
 from cyoa import store
 from cyoa.cowriting import flow
-from cyoa.cowriting.analysis.data import AnalysisError, load_study
+from cyoa.cowriting.analysis.data import load_study
 from cyoa.cowriting.analysis.tsv import (
     WriterRow,
     export_cyoa_tsv,
@@ -15,6 +15,7 @@ from cyoa.cowriting.analysis.tsv import (
     read_cyoa_tsv,
     write_cyoa_tsv,
 )
+from cyoa.errors import AnalysisError
 from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment
 
 

@@ -4,7 +4,7 @@ import re
 
 from conftest import Writer
 
-from cyoa.cowriting.service import new_completion_code, new_token
+from cyoa.web.participants import new_completion_code, new_token
 from cyoa.web.realtime import socketio
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cyoa import store
-from cyoa.cowriting.analysis.data import AnalysisError
+from cyoa.errors import AnalysisError
 from cyoa.rating.stories.cowriting import cowriting_stories
 from tests.study_builder import Turn, add_writer, make_experiment, story
 

@@ -11,11 +11,12 @@ import click
 
 from cyoa import store
 from cyoa.cli.context import database_path, open_existing
-from cyoa.cowriting.analysis.data import AnalysisError, experiment_pairs, load_study
+from cyoa.cowriting.analysis.data import experiment_pairs, load_study
 from cyoa.cowriting.analysis.render import render
 from cyoa.cowriting.analysis.tables import analyze
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache, tag_experiment
 from cyoa.cowriting.analysis.tsv import import_tsv
+from cyoa.errors import AnalysisError
 from cyoa.metrics.records import score_records
 from cyoa.rating.analysis.data import experiment_kind
 from cyoa.rating.analysis.report import rating_report, render_report
@@ -141,7 +142,7 @@ def metrics_command(input_file, variant: str, output_file) -> None:
 @click.pass_context
 def import_tsv_command(ctx: click.Context, file: Path, name: str, tag: bool) -> None:
     """Load FILE, in the original CYOA evaluation script's layout, as a new experiment."""
-    from cyoa.cowriting.analysis.data import AnalysisError
+    from cyoa.errors import AnalysisError
 
     db = store.connect(database_path(ctx))
     try:

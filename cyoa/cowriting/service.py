@@ -40,6 +40,7 @@ from cyoa.cowriting.flow import (
 )
 from cyoa.cowriting.spec import Experiment, validate_survey
 from cyoa.web.completion import shown_code
+from cyoa.web.participants import new_completion_code, new_token
 
 # Actions a browser may send; everything else (suggestion results) comes from the server.
 WRITER_ACTIONS = frozenset(
@@ -79,18 +80,6 @@ class _Accepted:
     seq: int
     event: Event
     extra: dict[str, Any] | None
-
-
-def new_token() -> str:
-    """An unguessable identifier (128 bits, URL-safe)."""
-    return secrets.token_urlsafe(16)
-
-
-def new_completion_code() -> str:
-    """A completion code a writer can copy by hand: 12 characters, about 60 bits."""
-    alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-    raw = "".join(secrets.choice(alphabet) for _ in range(12))
-    return f"{raw[:4]}-{raw[4:8]}-{raw[8:]}"
 
 
 class Study:

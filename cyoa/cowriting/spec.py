@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cyoa import store
 from cyoa.cowriting.flow import Limits, RuleError, normalize_text
 from cyoa.generation.types import ModelCard, System
 from cyoa.web.completion import study_code_problem
@@ -47,7 +48,6 @@ SLOT_ORDERS = ("coin", "balanced")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # /research/experiments/new and /research/ratings/new are the forms, so an experiment
 # called "new" would have no page of its own (either kind).
-RESERVED_IDS = ("new",)
 # The sane range of every number in a spec (inclusive): beyond these a single writer's
 # session would cost without bound (a hundred million rounds, a billion-token suggestion).
 RANGES = {
@@ -146,7 +146,7 @@ def experiment_from_dict(
     exp_id = need("id", str)
     if not _ID.match(exp_id):
         raise SpecError(f"{where}: 'id' must be lowercase letters, digits, '-' or '_'.")
-    if exp_id in RESERVED_IDS:
+    if exp_id in store.RESERVED_IDS:
         raise SpecError(f"{where}: the id '{exp_id}' names a page of the app; choose another.")
     title = need("title", str)
     if len(title) > MAX_TITLE_CHARS:

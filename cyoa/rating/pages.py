@@ -1,10 +1,9 @@
 """The rater's pages: consent, one story at a time with its questions, the thank-you page,
 and the JSON endpoint that records each answer before acknowledging it.
 
-The rules are the writers' (:mod:`cyoa.cowriting.pages`, docs/research.md's threat model): the
-rater's id lives only in the signed cookie; a crowd-platform id in the link (``PROLIFIC_PID``
-or ``pid``) resumes in the same browser, and in another only with the platform session
-(``SESSION_ID``) recorded when the rater started. The start form carries the CSRF token.
+Who may come in and resume is the rule of every study kind (:mod:`cyoa.web.participants`):
+the rater's id lives only in the signed cookie, and a platform id in the link resumes in
+another browser only with the platform session recorded when the rater started.
 Answers come as JSON with a custom header, which a page on another site cannot send without
 the browser asking this server first (CORS).
 """
@@ -25,24 +24,15 @@ from flask import (
     redirect,
     render_template,
     request,
-    session,
     url_for,
 )
 
-from cyoa.cowriting.pages import (
-    EXPIRED,
-    ResumeRefused,
-    participant_from_args,
-    resumable,
-    too_many_starts,
-)
-from cyoa.cowriting.service import new_token
 from cyoa.rating.blind import from_rater, rater_item_ids
 from cyoa.rating.flow import Phase, RuleError
 from cyoa.rating.importing import is_unicode
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
+from cyoa.web import participants
 from cyoa.web.completion import completion_address, shown_code
-from cyoa.web.security import csrf_valid
 
 log = logging.getLogger(__name__)
 bp = Blueprint("rating", __name__)
@@ -58,7 +48,6 @@ BUSY_RETRY_SECONDS = 2
 BUSY_START_MESSAGE = "The server is busy saving answers. Please wait a moment and start again."
 ACTION_HEADER = "X-CYOA-Action"
 COMPLETION_REDIRECT_SECONDS = 15
-_LINK_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "pid")
 NOT_UNICODE = (
     "Your answer holds a character that cannot be saved (half of an emoji or symbol); please "
     "retype it."
@@ -76,33 +65,21 @@ def _experiment(exp_id: str) -> RatingExperiment:
     return exp
 
 
+def _find_rater(exp_id: str, external_id: str) -> tuple[str, str | None] | None:
+    row = _ratings().find_rater_row(exp_id, external_id)
+    return (row["rater_id"], row["platform_session_id"]) if row else None
+
+
+DOOR = participants.Door(
+    cookie="cyoa_rater",
+    exists=lambda exp_id, rater_id: _ratings().rater_row(exp_id, rater_id) is not None,
+    find=_find_rater,
+)
+
+
 def _rater(exp_id: str) -> str | None:
     """The rater this browser holds for the experiment (from the signed cookie)."""
-    rater_id = (session.get("cyoa_rater") or {}).get(exp_id)
-    if rater_id and _ratings().rater_row(exp_id, rater_id) is not None:
-        return rater_id
-    return None
-
-
-def _remember(exp_id: str, rater_id: str) -> None:
-    held = dict(session.get("cyoa_rater") or {})
-    held[exp_id] = rater_id
-    session["cyoa_rater"] = held
-    session.permanent = True
-
-
-def _rater_to_resume(exp_id: str, participant: dict[str, str] | None) -> str | None:
-    """The rater this request continues, or None to start one: as for writers, an anonymous
-    link continues this browser's rater; a participant's link continues their rater if this
-    browser holds it, or if the link carries the platform session recorded when they started.
-    Raises :class:`ResumeRefused` otherwise."""
-    held = _rater(exp_id)
-    if participant is None:
-        return held
-    found = _ratings().find_rater_row(exp_id, participant["external_id"])
-    if found is None:
-        return None
-    return resumable(found["rater_id"], found["platform_session_id"], held, participant)
+    return DOOR.held(exp_id)
 
 
 def _consent_page(exp: RatingExperiment, hidden: dict[str, str], error: str = "", status=200):
@@ -116,50 +93,43 @@ def _refused(exp: RatingExperiment):
 @bp.get("/r/<exp_id>")
 def consent(exp_id: str):
     exp = _experiment(exp_id)
-    try:
-        existing = _rater_to_resume(exp_id, participant_from_args(request.args))
-    except ResumeRefused:
+    entry = participants.enter(DOOR, exp_id, exp.status == "open", request.args)
+    if entry.refused:
         return _refused(exp)
-    if existing:
-        _remember(exp_id, existing)
+    if entry.resume:
         return redirect(url_for("rating.rate", exp_id=exp_id))
-    if exp.status != "open":
+    if entry.closed:
         return render_template("closed.html", experiment=exp, people="readers"), 403
-    return _consent_page(exp, {k: v for k, v in request.args.items() if k in _LINK_KEYS})
+    return _consent_page(exp, entry.link)
 
 
 @bp.post("/r/<exp_id>/start")
 def start(exp_id: str):
     exp = _experiment(exp_id)
-    hidden = {k: v for k, v in request.form.items() if k in _LINK_KEYS}
-    if not csrf_valid():
-        return _consent_page(exp, hidden, EXPIRED, 400)
-    participant = participant_from_args(request.form)
-    try:
-        existing = _rater_to_resume(exp_id, participant)
-    except ResumeRefused:
+    entry = participants.admit(DOOR, exp_id, exp.status == "open", request.form, exp)
+    if entry.expired:
+        return _consent_page(exp, entry.link, participants.EXPIRED, 400)
+    if entry.refused:
         return _refused(exp)
-    if existing:
-        _remember(exp_id, existing)
+    if entry.resume:
         return redirect(url_for("rating.rate", exp_id=exp_id))
-    if exp.status != "open":
+    if entry.closed:
         return render_template("closed.html", experiment=exp, people="readers"), 403
-    if request.form.get("consent") != "yes":
-        return _consent_page(exp, hidden, "Please tick the box to say you agree first.", 400)
-    if (refusal := too_many_starts(exp)) is not None:
-        return refusal
-    if participant is None:
-        participant = {"external_id": f"anon:{new_token()}", "id_source": "anonymous"}
+    if entry.error:
+        return _consent_page(exp, entry.link, entry.error, 400)
+    if entry.wait is not None:
+        return entry.wait
+    user_agent = request.headers.get("User-Agent", "")
     try:
-        rater_id = _ratings().open_rater(exp, participant, request.headers.get("User-Agent", ""))
+        rater_id = _ratings().open_rater(exp, entry.participant, user_agent)
     except AlreadyStarted:
         return _refused(exp)
     except sqlite3.OperationalError as error:
         log.warning("database busy when a rater of %s started: %s", exp_id, error)
-        return _consent_page(exp, hidden, BUSY_START_MESSAGE, 503)
+        return _consent_page(exp, entry.link, BUSY_START_MESSAGE, 503)
     if rater_id is None:
         return render_template("full.html", experiment=exp), 403
-    _remember(exp_id, rater_id)
+    DOOR.remember(exp_id, rater_id)
     return redirect(url_for("rating.rate", exp_id=exp_id))
 
 
@@ -242,7 +212,7 @@ def action(exp_id: str):
     if request.headers.get(ACTION_HEADER) != "1":
         return jsonify(ok=False, error="Please reload the page."), 400
     # Checked before any database work, so a flood of actions costs the server nothing.
-    held = (session.get("cyoa_rater") or {}).get(exp_id)
+    held = DOOR.cookie_id(exp_id)
     if not held:
         return jsonify(ok=False, error="Please use your study link again."), 403
     if wait := current_app.extensions["cyoa"]["rater_limiter"].take(f"{exp_id}/{held}"):

@@ -19,12 +19,12 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.cowriting.service import new_completion_code, new_token
 from cyoa.rating import assignment
 from cyoa.rating.flow import Event, Questions, RaterState, RuleError, apply, check, replay
 from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import QualitySpec, quality_spec
 from cyoa.rating.stories import StoryRecord
+from cyoa.web.participants import new_completion_code, new_token
 
 CLIENT_ACTION_ID_MAX = 64
 # For experiments stored before first_answer_minutes existed (cyoa.rating.spec.DEFAULTS).

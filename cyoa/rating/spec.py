@@ -44,8 +44,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from cyoa.cowriting.analysis.data import AnalysisError
-from cyoa.cowriting.spec import RESERVED_IDS
+from cyoa.errors import AnalysisError
 from cyoa.rating.importing import (
     RatingImportError,
     fei_questions,
@@ -64,6 +63,7 @@ from cyoa.rating.quality import QualitySpecError, quality_spec
 from cyoa.rating.stories import StoryRecord
 from cyoa.rating.stories.corrupt import CorruptionError, corrupt
 from cyoa.rating.stories.cowriting import cowriting_stories
+from cyoa.store import RESERVED_IDS
 from cyoa.web.completion import study_code_problem
 
 ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")

@@ -12,7 +12,6 @@ from typing import Any
 
 from flask import current_app, g, request
 
-from cyoa.cowriting.research.progress import format_seconds
 from cyoa.generation.cards import new_model_cards
 from cyoa.web import auth
 
@@ -93,3 +92,15 @@ def evaluation_details(form: Mapping[str, str]) -> dict[str, str]:
             )
         details[name] = text
     return details
+
+
+def format_seconds(seconds: float | None) -> str:
+    """``"1 min 05 s"``-style duration for pages; ``"–"`` for None."""
+    if seconds is None:
+        return "–"
+    seconds = round(seconds)
+    minutes, rest = divmod(seconds, 60)
+    if minutes >= 60:
+        hours, minutes = divmod(minutes, 60)
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"

@@ -30,10 +30,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
-
-
-class AnalysisError(ValueError):
-    """The data cannot be analysed as asked; the message says what to do next."""
+from cyoa.errors import AnalysisError
 
 
 @dataclass(frozen=True)
@@ -121,7 +118,7 @@ def experiment_systems(db: Database, experiment: str) -> tuple[str, ...]:
     """The experiment's systems in spec order (from the sessions if the spec names none).
 
     Raises :class:`AnalysisError` when the experiment does not exist."""
-    return _systems(db, experiment, _spec(experiment_row(db, experiment)))
+    return _systems(db, experiment, _spec(store.experiment_row(db, experiment)))
 
 
 def experiment_pairs(db: Database, experiment: str) -> list[tuple[str, str]]:
@@ -140,18 +137,6 @@ def experiment_pairs(db: Database, experiment: str) -> list[tuple[str, str]]:
     if len(pairs) == 1:
         return pairs
     return [pair for pair in pairs if pair in assigned]
-
-
-def experiment_row(db: Database, experiment: str) -> dict[str, Any]:
-    """The stored row of ``experiment``; :class:`AnalysisError` naming the known ones if none."""
-    row = store.get_experiment(db, experiment)
-    if row is None:
-        known = ", ".join(r["id"] for r in db.query("SELECT id FROM experiments ORDER BY id"))
-        raise AnalysisError(
-            f"There is no experiment '{experiment}' in this database "
-            f"(experiments: {known or 'none'}). Check the name, or pass --db."
-        )
-    return row
 
 
 def _systems(db: Database, experiment: str, spec: dict[str, Any]) -> tuple[str, ...]:
@@ -213,7 +198,7 @@ def load_study(
     Raises :class:`AnalysisError` when the experiment does not exist, or the pair is missing
     or not the experiment's. See the module docstring for which rounds and sessions count.
     """
-    row = experiment_row(db, experiment)
+    row = store.experiment_row(db, experiment)
     spec = _spec(row)
     systems = _pair(_systems(db, experiment, spec), pair, experiment)
     # Every query below reads the sessions of this pair only (and, if asked, finished ones).

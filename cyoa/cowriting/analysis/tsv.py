@@ -44,9 +44,10 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting import flow
-from cyoa.cowriting.analysis.data import AnalysisError, StudyData, load_study
+from cyoa.cowriting.analysis.data import StudyData, load_study
 from cyoa.cowriting.recording import SessionRecorder
 from cyoa.cowriting.spec import LIKERT_LABELS
+from cyoa.errors import AnalysisError
 from cyoa.web.security import neutralize_cell
 
 ROUND_GROUPS = ("modelLines", "baselineLines", "userLines", "userEdits", "isModelAccepted")

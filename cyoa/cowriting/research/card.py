@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from cyoa.cowriting.research.progress import format_seconds
 from cyoa.cowriting.spec import Experiment
+from cyoa.web.research import format_seconds
 
 
 def _quantiles(values: Sequence[float]) -> str:

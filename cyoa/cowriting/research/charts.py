@@ -18,49 +18,16 @@ holds a lock). Texts are written by matplotlib, which escapes them for XML.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 
 import matplotlib
 import matplotlib.patches
-from matplotlib.figure import Figure
 
 from cyoa.cowriting.analysis.bradley_terry import Ranking
 from cyoa.cowriting.analysis.results import LikertRow, PreferenceTable
+from cyoa.web.charts import COLOURS, RC, empty_chart, new_figure, svg_bytes
 
-# Colour-blind-safe (Okabe & Ito 2008).
-COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 LIKERT_COLOURS = ("#B2182B", "#EF8A62", "#BDBDBD", "#67A9CF", "#2166AC")
-RC = {
-    "svg.fonttype": "none",
-    "svg.hashsalt": "cyoa",
-    "text.parse_math": False,  # labels are shown as written (no $…$ math)
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-}
-
-
-def svg_bytes(figure: Figure) -> bytes:
-    out = io.BytesIO()
-    with matplotlib.rc_context(RC):
-        figure.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None})
-    return out.getvalue()
-
-
-def new_figure(width: float, height: float) -> Figure:
-    with matplotlib.rc_context(RC):
-        return Figure(figsize=(width, height), layout="constrained")
-
-
-def empty_chart(message: str) -> bytes:
-    """A small chart that only says ``message`` (e.g. no data yet)."""
-    figure = new_figure(5, 0.8)
-    with matplotlib.rc_context(RC):
-        axes = figure.add_subplot()
-        axes.axis("off")
-        axes.text(0.5, 0.5, message, ha="center", va="center", color="#656d76")
-    return svg_bytes(figure)
 
 
 def preference_chart(tables: Sequence[PreferenceTable]) -> bytes:

@@ -27,10 +27,9 @@ from cyoa.cowriting.analysis.tables import analyze, likert_rows
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
 from cyoa.cowriting.spec import Experiment
 from cyoa.metrics.edit import edit_metrics_many
+from cyoa.web.charts import CHART_LOCK
 
 RESAMPLES = 2000
-# matplotlib's style settings are global: one chart at a time.
-CHART_LOCK = threading.Lock()
 # (edit_metrics key, axis label with unit, upper end of the axis: None = from the data)
 CHART_METRICS = (
     ("edit_distance", "ED (characters)", None),

@@ -32,11 +32,12 @@ import pyarrow.parquet as pq
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.cowriting.analysis.data import AnalysisError, experiment_pairs, experiment_systems
+from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems
 from cyoa.cowriting.analysis.tsv import export_cyoa_tsv
 from cyoa.cowriting.research.card import evaluation_card
 from cyoa.cowriting.research.progress import DROPOUT_MINUTES, seconds_between, session_status
 from cyoa.cowriting.spec import Experiment
+from cyoa.errors import AnalysisError
 from cyoa.metrics.edit import edit_metrics_many
 from cyoa.paths import ROOT
 from cyoa.rating.research.card import rating_card_markdown

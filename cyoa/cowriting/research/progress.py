@@ -27,6 +27,7 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting.spec import Experiment
+from cyoa.web.research import format_seconds
 
 DROPOUT_MINUTES = 30.0
 
@@ -139,18 +140,6 @@ def summarize(
         dropout_minutes=dropout_minutes,
         last_activity=last,
     )
-
-
-def format_seconds(seconds: float | None) -> str:
-    """``"1 min 05 s"``-style duration for pages; ``"–"`` for None."""
-    if seconds is None:
-        return "–"
-    seconds = round(seconds)
-    minutes, rest = divmod(seconds, 60)
-    if minutes >= 60:
-        hours, minutes = divmod(minutes, 60)
-        return f"{hours} h {minutes:02d} min"
-    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
 
 
 def experiment_progress(

@@ -41,7 +41,7 @@ from cyoa.cowriting.research.forms import (
     system_rows,
     with_more_rows,
 )
-from cyoa.cowriting.research.progress import format_seconds, progress_payload
+from cyoa.cowriting.research.progress import progress_payload
 from cyoa.cowriting.research.replay import build_replay
 from cyoa.cowriting.research.sockets import push_update
 from cyoa.cowriting.spec import SpecError
@@ -49,6 +49,7 @@ from cyoa.rating.experiment import rating_summaries
 from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.blinding import naming_warning
+from cyoa.web.research import format_seconds
 
 bp = Blueprint("research", __name__, url_prefix="/research")
 bp.before_request(auth.check_csrf)

@@ -13,7 +13,7 @@ import pandas as pd
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.cowriting.analysis.data import AnalysisError, experiment_row
+from cyoa.errors import AnalysisError
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import (
@@ -28,6 +28,7 @@ from cyoa.rating.quality import (
     rater_quality,
     story_words,
 )
+from cyoa.store import experiment_row
 
 JUDGEMENT_COLUMNS = ("story_id", "source", "rater_id", "item", "value", "rationale")
 

@@ -31,12 +31,12 @@ from collections.abc import Sequence
 
 import matplotlib
 
-from cyoa.cowriting.research.charts import COLOURS, RC, empty_chart, new_figure, svg_bytes
 from cyoa.rating.analysis.fei import MIN_ANSWERS, IndexSummary
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.scales import FactorSummary, MeanInterval
 from cyoa.rating.analysis.ttcw import PassRate
 from cyoa.rating.instruments import Instrument
+from cyoa.web.charts import COLOURS, RC, empty_chart, new_figure, svg_bytes
 
 # Chart name → what it shows (the image's alt text on the dashboard).
 CHARTS = {

@@ -40,9 +40,6 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting.research import exports, lifecycle
-from cyoa.cowriting.research.charts import empty_chart
-from cyoa.cowriting.research.dashboard import CHART_LOCK
-from cyoa.cowriting.research.progress import format_seconds
 from cyoa.rating.analysis.render import alpha_cell, display_value
 from cyoa.rating.analysis.report import (
     RatingReport,
@@ -57,6 +54,8 @@ from cyoa.rating.service import RatingExperiment
 from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.blinding import naming_warning
+from cyoa.web.charts import CHART_LOCK, empty_chart
+from cyoa.web.research import format_seconds
 
 bp = Blueprint("research_ratings", __name__, url_prefix="/research/ratings")
 bp.before_request(auth.check_csrf)

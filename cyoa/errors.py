@@ -1,0 +1,7 @@
+"""Errors that both study kinds raise to the person asking, each message a sentence that says
+what to do next."""
+
+
+class AnalysisError(ValueError):
+    """The data cannot be analysed (or exported, or read) as asked; the message says what to
+    do next."""
