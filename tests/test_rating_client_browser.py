@@ -14,10 +14,10 @@ from playwright.sync_api import expect
 from test_browser import Server, page  # noqa: F401 - `page` is a fixture
 
 from cyoa import store
-from cyoa.cowriting.research.lifecycle import set_status
 from cyoa.rating.experiment import create_from_spec
 from cyoa.rating.spec import parse_rating_spec
 from cyoa.web.auth import create_researcher
+from cyoa.web.experiments import set_status
 
 pytestmark = pytest.mark.browser
 

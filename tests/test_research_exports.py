@@ -15,6 +15,8 @@ from cyoa import create_app, store
 from cyoa.cli import cli
 from cyoa.cowriting.research import exports
 from cyoa.rating.research.exports import RATING_TABLES
+from cyoa.web.security import neutralize_cell
+from cyoa.web.tables import data_dictionary
 
 FORMULA = '=HYPERLINK("http://evil.example","click me now")'
 LINE = "-2+3 is how this writer's line begins."
@@ -166,7 +168,7 @@ def test_sessions_events_and_survey_tables(app, researcher, study, fmt):
     ],
 )
 def test_formula_like_cells_are_neutralised(value, expected):
-    assert exports.neutralize_cell(value) == expected
+    assert neutralize_cell(value) == expected
 
 
 def test_the_cyoa_tsv_has_one_row_per_complete_story(researcher, study):
@@ -234,7 +236,7 @@ def test_the_bundle_holds_every_table_the_docs_the_spec_and_the_card(researcher,
 
 
 def test_every_export_column_is_in_the_data_dictionary():
-    dictionary = (exports.ROOT / "docs" / "data-dictionary.md").read_text()
+    dictionary = data_dictionary().decode("utf-8")
     rating = dictionary.split("## Exports of rating experiments", 1)[1]
     cowriting = dictionary.split("## Exports\n", 1)[1].split("## Exports of rating", 1)[0]
     for part, tables in ((cowriting, exports.TABLES), (rating, RATING_TABLES)):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
+from cyoa import kinds
 from cyoa.cli.context import get_app, open_existing
-from cyoa.cowriting.research import exports
-from cyoa.rating.research.exports import RATING_TABLES
+from cyoa.web.tables import ExportError
 
 
 @click.command("export")
@@ -26,7 +26,7 @@ from cyoa.rating.research.exports import RATING_TABLES
 )
 @click.option(
     "--table",
-    type=click.Choice([*exports.TABLES, *RATING_TABLES]),
+    type=click.Choice([table for kind in kinds.KINDS.values() for table in kind.tables]),
     default=None,
     help="For csv, jsonl, parquet. Co-writing: preference (the default; one row per writer × "
     "round), sessions, events, survey. Rating: judgements (the default; one row per rater × "
@@ -75,7 +75,7 @@ def export_command(
             if fmt == "bundle"
             else None
         )
-        data = exports.export(
+        data = kinds.export(
             db,
             experiment,
             fmt,
@@ -84,7 +84,7 @@ def export_command(
             experiment=experiment_spec,
             exact_text=exact_text,
         )
-    except exports.ExportError as error:
+    except ExportError as error:
         raise click.ClickException(str(error)) from error
     finally:
         db.close()

@@ -13,16 +13,12 @@ from pathlib import Path
 import click
 
 from cyoa.cli.context import get_app, open_existing, open_or_create
-from cyoa.cowriting.research.lifecycle import (
-    LifecycleError,
-    create_experiment,
-    parse_spec,
-    set_status,
-)
+from cyoa.cowriting.research.lifecycle import create_experiment, parse_spec
 from cyoa.cowriting.spec import SpecError
 from cyoa.rating.experiment import create_from_spec
 from cyoa.rating.spec import RatingSpecError, parse_rating_spec
 from cyoa.web.auth import AccountError, create_researcher
+from cyoa.web.experiments import LifecycleError, set_status
 
 
 def _password(name: str) -> str:

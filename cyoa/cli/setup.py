@@ -9,7 +9,8 @@ from flask import Flask
 
 from cyoa import store
 from cyoa.cli.context import get_app
-from cyoa.cowriting.research import lifecycle
+from cyoa.kinds import KINDS
+from cyoa.web import experiments
 
 
 @click.command("init-db")
@@ -77,8 +78,12 @@ def participant_links(app: Flask, base_url: str) -> list[str]:
     for row in stored:
         if row["kind"] != "rating" and row["id"] not in served:
             continue
+        kind = KINDS[row["kind"]]
         links = {
-            link.key: link for link in lifecycle.participant_links(base_url, row["id"], row["kind"])
+            link.key: link
+            for link in experiments.participant_links(
+                base_url, row["id"], kind.start_path, kind.work
+            )
         }
         lines.append(f"  {row['id']} ({row['kind']}): {links['anonymous'].url}")
         lines.append(f"    Prolific: {links['prolific'].url}")

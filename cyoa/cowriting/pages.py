@@ -24,6 +24,8 @@ from cyoa.web.completion import completion_address, shown_code
 bp = Blueprint("study", __name__)
 # Long enough to read (and copy) the completion code before the crowd platform's page opens.
 COMPLETION_REDIRECT_SECONDS = 15
+# The first segment of a writer's link, and what a writer resumes by it.
+START_PATH, WORK = "s", "story"
 
 
 def _study():

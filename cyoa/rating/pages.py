@@ -48,6 +48,8 @@ BUSY_RETRY_SECONDS = 2
 BUSY_START_MESSAGE = "The server is busy saving answers. Please wait a moment and start again."
 ACTION_HEADER = "X-CYOA-Action"
 COMPLETION_REDIRECT_SECONDS = 15
+# The first segment of a rater's link, and what a rater resumes by it.
+START_PATH, WORK = "r", "ratings"
 NOT_UNICODE = (
     "Your answer holds a character that cannot be saved (half of an emoji or symbol); please "
     "retype it."

@@ -17,13 +17,14 @@ from typing import Any
 from flask import Blueprint, Response, abort, render_template
 from sqlite_utils import Database
 
-from cyoa.cowriting.research.exports import session_rows, to_csv
+from cyoa.cowriting.research.exports import session_rows
 from cyoa.rating.research.exports import rater_rows
 from cyoa.rating.research.views import rating_experiment_or_404
 from cyoa.rating.service import FIRST_ANSWER_MINUTES
 from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.columns import Column
+from cyoa.web.tables import to_csv
 
 bp = Blueprint("research_participants", __name__, url_prefix="/research")
 bp.before_request(auth.check_csrf)

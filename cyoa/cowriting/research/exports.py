@@ -12,23 +12,19 @@ Tables (every column is described in docs/data-dictionary.md, "Exports"):
 - ``events``: every recorded event, payload as JSON text;
 - ``survey``: one row per answered survey item.
 
-Formats: CSV (:func:`to_csv`, safe to open in a spreadsheet), JSON Lines (:func:`to_jsonl`),
-Parquet (:func:`to_parquet`, typed columns), the original CYOA evaluation script's TSV
-(:func:`cyoa_tsv`) and a zip bundle of everything (:func:`bundle`).
+Formats: the tables as CSV, JSON Lines or Parquet (:mod:`cyoa.web.tables`), the original
+CYOA evaluation script's TSV (:func:`cyoa_tsv`) and a zip bundle of everything
+(:func:`bundle`).
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import zipfile
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from sqlite_utils import Database
 
 from cyoa import store
@@ -39,22 +35,17 @@ from cyoa.cowriting.research.progress import DROPOUT_MINUTES, seconds_between, s
 from cyoa.cowriting.spec import Experiment
 from cyoa.errors import AnalysisError
 from cyoa.metrics.edit import edit_metrics_many
-from cyoa.paths import ROOT
-from cyoa.rating.research.card import rating_card_markdown
-from cyoa.rating.research.exports import RATING_TABLES, rating_table_rows
 from cyoa.web.columns import Column
 from cyoa.web.completion import shown_code
-from cyoa.web.security import neutralize_cell
+from cyoa.web.tables import (
+    ExportError,
+    data_dictionary,
+    to_csv,
+    to_parquet,
+    write_table,
+)
 
 FORMATS = ("csv", "jsonl", "parquet", "cyoa-tsv", "bundle")
-TABLE_FORMATS = ("csv", "jsonl", "parquet")
-
-
-class ExportError(ValueError):
-    """An export that cannot be made; the message says what to do instead."""
-
-
-_ARROW = {"string": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
 
 
 def _slot_columns(slot: int) -> list[Column]:
@@ -345,57 +336,13 @@ def table_rows(
     raise ExportError(f"Unknown table '{table}': use one of {', '.join(TABLES)}.")
 
 
-# --- formats --------------------------------------------------------------------------
-
-
-def to_csv(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> bytes:
-    """CSV (UTF-8, header line, RFC 4180 quoting) with formula-like text neutralised
-    (:func:`neutralize_cell`). Empty cells are nulls; booleans are ``true``/``false``."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow([c.name for c in columns])
-    for row in rows:
-        cells = []
-        for c in columns:
-            value = row.get(c.name)
-            if isinstance(value, bool):
-                value = "true" if value else "false"
-            cells.append("" if value is None else neutralize_cell(value))
-        writer.writerow(cells)
-    return out.getvalue().encode("utf-8")
-
-
-def to_jsonl(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> bytes:
-    """One JSON object per line, keys in column order, nulls as ``null``."""
-    lines = [
-        json.dumps({c.name: row.get(c.name) for c in columns}, ensure_ascii=False) for row in rows
-    ]
-    return ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8")
-
-
-def to_parquet(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> bytes:
-    """Parquet with one typed column per :class:`Column` (pyarrow)."""
-    schema = pa.schema([pa.field(c.name, _ARROW[c.type]) for c in columns])
-    table = pa.Table.from_pylist(
-        [{c.name: row.get(c.name) for c in columns} for row in rows], schema
-    )
-    sink = io.BytesIO()
-    pq.write_table(table, sink)
-    return sink.getvalue()
-
-
-_WRITERS = {"csv": to_csv, "jsonl": to_jsonl, "parquet": to_parquet}
-
-
 def export_table(
     db: Database, exp_id: str, table: str, fmt: str, now: datetime | None = None
 ) -> bytes:
     """One table in one of :data:`TABLE_FORMATS`."""
-    if fmt not in _WRITERS:
-        raise ExportError(f"Unknown format '{fmt}': use one of {', '.join(TABLE_FORMATS)}.")
     if table not in TABLES:
         raise ExportError(f"Unknown table '{table}': use one of {', '.join(TABLES)}.")
-    return _WRITERS[fmt](table_rows(db, exp_id, table, now), TABLES[table])
+    return write_table(table_rows(db, exp_id, table, now), TABLES[table], fmt)
 
 
 def cyoa_tsv(
@@ -421,7 +368,7 @@ def cyoa_tsv(
 
 def export(
     db: Database,
-    exp_id: str,
+    row: dict[str, Any],
     fmt: str,
     *,
     table: str | None = None,
@@ -430,18 +377,11 @@ def export(
     now: datetime | None = None,
     exact_text: bool = False,
 ) -> bytes:
-    """Every export of a stored experiment, by format: one of :data:`TABLE_FORMATS` (one
-    ``table``: of :data:`TABLES` for a co-writing experiment, default ``preference``; of
-    :data:`~cyoa.rating.research.exports.RATING_TABLES` for a rating one, default
-    ``judgements``), ``cyoa-tsv`` (one
-    ``pair`` of systems, co-writing only; ``exact_text``: not neutralised) or ``bundle``
-    (everything; a co-writing experiment needs its loaded ``experiment``). The web downloads
-    and the ``export`` verb both come here."""
-    row = store.get_experiment(db, exp_id)
-    if row is None:
-        raise ExportError(f"There is no experiment '{exp_id}' in this database.")
-    if row["kind"] == "rating":
-        return _export_rating(db, row, fmt, table or "judgements", now)
+    """Every export of a stored co-writing experiment (``row``), by format: one of
+    :data:`~cyoa.web.tables.TABLE_FORMATS` (one ``table`` of :data:`TABLES`, default
+    ``preference``), ``cyoa-tsv`` (one ``pair`` of systems; ``exact_text``: not neutralised)
+    or ``bundle`` (everything; needs the loaded ``experiment``)."""
+    exp_id = row["id"]
     if fmt == "bundle":
         if experiment is None:
             raise ExportError(
@@ -452,40 +392,6 @@ def export(
     if fmt == "cyoa-tsv":
         return cyoa_tsv(db, exp_id, pair, exact=exact_text)
     return export_table(db, exp_id, table or "preference", fmt, now)
-
-
-def _export_rating(
-    db: Database, row: dict[str, Any], fmt: str, table: str, now: datetime | None
-) -> bytes:
-    """A rating experiment's export: one of its tables, or the bundle of all of them."""
-    if fmt == "cyoa-tsv":
-        raise ExportError(
-            f"'{row['id']}' is a rating experiment: the CYOA TSV holds co-writing studies. "
-            f"Export its tables ({', '.join(RATING_TABLES)}) or the bundle."
-        )
-    if fmt == "bundle":
-        out = io.BytesIO()
-        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name, columns in RATING_TABLES.items():
-                rows = rating_table_rows(db, row["id"], name)
-                archive.writestr(f"{name}.csv", to_csv(rows, columns))
-                archive.writestr(f"{name}.parquet", to_parquet(rows, columns))
-            archive.writestr(
-                "data-dictionary.md", (ROOT / "docs" / "data-dictionary.md").read_bytes()
-            )
-            spec = json.dumps(json.loads(row["spec"]), indent=2, ensure_ascii=False)
-            archive.writestr("experiment-spec.json", spec + "\n")
-            card = rating_card_markdown(db, row["id"], now or datetime.now(UTC))
-            archive.writestr("evaluation-card.md", card)
-        return out.getvalue()
-    if fmt not in _WRITERS:
-        raise ExportError(f"Unknown format '{fmt}': use one of {', '.join(TABLE_FORMATS)}.")
-    if table not in RATING_TABLES:
-        raise ExportError(
-            f"'{row['id']}' is a rating experiment: its tables are {', '.join(RATING_TABLES)}, "
-            f"not '{table}'."
-        )
-    return _WRITERS[fmt](rating_table_rows(db, row["id"], table), RATING_TABLES[table])
 
 
 def bundle(
@@ -506,18 +412,10 @@ def bundle(
         else:
             for a, b in experiment_pairs(db, exp.id):
                 archive.writestr(f"cyoa-{a}-vs-{b}.tsv", cyoa_tsv(db, exp.id, (a, b)))
-        archive.writestr("data-dictionary.md", (ROOT / "docs" / "data-dictionary.md").read_bytes())
+        archive.writestr("data-dictionary.md", data_dictionary())
         archive.writestr(
             "experiment-spec.json", json.dumps(exp.source, indent=2, ensure_ascii=False) + "\n"
         )
         card = evaluation_card(exp, details, tables["sessions"], tables["preference"], now)
         archive.writestr("evaluation-card.md", card)
     return out.getvalue()
-
-
-def filename(exp_id: str, table: str, fmt: str, now: datetime | None = None) -> str:
-    """A download's file name, e.g. ``short-story-1-preference-20261121.csv``."""
-    stamp = (now or datetime.now(UTC)).strftime("%Y%m%d")
-    extension = {"jsonl": "jsonl", "cyoa-tsv": "tsv", "bundle": "zip"}.get(fmt, fmt)
-    what = f"-{table}" if fmt in TABLE_FORMATS else ("-cyoa" if fmt == "cyoa-tsv" else "")
-    return f"{exp_id}{what}-{stamp}.{extension}"

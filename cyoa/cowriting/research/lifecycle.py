@@ -16,25 +16,18 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting.spec import Experiment, SpecError, experiment_from_dict
 from cyoa.generation.types import ModelCard
+from cyoa.web.experiments import SPEC_MAX_BYTES, LifecycleError
 
-SPEC_MAX_BYTES = 256 * 1024
 # A spec needs four levels (the spec, systems, a system, its sampling); more is a mistake.
 SPEC_MAX_DEPTH = 16
-STATUS_VERBS = {"open": "opened", "paused": "paused", "closed": "closed"}
-
-
-class LifecycleError(ValueError):
-    """An experiment action that cannot be done; the message says what to do instead."""
 
 
 def parse_spec(text: str, filename: str) -> dict[str, Any]:
@@ -224,17 +217,6 @@ def models_not_ready(exp: Experiment, pool_status: dict[str, dict[str, Any]]) ->
     return missing
 
 
-def set_status(db: Database, exp_id: str, status: str) -> None:
-    """Open, pause or close an experiment (the caller makes sure its models are ready before
-    opening it: :func:`models_not_ready`)."""
-    if status not in STATUS_VERBS:
-        raise LifecycleError("The status must be open, paused or closed.")
-    try:
-        store.set_experiment_status(db, exp_id, status)
-    except ValueError as exc:
-        raise LifecycleError(str(exc)) from exc
-
-
 def sync_from_db(db: Database, experiments: dict[str, Experiment], cards) -> list[str]:
     """Serve co-writing experiments stored by another process (``experiment create``) since
     the app started: adds them to ``experiments``; returns their ids. Stored experiments that cannot
@@ -251,50 +233,3 @@ def sync_from_db(db: Database, experiments: dict[str, Experiment], cards) -> lis
         experiments[exp.id] = exp
         added.append(exp.id)
     return added
-
-
-@dataclass(frozen=True)
-class ParticipantLink:
-    key: str
-    label: str
-    url: str
-    note: str
-
-
-# The page participants start on, per kind of experiment.
-START_PATHS = {"cowriting": "s", "rating": "r"}
-PROLIFIC_QUERY = (
-    "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
-)
-
-
-def participant_links(base_url: str, exp_id: str, kind: str = "cowriting") -> list[ParticipantLink]:
-    """The links to paste into a crowd platform, whole (``base_url`` is the address
-    participants reach the app at), with the URL parameters the study reads: Prolific's
-    placeholders first, as its study form takes them."""
-    base = f"{base_url.rstrip('/')}/{START_PATHS[kind]}/{quote(exp_id)}"
-    work = "story" if kind == "cowriting" else "ratings"
-    return [
-        ParticipantLink(
-            "prolific",
-            "Prolific",
-            base + PROLIFIC_QUERY,
-            "Paste this as the study URL on Prolific, which fills in PROLIFIC_PID, STUDY_ID and "
-            f"SESSION_ID; the participant's own link resumes their {work} from any browser.",
-        ),
-        ParticipantLink(
-            "other",
-            "Other platforms",
-            f"{base}?pid=PARTICIPANT_ID",
-            "Replace PARTICIPANT_ID with the platform's worker id (letters, digits, . _ : @ -, "
-            f"up to 128 characters); the same id resumes the {work} in the same browser. Add "
-            "&SESSION_ID= with a per-assignment id that only the worker sees (e.g. MTurk's "
-            "assignmentId) to let them resume from another browser too.",
-        ),
-        ParticipantLink(
-            "anonymous",
-            "Anonymous",
-            base,
-            f"No id: each browser gets its own {work} (kept in its cookie).",
-        ),
-    ]

@@ -29,6 +29,7 @@ from flask import (
 )
 
 from cyoa import store
+from cyoa.cowriting.pages import START_PATH, WORK
 from cyoa.cowriting.research import exports, lifecycle
 from cyoa.cowriting.research.forms import (
     FORM_SYSTEM_ROWS,
@@ -46,10 +47,18 @@ from cyoa.cowriting.research.replay import build_replay
 from cyoa.cowriting.research.sockets import push_update
 from cyoa.cowriting.spec import SpecError
 from cyoa.rating.experiment import rating_summaries
-from cyoa.web import auth
+from cyoa.web import auth, tables
 from cyoa.web import research as web
 from cyoa.web.blinding import naming_warning
+from cyoa.web.experiments import (
+    SPEC_MAX_BYTES,
+    STATUS_VERBS,
+    LifecycleError,
+    participant_links,
+)
+from cyoa.web.experiments import set_status as set_experiment_status
 from cyoa.web.research import format_seconds
+from cyoa.web.tables import ExportError
 
 bp = Blueprint("research", __name__, url_prefix="/research")
 bp.before_request(auth.check_csrf)
@@ -168,7 +177,7 @@ def experiments():
                 {
                     "experiment": exp,
                     "progress": progress_payload(db, exp),
-                    "links": lifecycle.participant_links(base_url, exp.id),
+                    "links": participant_links(base_url, exp.id, START_PATH, WORK),
                 }
             )
         ratings = rating_summaries(db)
@@ -269,7 +278,7 @@ def upload_experiment():
     upload = request.files.get("spec")
     if upload is None or not upload.filename:
         return _form_page(form_defaults(), "Please choose a spec file (.toml or .json).", 400)
-    data = upload.read(lifecycle.SPEC_MAX_BYTES + 1)
+    data = upload.read(SPEC_MAX_BYTES + 1)
     web.read_new_cards()
     try:
         text = data.decode("utf-8")
@@ -292,7 +301,7 @@ def clone_experiment(exp_id: str):
             copy = lifecycle.clone_experiment(
                 db, exp.id, request.form.get("new_id") or "", web.parts()["cards"]
             )
-    except (SpecError, lifecycle.LifecycleError) as exc:
+    except (SpecError, LifecycleError) as exc:
         flash(f"Not cloned. {exc}", "error")
         return redirect(url_for("research.experiment", exp_id=exp.id, _anchor="lifecycle"))
     return _created(copy, f"created as a copy of '{exp.id}'")
@@ -325,7 +334,7 @@ def edit_experiment(exp_id: str):
             )
     except SpecError as exc:
         return _form_page(values, str(exc), 400, editing=exp.id)
-    except lifecycle.LifecycleError as exc:
+    except LifecycleError as exc:
         return _edit_refused(exp.id, str(exc))
     web.parts()["study"].experiments[exp.id] = edited
     flash(f"Experiment '{exp.id}' saved.{_not_loaded(edited)}")
@@ -350,13 +359,13 @@ def experiment(exp_id: str):
         writers=writers,
         details=details,
         edit_refusal=edit_refusal,
-        links=lifecycle.participant_links(web.public_url(), exp.id),
+        links=participant_links(web.public_url(), exp.id, START_PATH, WORK),
         naming_warning=naming_warning(exp.id, exp.title, web.parts()["cards"].values()),
         models=_model_states(exp),
         opening=web.research()["openings"].waiting_for(exp.id),
         opening_failure=web.research()["openings"].failure(exp.id),
         tables=exports.TABLES,
-        table_formats=exports.TABLE_FORMATS,
+        table_formats=tables.TABLE_FORMATS,
     )
 
 
@@ -379,11 +388,11 @@ def set_status(exp_id: str):
         return redirect(url_for("research.experiment", exp_id=exp.id))
     try:
         with web.db() as db:
-            lifecycle.set_status(db, exp.id, status)
-    except lifecycle.LifecycleError as exc:
+            set_experiment_status(db, exp.id, status)
+    except LifecycleError as exc:
         flash(str(exc), "error")
     else:
-        flash(f"Experiment '{exp.id}' is {lifecycle.STATUS_VERBS[status]}.")
+        flash(f"Experiment '{exp.id}' is {STATUS_VERBS[status]}.")
         push_update(current_app._get_current_object(), exp.id, "", "status_changed")
     return redirect(url_for("research.experiment", exp_id=exp.id))
 
@@ -516,21 +525,22 @@ def download(exp_id: str, name: str):
     stem, _, extension = name.rpartition(".")
     if name in ("bundle.zip", "cyoa.tsv"):
         fmt, table = ("bundle" if name == "bundle.zip" else "cyoa-tsv"), ""
-    elif stem in exports.TABLES and extension in exports.TABLE_FORMATS:
+    elif stem in exports.TABLES and extension in tables.TABLE_FORMATS:
         fmt, table = extension, stem
     else:
         abort(404)
     with web.db() as db:
         try:
-            data = exports.export(db, exp.id, fmt, table=table, experiment=exp, now=now)
-        except exports.ExportError as exc:
+            row = store.get_experiment(db, exp.id)
+            data = exports.export(db, row, fmt, table=table, experiment=exp, now=now)
+        except ExportError as exc:
             flash(str(exc), "error")
             return redirect(url_for("research.experiment", exp_id=exp.id, _anchor="downloads"))
     return send_file(
         io.BytesIO(data),
         mimetype=web.MIMETYPES[fmt],
         as_attachment=True,
-        download_name=exports.filename(exp.id, table, fmt, now),
+        download_name=tables.filename(exp.id, table, fmt, now),
     )
 
 

@@ -49,7 +49,6 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.utils import secure_filename
 
 from cyoa import store
-from cyoa.cowriting.research import lifecycle
 from cyoa.generation import System
 from cyoa.generation.pool import ModelNotAvailable
 from cyoa.rating.experiment import create_from_spec, replace_from_spec
@@ -80,6 +79,8 @@ from cyoa.rating.stories.corrupt import OPERATIONS
 from cyoa.rating.stories.generate import GenerationCancelled, GenerationFailed, generate_stories
 from cyoa.web import auth
 from cyoa.web import research as web
+from cyoa.web.experiments import SPEC_MAX_BYTES, LifecycleError
+from cyoa.web.experiments import set_status as set_experiment_status
 from cyoa.web.realtime import socketio
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ log = logging.getLogger(__name__)
 bp = Blueprint("research_rating_admin", __name__, url_prefix="/research/ratings")
 MB = 1024 * 1024
 # The largest file accepted for each upload, in bytes.
-UPLOAD_LIMITS = {"stories": 16 * MB, "questions": 4 * MB, "instrument": lifecycle.SPEC_MAX_BYTES}
+UPLOAD_LIMITS = {"stories": 16 * MB, "questions": 4 * MB, "instrument": SPEC_MAX_BYTES}
 # Longer names are refused: most file systems keep at most 255 bytes of a name.
 UPLOAD_NAME_MAX_CHARS = 200
 UPLOAD_FIELDS = {
@@ -634,8 +635,8 @@ def set_rating_status(exp_id: str):
         return _dashboard(exp.id)
     try:
         with web.db() as db:
-            lifecycle.set_status(db, exp.id, status)
-    except lifecycle.LifecycleError as error:
+            set_experiment_status(db, exp.id, status)
+    except LifecycleError as error:
         flash(str(error), "error")
     else:
         flash(STATUS_MESSAGES[status].format(id=exp.id))

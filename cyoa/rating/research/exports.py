@@ -7,6 +7,10 @@ Pure functions from the database to rows; the formats (CSV, JSON Lines, Parquet)
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -18,8 +22,10 @@ from cyoa.rating.analysis.report import quality_rows
 from cyoa.rating.analysis.scales import factor_scores
 from cyoa.rating.analysis.ttcw import majority_passed, story_totals
 from cyoa.rating.instruments import Instrument
+from cyoa.rating.research.card import rating_card_markdown
 from cyoa.web.columns import Column
 from cyoa.web.completion import shown_code
+from cyoa.web.tables import ExportError, data_dictionary, to_csv, to_parquet, write_table
 
 JUDGEMENT_COLUMNS = (
     Column("experiment_id", "string", "the rating experiment"),
@@ -233,3 +239,43 @@ def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
         row["finished"] = imported or phase == "done"
         out.append({**row, **quality.get(row["rater_id"], {})})
     return out
+
+
+def export(
+    db: Database,
+    row: dict[str, Any],
+    fmt: str,
+    *,
+    table: str | None = None,
+    now: datetime | None = None,
+    **_cowriting_only: Any,
+) -> bytes:
+    """A stored rating experiment's (``row``) export: one of its :data:`RATING_TABLES`
+    (default ``judgements``) in one of :data:`~cyoa.web.tables.TABLE_FORMATS`, or the
+    ``bundle`` of all of them with the spec and the evaluation card. The co-writing
+    options (a pair of systems, exact text) do not apply and are ignored."""
+    table = table or "judgements"
+    if fmt == "cyoa-tsv":
+        raise ExportError(
+            f"'{row['id']}' is a rating experiment: the CYOA TSV holds co-writing studies. "
+            f"Export its tables ({', '.join(RATING_TABLES)}) or the bundle."
+        )
+    if fmt == "bundle":
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, columns in RATING_TABLES.items():
+                rows = rating_table_rows(db, row["id"], name)
+                archive.writestr(f"{name}.csv", to_csv(rows, columns))
+                archive.writestr(f"{name}.parquet", to_parquet(rows, columns))
+            archive.writestr("data-dictionary.md", data_dictionary())
+            spec = json.dumps(json.loads(row["spec"]), indent=2, ensure_ascii=False)
+            archive.writestr("experiment-spec.json", spec + "\n")
+            card = rating_card_markdown(db, row["id"], now or datetime.now(UTC))
+            archive.writestr("evaluation-card.md", card)
+        return out.getvalue()
+    if table not in RATING_TABLES:
+        raise ExportError(
+            f"'{row['id']}' is a rating experiment: its tables are {', '.join(RATING_TABLES)}, "
+            f"not '{table}'."
+        )
+    return write_table(rating_table_rows(db, row["id"], table), RATING_TABLES[table], fmt)

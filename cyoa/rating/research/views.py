@@ -39,7 +39,6 @@ from flask import (
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.cowriting.research import exports, lifecycle
 from cyoa.rating.analysis.render import alpha_cell, display_value
 from cyoa.rating.analysis.report import (
     RatingReport,
@@ -47,14 +46,16 @@ from cyoa.rating.analysis.report import (
     rating_report,
     render_report,
 )
+from cyoa.rating.pages import START_PATH, WORK
 from cyoa.rating.research.card import rating_card_markdown
 from cyoa.rating.research.charts import CHARTS, chart_names, rating_chart
-from cyoa.rating.research.exports import RATING_TABLES
+from cyoa.rating.research.exports import RATING_TABLES, export
 from cyoa.rating.service import RatingExperiment
-from cyoa.web import auth
+from cyoa.web import auth, tables
 from cyoa.web import research as web
 from cyoa.web.blinding import naming_warning
 from cyoa.web.charts import CHART_LOCK, empty_chart
+from cyoa.web.experiments import participant_links
 from cyoa.web.research import format_seconds
 
 bp = Blueprint("research_ratings", __name__, url_prefix="/research/ratings")
@@ -369,11 +370,11 @@ def _dashboard(exp: RatingExperiment, typed: dict[str, str] | None = None, statu
         dashboard=payload,
         charts=[(name, CHARTS[name]) for name in chart_names(exp.questions.instrument)],
         details=details,
-        links=lifecycle.participant_links(web.public_url(), exp.id, "rating"),
+        links=participant_links(web.public_url(), exp.id, START_PATH, WORK),
         naming_warning=naming_warning(exp.id, exp.title, web.parts()["cards"].values()),
         poll_ms=POLL_MS,
         recompute_seconds=RECOMPUTE_SECONDS,
-        downloads=[(name, fmt) for name in RATING_TABLES for fmt in exports.TABLE_FORMATS],
+        downloads=[(name, fmt) for name in RATING_TABLES for fmt in tables.TABLE_FORMATS],
         details_max=web.DETAILS_MAX_CHARS,
     )
     return page, status
@@ -472,14 +473,14 @@ def rating_download(exp_id: str, table: str, fmt: str):
     rating_experiment_or_404(exp_id)
     if fmt == "zip" and table == "bundle":
         fmt = "bundle"
-    elif table not in RATING_TABLES or fmt not in exports.TABLE_FORMATS:
+    elif table not in RATING_TABLES or fmt not in tables.TABLE_FORMATS:
         abort(404)
     now = datetime.now(UTC)
     with web.db() as db:
-        data = exports.export(db, exp_id, fmt, table=table, now=now)
+        data = export(db, store.get_experiment(db, exp_id), fmt, table=table, now=now)
     return send_file(
         io.BytesIO(data),
         mimetype=web.MIMETYPES[fmt],
         as_attachment=True,
-        download_name=exports.filename(exp_id, table, fmt, now),
+        download_name=tables.filename(exp_id, table, fmt, now),
     )
