@@ -16,8 +16,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "cyoa"
 # module imports its own layer and the layers below, never one above: the shared plumbing knows
 # no study kind, so a kind is one wing that can be read, changed or added on its own, and only
 # the research shell and the app see every kind. The wings stay apart: a wing imports the
-# shared layer and itself, never the other wing. A part named nowhere is shared, so a new
-# top-level module (cyoa/errors.py) starts at the bottom and may import only shared code.
+# shared layer and itself, never the other wing. A part named nowhere is shared: a new
+# top-level module starts at the bottom and may import only shared code.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "shared",
