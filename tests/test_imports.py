@@ -39,6 +39,9 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("app", frozenset({"cyoa", "cyoa.__main__", "cyoa.cli", "cyoa.parts"})),
 )
 APART = "wing"
+# The one import between the wings, and why: a rating study may rate a co-writing study's
+# finished stories, so the rating wing reads them as the co-writing analysis does.
+CROSSINGS = frozenset({("cyoa.rating.stories.cowriting", "cyoa.cowriting.analysis.data")})
 
 
 def module_name(path: Path, package: Path) -> str:
@@ -158,7 +161,11 @@ def test_the_layer_checker_finds_imports_up_a_layer_and_across_wings(tmp_path):
 
 
 def test_no_module_imports_up_a_layer_or_across_wings():
-    violations = layer_violations(import_graph(PACKAGE), LAYERS, APART)
+    violations = [
+        found
+        for found in layer_violations(import_graph(PACKAGE), LAYERS, APART)
+        if tuple(found.split(" -> ")) not in CROSSINGS
+    ]
     assert not violations, "imports up a layer or across wings:\n" + "\n".join(violations)
 
 

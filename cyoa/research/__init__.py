@@ -26,7 +26,7 @@ def init_app(app: Flask, socketio: SocketIO) -> None:
     from cyoa.rating.research import admin as rating_admin
     from cyoa.rating.research import preview as rating_preview
     from cyoa.rating.research import views as rating_views
-    from cyoa.research import models_views, participants
+    from cyoa.research import home, models_views, participants
     from cyoa.web.auth import LoginLimiter
 
     app.extensions["research"] = {
@@ -35,6 +35,7 @@ def init_app(app: Flask, socketio: SocketIO) -> None:
         "dropout_minutes": float(app.config.get("RESEARCH_DROPOUT_MINUTES", DROPOUT_MINUTES)),
         "openings": Openings(),
     }
+    app.register_blueprint(home.bp)
     app.register_blueprint(views.bp)
     app.register_blueprint(rating_views.bp)
     app.register_blueprint(rating_admin.bp)

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from cyoa.cowriting.spec import Experiment
+from cyoa.web.card import quote
 from cyoa.web.research import format_seconds
 
 
@@ -38,11 +39,6 @@ def _duration(values: Sequence[float]) -> str:
         return format_seconds(median)
     q1, _, q3 = statistics.quantiles(values, n=4)
     return f"median {format_seconds(median)} (IQR {format_seconds(q1)} – {format_seconds(q3)})"
-
-
-def quote(text: str) -> list[str]:
-    lines = (text or "").strip().splitlines() or ["(none)"]
-    return [f"> {line}" if line.strip() else ">" for line in lines]
 
 
 def evaluation_card(

@@ -46,7 +46,6 @@ from cyoa.cowriting.research.progress import progress_payload
 from cyoa.cowriting.research.replay import build_replay
 from cyoa.cowriting.research.sockets import push_update
 from cyoa.cowriting.spec import SpecError
-from cyoa.rating.experiment import rating_summaries
 from cyoa.web import auth, tables
 from cyoa.web import research as web
 from cyoa.web.blinding import naming_warning
@@ -60,7 +59,7 @@ from cyoa.web.experiments import set_status as set_experiment_status
 from cyoa.web.research import format_seconds
 from cyoa.web.tables import ExportError
 
-bp = Blueprint("research", __name__, url_prefix="/research")
+bp = Blueprint("research_cowriting", __name__, url_prefix="/research")
 bp.before_request(auth.check_csrf)
 bp.context_processor(web.template_globals)
 
@@ -78,110 +77,6 @@ def _experiment(exp_id: str):
     if exp is None:
         abort(404)
     return exp
-
-
-# --- login ----------------------------------------------------------------------------
-
-
-def _too_many(wait: float) -> str:
-    minutes = max(1, round(wait / 60))
-    return (
-        f"Too many failed attempts for this name from your address. Please wait about "
-        f"{minutes} minute{'s' if minutes > 1 else ''} and try again."
-    )
-
-
-@bp.route("/login", methods=["GET", "POST"])
-def login():
-    next_url = request.values.get("next", "")
-    if request.method == "GET":
-        return render_template("research/login.html", next=next_url)
-    name = (request.form.get("name") or "").strip()
-    key = auth.limiter_key(name)
-    limiter = web.research()["limiter"]
-    wait = limiter.begin(key)
-    if wait:
-        page = render_template(
-            "research/login.html", next=next_url, error=_too_many(wait), name=name
-        )
-        return page, 429
-    with web.db() as db:
-        researcher = auth.authenticate(db, name, request.form.get("password") or "")
-    if researcher is None:
-        error = "Wrong name or password. Please try again."
-        return render_template("research/login.html", next=next_url, error=error, name=name), 401
-    limiter.succeeded(key)
-    auth.log_in(researcher)
-    return redirect(auth.safe_next(next_url))
-
-
-@bp.post("/logout")
-@auth.login_required
-def logout():
-    with web.db() as db:
-        auth.end_sessions(db, g.researcher["id"])
-    auth.log_out()
-    flash("You are logged out, in every browser.")
-    return redirect(url_for("research.login"))
-
-
-@bp.route("/password", methods=["GET", "POST"])
-@auth.login_required
-def password():
-    if request.method == "GET":
-        return render_template("research/password.html")
-    name = g.researcher["name"]
-    new = request.form.get("new_password") or ""
-    error = ""
-    if new != (request.form.get("new_password_again") or ""):
-        error = "The two new passwords differ. Please type the same one twice."
-    else:
-        try:
-            auth.validate_account(name, new)
-        except auth.AccountError as exc:
-            error = str(exc)
-    if error:
-        return render_template("research/password.html", error=error), 400
-    key = auth.limiter_key(name)
-    limiter = web.research()["limiter"]
-    wait = limiter.begin(key)
-    if wait:
-        return render_template("research/password.html", error=_too_many(wait)), 429
-    with web.db() as db:
-        if auth.authenticate(db, name, request.form.get("current_password") or "") is None:
-            error = "The current password is not right. Please try again."
-            return render_template("research/password.html", error=error), 401
-        try:
-            researcher = auth.change_password(db, g.researcher["id"], new)
-        except auth.AccountError as exc:  # the account was deleted meanwhile
-            return render_template("research/password.html", error=str(exc)), 400
-    limiter.succeeded(key)
-    auth.log_in(researcher)
-    flash("Your password is changed, and you are logged out in every other browser.")
-    return redirect(url_for("research.experiments"))
-
-
-# --- experiments ----------------------------------------------------------------------
-
-
-@bp.get("/")
-@auth.login_required
-def experiments():
-    study = web.parts()["study"]
-    base_url = web.public_url()
-    rows = []
-    with web.db() as db:
-        lifecycle.sync_from_db(db, study.experiments, web.parts()["cards"])
-        for exp in sorted(study.experiments.values(), key=lambda e: e.id):
-            rows.append(
-                {
-                    "experiment": exp,
-                    "progress": progress_payload(db, exp),
-                    "links": participant_links(base_url, exp.id, START_PATH, WORK),
-                }
-            )
-        ratings = rating_summaries(db)
-    return render_template("research/experiments.html", rows=rows, ratings=ratings)
 
 
 def _model_choices() -> list[dict[str, Any]]:
@@ -251,7 +146,7 @@ def _not_loaded(exp) -> str:
 def _created(exp, how: str = "created") -> Any:
     web.parts()["study"].experiments[exp.id] = exp
     flash(f"Experiment '{exp.id}' {how}. It is paused: check it, then open it.{_not_loaded(exp)}")
-    return redirect(url_for("research.experiment", exp_id=exp.id))
+    return redirect(url_for("research_cowriting.experiment", exp_id=exp.id))
 
 
 @bp.post("/experiments/new")
@@ -303,13 +198,15 @@ def clone_experiment(exp_id: str):
             )
     except (SpecError, LifecycleError) as exc:
         flash(f"Not cloned. {exc}", "error")
-        return redirect(url_for("research.experiment", exp_id=exp.id, _anchor="lifecycle"))
+        return redirect(
+            url_for("research_cowriting.experiment", exp_id=exp.id, _anchor="lifecycle")
+        )
     return _created(copy, f"created as a copy of '{exp.id}'")
 
 
 def _edit_refused(exp_id: str, message: str):
     flash(f"Not editable now: {message}", "error")
-    return redirect(url_for("research.experiment", exp_id=exp_id, _anchor="lifecycle"))
+    return redirect(url_for("research_cowriting.experiment", exp_id=exp_id, _anchor="lifecycle"))
 
 
 @bp.route("/experiments/<exp_id>/edit", methods=["GET", "POST"])
@@ -338,7 +235,7 @@ def edit_experiment(exp_id: str):
         return _edit_refused(exp.id, str(exc))
     web.parts()["study"].experiments[exp.id] = edited
     flash(f"Experiment '{exp.id}' saved.{_not_loaded(edited)}")
-    return redirect(url_for("research.experiment", exp_id=exp.id))
+    return redirect(url_for("research_cowriting.experiment", exp_id=exp.id))
 
 
 @bp.get("/experiments/<exp_id>")
@@ -385,7 +282,7 @@ def set_status(exp_id: str):
             f"Loading {', '.join(missing)}: '{exp.id}' opens as soon as "
             f"{'it is' if len(missing) == 1 else 'they are'} ready (this page shows progress)."
         )
-        return redirect(url_for("research.experiment", exp_id=exp.id))
+        return redirect(url_for("research_cowriting.experiment", exp_id=exp.id))
     try:
         with web.db() as db:
             set_experiment_status(db, exp.id, status)
@@ -394,7 +291,7 @@ def set_status(exp_id: str):
     else:
         flash(f"Experiment '{exp.id}' is {STATUS_VERBS[status]}.")
         push_update(current_app._get_current_object(), exp.id, "", "status_changed")
-    return redirect(url_for("research.experiment", exp_id=exp.id))
+    return redirect(url_for("research_cowriting.experiment", exp_id=exp.id))
 
 
 def _open_now(app, exp_id: str) -> None:
@@ -428,7 +325,7 @@ def save_details(exp_id: str):
         with web.db() as db:
             store.set_evaluation_details(db, exp.id, **details, researcher=g.researcher["name"])
         flash("Saved for the evaluation card.")
-    return redirect(url_for("research.experiment", exp_id=exp.id, _anchor="card"))
+    return redirect(url_for("research_cowriting.experiment", exp_id=exp.id, _anchor="card"))
 
 
 @bp.get("/experiments/<exp_id>/progress.json")
@@ -446,7 +343,7 @@ def writer_rows(db, exp) -> list[dict[str, Any]]:
         {
             "participant": s["participant"],
             "replay_url": url_for(
-                "research.replay", exp_id=exp.id, participant_id=s["participant_id"]
+                "research_cowriting.replay", exp_id=exp.id, participant_id=s["participant_id"]
             ),
             "pair": f"{s['system_a']} vs {s['system_b']}",
             "status": s["status"].replace("_", " "),
@@ -535,7 +432,9 @@ def download(exp_id: str, name: str):
             data = exports.export(db, row, fmt, table=table, experiment=exp, now=now)
         except ExportError as exc:
             flash(str(exc), "error")
-            return redirect(url_for("research.experiment", exp_id=exp.id, _anchor="downloads"))
+            return redirect(
+                url_for("research_cowriting.experiment", exp_id=exp.id, _anchor="downloads")
+            )
     return send_file(
         io.BytesIO(data),
         mimetype=web.MIMETYPES[fmt],

@@ -26,13 +26,13 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
-from cyoa.cowriting.research.card import quote
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.render import alpha_cell
 from cyoa.rating.analysis.report import RatingReport, rating_report
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import AttentionCheck, QualitySpec, quality_spec, story_words
+from cyoa.web.card import quote
 
 
 @dataclass(frozen=True)
