@@ -10,7 +10,7 @@ the same machine the text is the same).
 
 Several worker processes may serve the same writer (two tabs on two workers, or a reconnect
 that lands on another worker). Before generating, a task claims the slot in the database
-(:func:`cyoa.store.claim_generation`): a slot claimed by a live worker is left to it, and
+(:func:`cyoa.cowriting.store.claim_generation`): a slot claimed by a live worker is left to it, and
 this process only watches until it is settled; a claim whose holder is a process of this
 host that no longer runs (:func:`cyoa.web.workers.worker_gone`: a server killed and
 restarted) is taken over at once, and one whose heartbeat is older than
@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cyoa import store
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.flow import Phase, RuleError, State
 from cyoa.cowriting.service import Study
 from cyoa.generation import Suggestion, SuggestionError, generate_suggestion
@@ -252,7 +253,7 @@ class SuggestionRunner:
         already ours, or stale), rather than another live worker."""
         db = self.study.db()
         try:
-            holder = store.claim_generation(
+            holder = cowriting_store.claim_generation(
                 db, *claim, self.worker_id, stale_after, holder_gone=worker_gone
             )
             return holder is None
@@ -262,7 +263,7 @@ class SuggestionRunner:
     def _heartbeat(self, claim: tuple[str, int, int, int]) -> bool:
         db = self.study.db()
         try:
-            return store.heartbeat_generation(db, *claim, self.worker_id)
+            return cowriting_store.heartbeat_generation(db, *claim, self.worker_id)
         finally:
             db.close()
 
@@ -322,7 +323,7 @@ class SuggestionRunner:
         try:
             events = [
                 e
-                for e in store.load_events(db, session_id)
+                for e in cowriting_store.load_events(db, session_id)
                 if e["payload"].get("round") == round_number
             ]
         finally:

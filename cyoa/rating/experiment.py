@@ -1,5 +1,6 @@
 """A rating experiment stored from imported judgements: its spec, instrument, stories,
-raters and judgements, written in one transaction (:func:`cyoa.store.create_rating_experiment`).
+raters and judgements, written in one transaction
+(:func:`cyoa.rating.store.create_rating_experiment`).
 
 A rating experiment is an experiment of kind ``rating``, listed with the co-writing ones. Its
 spec names the instrument, the stories and the raters per story; the instrument itself is
@@ -17,6 +18,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
+from cyoa.rating import store as rating_store
 from cyoa.rating.importing import Judgement, RatingImportError, Story
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_to_dict
@@ -93,7 +95,7 @@ def import_rating_experiment(
     }
     recorded = store.now()
     try:
-        store.create_rating_experiment(
+        rating_store.create_rating_experiment(
             db,
             name,
             name,
@@ -213,7 +215,7 @@ def create_from_spec(db: Database, spec: RatingSpec) -> None:
     instrument, ready for raters once opened. Raises :class:`RatingSpecError` if the id is
     taken."""
     try:
-        store.create_rating_experiment(
+        rating_store.create_rating_experiment(
             db,
             spec.id,
             spec.title,
@@ -234,7 +236,7 @@ def replace_from_spec(db: Database, spec: RatingSpec) -> None:
     transaction. Raises :class:`RatingSpecError` when it cannot be edited (a rater has
     started, or it is open)."""
     try:
-        store.replace_rating_experiment(
+        rating_store.replace_rating_experiment(
             db,
             spec.id,
             spec.title,

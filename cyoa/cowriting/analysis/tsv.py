@@ -44,6 +44,7 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting import flow
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.analysis.data import AnalysisError, StudyData, load_study
 from cyoa.cowriting.recording import SessionRecorder
 from cyoa.cowriting.spec import LIKERT_LABELS
@@ -327,7 +328,7 @@ def _import_writer(
     questions: dict[str, tuple[str, str, tuple[str, ...]]],
 ) -> None:
     session_id = secrets.token_hex(16)
-    store.create_session(
+    cowriting_store.create_session(
         db,
         session_id=session_id,
         exp_id=experiment,
@@ -341,7 +342,7 @@ def _import_writer(
             "limits": {"rounds": rounds, "min_chars": None, "max_chars": None},
         },
     )
-    session = store.get_session(db, session_id)
+    session = cowriting_store.get_session(db, session_id)
     # The phase after each event comes from the study's own rules, as when writers write.
     record = SessionRecorder(db, session, flow.State(limits=flow.Limits(rounds=rounds)))
 

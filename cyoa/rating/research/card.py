@@ -27,6 +27,7 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting.research.card import quote
+from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.render import alpha_cell
 from cyoa.rating.analysis.report import RatingReport, rating_report
@@ -414,7 +415,7 @@ def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None
         "SELECT definition FROM instruments WHERE experiment_id = ?", [exp_id]
     ).fetchone()
     instrument = instrument_from_dict(json.loads(definition[0]))
-    story_rows = store.rating_rows(db, exp_id, "stories")
+    story_rows = rating_store.rating_rows(db, exp_id, "stories")
     stories = []
     for story in story_rows:
         origin = json.loads(story["origin"] or "{}")
@@ -447,7 +448,7 @@ def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None
         instrument=instrument,
         quality=quality_spec(spec, exp_id, instrument, {s.story_id for s in stories}),
         stories=tuple(stories),
-        raters=tuple(store.rating_rows(db, exp_id, "raters")),
+        raters=tuple(rating_store.rating_rows(db, exp_id, "raters")),
         raters_per_story=judged,
         report=report if judged else None,
     )
