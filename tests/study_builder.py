@@ -14,6 +14,7 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting import flow
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.analysis.tsv import WriterRow
 from cyoa.cowriting.recording import SessionRecorder
 from cyoa.cowriting.spec import DEFAULT_LIKERT, DEFAULT_OPEN, LIKERT_LABELS
@@ -64,7 +65,7 @@ def add_writer(
     (item id → answer) is submitted after the last round when given. Returns the session
     id."""
     session_id = secrets.token_hex(8)
-    store.create_session(
+    cowriting_store.create_session(
         db,
         session_id=session_id,
         exp_id=exp_id,
@@ -74,7 +75,7 @@ def add_writer(
         user_agent="test",
         first_event={"experiment": exp_id, "systems": list(pair), "limits": {}},
     )
-    session = store.get_session(db, session_id)
+    session = cowriting_store.get_session(db, session_id)
     record = SessionRecorder(db, session, flow.State(limits=flow.Limits(rounds=rounds)))
     models = {name: f"m-{name}" for name in pair}
     with store.write_transaction(db):

@@ -6,6 +6,7 @@ import pytest
 
 from cyoa import store
 from cyoa.cowriting import flow
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.analysis.data import load_study
 from cyoa.cowriting.analysis.tsv import (
     WriterRow,
@@ -121,7 +122,7 @@ def test_import_records_the_events_of_a_study(db):
         "SELECT s.id FROM sessions s JOIN participants p ON p.id = s.participant_id"
         " WHERE p.external_id = 'w1'"
     ).fetchone()[0]
-    events = store.load_events(db, session)
+    events = cowriting_store.load_events(db, session)
     types = [event["type"] for event in events]
     per_round = [
         "line_submitted",

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cyoa import create_app, store
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.flow import Event, replay
 from cyoa.cowriting.service import client_view
 
@@ -150,7 +151,7 @@ def check_consistent(app, writer: Writer) -> None:
     row, state = study.state(writer.session_id)
     db = store.connect(app.config["DATABASE"])
     try:
-        events = store.load_events(db, writer.session_id)
+        events = cowriting_store.load_events(db, writer.session_id)
         rounds = list(db.query("SELECT * FROM rounds WHERE session_id = ?", [writer.session_id]))
     finally:
         db.close()

@@ -11,6 +11,7 @@ import time
 from conftest import Writer, db_rows
 
 from cyoa import store
+from cyoa.cowriting import store as cowriting_store
 from cyoa.paths import ROOT
 
 LINE = {"text": "The power went out in the middle of it."}
@@ -36,7 +37,7 @@ def test_a_restarted_server_generates_what_its_killed_predecessor_had_claimed_at
     db = store.connect(app.config["DATABASE"])
     try:
         for slot in (1, 2):
-            store.claim_generation(db, writer.session_id, 1, slot, 1, dead, 50)
+            cowriting_store.claim_generation(db, writer.session_id, 1, slot, 1, dead, 50)
     finally:
         db.close()
     started = time.monotonic()

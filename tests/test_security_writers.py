@@ -113,14 +113,16 @@ def test_a_story_started_a_moment_ago_by_another_request_is_not_handed_over(app,
     assert study.open_session(exp, participant)
     assert study.open_session(exp, participant) is None
     # The other request commits between this one's look-up and its insert.
-    real_find = service.store.find_session_for_participant
+    real_find = service.cowriting_store.find_session_for_participant
     calls = []
 
     def not_yet_on_the_first_look(*args):
         calls.append(args)
         return None if len(calls) == 1 else real_find(*args)
 
-    monkeypatch.setattr(service.store, "find_session_for_participant", not_yet_on_the_first_look)
+    monkeypatch.setattr(
+        service.cowriting_store, "find_session_for_participant", not_yet_on_the_first_look
+    )
     assert study.open_session(exp, participant) is None
     assert len(rows(app, "SELECT * FROM sessions")) == 1
 

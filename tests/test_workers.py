@@ -23,6 +23,7 @@ from conftest import Writer, db_rows, write_setup
 
 from cyoa import store
 from cyoa.cowriting import runner as runner_module
+from cyoa.cowriting import store as cowriting_store
 from cyoa.web.workers import new_worker_id, worker_gone
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -253,7 +254,7 @@ def claim_both_slots(app, session_id: str, worker_id: str) -> None:
     db = store.connect(app.config["DATABASE"])
     try:
         for slot in (1, 2):
-            store.claim_generation(db, session_id, 1, slot, 1, worker_id, 60)
+            cowriting_store.claim_generation(db, session_id, 1, slot, 1, worker_id, 60)
     finally:
         db.close()
 
@@ -283,17 +284,24 @@ def test_a_claim_is_refused_while_fresh_and_taken_over_when_stale(tmp_path):
     db.execute("PRAGMA foreign_keys = OFF")
     key = ("session", 1, 2, 1)
     t0 = "2026-01-01T12:00:00.000Z"
-    assert store.claim_generation(db, *key, "A", 50, at=t0) is None
-    assert store.claim_generation(db, *key, "A", 50, at="2026-01-01T12:00:01.000Z") is None
-    assert store.claim_generation(db, *key, "B", 50, at="2026-01-01T12:00:30.000Z") == (
+    assert cowriting_store.claim_generation(db, *key, "A", 50, at=t0) is None
+    assert (
+        cowriting_store.claim_generation(db, *key, "A", 50, at="2026-01-01T12:00:01.000Z") is None
+    )
+    assert cowriting_store.claim_generation(db, *key, "B", 50, at="2026-01-01T12:00:30.000Z") == (
         "2026-01-01T12:00:01.000Z"
     )
-    assert store.heartbeat_generation(db, *key, "A", at="2026-01-01T12:00:40.000Z")
-    assert store.claim_generation(db, *key, "B", 50, at="2026-01-01T12:01:20.000Z") is not None
-    assert store.claim_generation(db, *key, "B", 50, at="2026-01-01T12:01:31.000Z") is None
-    assert not store.heartbeat_generation(db, *key, "A")  # A learns it was taken over
+    assert cowriting_store.heartbeat_generation(db, *key, "A", at="2026-01-01T12:00:40.000Z")
+    assert (
+        cowriting_store.claim_generation(db, *key, "B", 50, at="2026-01-01T12:01:20.000Z")
+        is not None
+    )
+    assert (
+        cowriting_store.claim_generation(db, *key, "B", 50, at="2026-01-01T12:01:31.000Z") is None
+    )
+    assert not cowriting_store.heartbeat_generation(db, *key, "A")  # A learns it was taken over
     # A writer's retry is another generation with its own claim.
-    assert store.claim_generation(db, "session", 1, 2, 3, "A", 50) is None
+    assert cowriting_store.claim_generation(db, "session", 1, 2, 3, "A", 50) is None
     rows = list(db.query("SELECT attempt, worker_id, claimed_at FROM generation_claims"))
     assert rows == [
         {"attempt": 1, "worker_id": "B", "claimed_at": "2026-01-01T12:01:31.000Z"},
@@ -354,15 +362,17 @@ def test_a_claim_of_a_process_of_this_host_is_kept_while_it_runs_and_taken_when_
     try:
         holder_id = holder.stdout.readline().strip()
         key = ("session", 1, 1, 1)
-        assert store.claim_generation(db, *key, holder_id, 50) is None
+        assert cowriting_store.claim_generation(db, *key, holder_id, 50) is None
         assert not worker_gone(holder_id)
-        assert store.claim_generation(db, *key, new_worker_id(), 50, holder_gone=worker_gone)
+        assert cowriting_store.claim_generation(
+            db, *key, new_worker_id(), 50, holder_gone=worker_gone
+        )
     finally:
         holder.stdin.close()
         holder.wait(timeout=10)
     assert worker_gone(holder_id)
     me = new_worker_id()
-    assert store.claim_generation(db, *key, me, 50, holder_gone=worker_gone) is None
+    assert cowriting_store.claim_generation(db, *key, me, 50, holder_gone=worker_gone) is None
     (row,) = db.query("SELECT worker_id FROM generation_claims")
     assert row["worker_id"] == me
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from cyoa import store
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.flow import SLOTS, Event, Phase, State, apply
 
 SUGGESTION_OUTCOMES = ("suggestion_completed", "suggestion_failed")
@@ -38,7 +38,7 @@ def record(
         event.payload["one_suggestion_only"] = int(
             new_state.phase == Phase.CHOOSING and len(new_state.current.suggestions) < len(SLOTS)
         )
-    store.record_event(
+    cowriting_store.record_event(
         db,
         session,
         seq,
@@ -54,7 +54,7 @@ def record(
 
 class SessionRecorder:
     """Records a whole session's events in order, from its first (``seq`` 1, written by
-    :func:`cyoa.store.create_session`) on: for imports and built test data."""
+    :func:`cyoa.cowriting.store.create_session`) on: for imports and built test data."""
 
     def __init__(self, db: Database, session: dict[str, Any], state: State) -> None:
         self.db = db

@@ -10,7 +10,7 @@ the same machine the text is the same).
 
 Several worker processes may serve the same writer (two tabs on two workers, or a reconnect
 that lands on another worker). Before generating, a task claims the slot in the database
-(:func:`cyoa.store.claim_generation`): a slot claimed by a live worker is left to it, and
+(:func:`cyoa.cowriting.store.claim_generation`): a slot claimed by a live worker is left to it, and
 this process only watches until it is settled; a claim whose holder is a process of this
 host that no longer runs (:func:`cyoa.web.workers.worker_gone`: a server killed and
 restarted) is taken over at once, and one whose heartbeat is older than
@@ -36,8 +36,10 @@ from collections.abc import Callable
 from typing import Any
 
 from cyoa import store
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.flow import Phase, RuleError, State
 from cyoa.cowriting.service import Study
+from cyoa.cowriting.spec import System
 from cyoa.generation import Suggestion, SuggestionError, generate_suggestion
 from cyoa.web.workers import new_worker_id, worker_gone
 
@@ -213,38 +215,10 @@ class SuggestionRunner:
                     if faults == FAULT_ATTEMPTS:
                         break
                 continue
-            payload = {
-                "round": round_number,
-                "slot": slot,
-                "attempt": attempt,
-                "system": system.name,
-                "text": suggestion.text,
-                "raw_text": suggestion.raw_text,
-                "model": suggestion.model,
-                "model_version": suggestion.model_version,
-                "weights_file": suggestion.weights_file,
-                "sampling": suggestion.sampling,
-                "seed": suggestion.seed,
-                "generation_seconds": round(suggestion.generation_seconds, 4),
-                "first_token_seconds": (
-                    None
-                    if suggestion.first_token_seconds is None
-                    else round(suggestion.first_token_seconds, 4)
-                ),
-                "token_count": suggestion.token_count,
-            }
+            payload = _completed(round_number, slot, attempt, system.name, suggestion)
             self._record(session_id, "suggestion_completed", payload)
             return
-        payload = {
-            "round": round_number,
-            "slot": slot,
-            "attempt": attempt,
-            "system": system.name,
-            "model": system.model.name,
-            "sampling": system.sampling.to_dict(),
-            "seed": base_seed + attempt - 1,
-            "error": error,
-        }
+        payload = _failed(round_number, slot, attempt, system, base_seed + attempt - 1, error)
         self._record(session_id, "suggestion_failed", payload)
 
     def _claim(self, claim: tuple[str, int, int, int], stale_after: float) -> bool:
@@ -252,7 +226,7 @@ class SuggestionRunner:
         already ours, or stale), rather than another live worker."""
         db = self.study.db()
         try:
-            holder = store.claim_generation(
+            holder = cowriting_store.claim_generation(
                 db, *claim, self.worker_id, stale_after, holder_gone=worker_gone
             )
             return holder is None
@@ -262,7 +236,7 @@ class SuggestionRunner:
     def _heartbeat(self, claim: tuple[str, int, int, int]) -> bool:
         db = self.study.db()
         try:
-            return store.heartbeat_generation(db, *claim, self.worker_id)
+            return cowriting_store.heartbeat_generation(db, *claim, self.worker_id)
         finally:
             db.close()
 
@@ -322,7 +296,7 @@ class SuggestionRunner:
         try:
             events = [
                 e
-                for e in store.load_events(db, session_id)
+                for e in cowriting_store.load_events(db, session_id)
                 if e["payload"].get("round") == round_number
             ]
         finally:
@@ -365,3 +339,45 @@ def _start_thread(fn: Callable[..., Any], *args: Any) -> threading.Thread:
     thread = threading.Thread(target=fn, args=args, daemon=True)
     thread.start()
     return thread
+
+
+def _completed(
+    round_number: int, slot: int, attempt: int, system: str, suggestion: Suggestion
+) -> dict[str, Any]:
+    """The payload of a ``suggestion_completed`` event (times in seconds, to 0.1 ms)."""
+    return {
+        "round": round_number,
+        "slot": slot,
+        "attempt": attempt,
+        "system": system,
+        "text": suggestion.text,
+        "raw_text": suggestion.raw_text,
+        "model": suggestion.model,
+        "model_version": suggestion.model_version,
+        "weights_file": suggestion.weights_file,
+        "sampling": suggestion.sampling,
+        "seed": suggestion.seed,
+        "generation_seconds": round(suggestion.generation_seconds, 4),
+        "first_token_seconds": (
+            None
+            if suggestion.first_token_seconds is None
+            else round(suggestion.first_token_seconds, 4)
+        ),
+        "token_count": suggestion.token_count,
+    }
+
+
+def _failed(
+    round_number: int, slot: int, attempt: int, system: System, seed: int, error: str
+) -> dict[str, Any]:
+    """The payload of a ``suggestion_failed`` event: the last attempt, its seed and error."""
+    return {
+        "round": round_number,
+        "slot": slot,
+        "attempt": attempt,
+        "system": system.name,
+        "model": system.model.name,
+        "sampling": system.sampling.to_dict(),
+        "seed": seed,
+        "error": error,
+    }

@@ -27,6 +27,7 @@ from typing import Any
 
 from cyoa import store
 from cyoa.cowriting import recording
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.assignment import assign_pair, balanced_slot_plan, slot_systems
 from cyoa.cowriting.flow import (
     SLOTS,
@@ -129,9 +130,9 @@ class Study:
         ``platform_session_id``)."""
         db = self.db()
         try:
-            if store.find_session_for_participant(db, exp.id, participant["external_id"]):
+            if cowriting_store.find_session_for_participant(db, exp.id, participant["external_id"]):
                 return None
-            pair = assign_pair(exp.pairs, store.sessions_per_pair(db, exp.id), _rng)
+            pair = assign_pair(exp.pairs, cowriting_store.sessions_per_pair(db, exp.id), _rng)
             first_event: dict[str, Any] = {
                 "experiment": exp.id,
                 "systems": list(pair),
@@ -145,7 +146,7 @@ class Study:
             if exp.slot_order == "balanced":
                 first_event["slot_plan"] = balanced_slot_plan(exp.limits.rounds, _rng)
             proposed = new_token()
-            session_id = store.create_session(
+            session_id = cowriting_store.create_session(
                 db,
                 session_id=proposed,
                 exp_id=exp.id,
@@ -175,7 +176,7 @@ class Study:
     def session_row(self, session_id: str) -> dict[str, Any] | None:
         db = self.db()
         try:
-            return store.get_session(db, session_id)
+            return cowriting_store.get_session(db, session_id)
         finally:
             db.close()
 
@@ -183,7 +184,7 @@ class Study:
         """The session's row and its state: its events folded by the rules."""
         db = self.db()
         try:
-            session = store.get_session(db, session_id)
+            session = cowriting_store.get_session(db, session_id)
             if session is None:
                 raise RuleError("This session does not exist. Please use your study link again.")
             state, _ = self._fold(db, session)
@@ -201,7 +202,7 @@ class Study:
             seq, state = kept
         else:
             seq, state = 0, State(limits=exp.limits)
-        for e in store.load_events(db, session["id"], after=seq):
+        for e in cowriting_store.load_events(db, session["id"], after=seq):
             state = apply(state, Event(e["type"], e["payload"]))
             seq = e["seq"]
         self._keep(session["id"], seq, state)
@@ -278,12 +279,12 @@ class Study:
         """What an action comes to on the session's state as the database has it now: an
         outcome with nothing to record (a resend, an unchanged draft), or the event to
         record. Raises RuleError when the rules refuse it."""
-        session = store.get_session(db, session_id)
+        session = cowriting_store.get_session(db, session_id)
         if session is None:
             raise RuleError("This session does not exist. Please use your study link.")
         state, seq = self._fold(db, session)
         if client_action_id:
-            previous = store.find_action(db, session_id, client_action_id)
+            previous = cowriting_store.find_action(db, session_id, client_action_id)
             if previous is not None:
                 event = Event(previous["type"], previous["payload"])
                 return Outcome(state, event, previous["seq"], duplicate=True)
@@ -317,7 +318,7 @@ class Study:
             order = slot_systems(pair, flip)
             models = [exp.system(name).model.name for name in order]
             if self.seed_salt:
-                participant = store.participant_external_id(db, session["participant_id"])
+                participant = cowriting_store.participant_external_id(db, session["participant_id"])
                 seeds = [
                     derived_seed(self.seed_salt, exp.id, participant, rnd.number, system)
                     for system in order
@@ -332,8 +333,8 @@ class Study:
             }
             return payload, None
         if event_type in recording.SUGGESTION_OUTCOMES:
-            asked = store.generation_requested_at(db, session["id"], rnd.number)
-            waited = None if asked is None else round(store.seconds_since(asked), 4)
+            asked = cowriting_store.generation_requested_at(db, session["id"], rnd.number)
+            waited = None if asked is None else round(cowriting_store.seconds_since(asked), 4)
             return {**payload, "waited_seconds": waited}, None
         if event_type == "survey_submitted":
             answers = validate_survey(payload.get("answers"), exp.survey)

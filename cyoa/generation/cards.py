@@ -132,34 +132,8 @@ def _card_from_dict(path: Path, data: dict[str, Any]) -> ModelCard:
     backend = data.get("backend")
     if backend not in BACKENDS:
         raise fail("backend", f"must be one of {', '.join(BACKENDS)} (found {backend!r}).")
-    text: dict[str, str] = {}
-    for key in _TEXT_FIELDS:
-        if key in data:
-            if not isinstance(data[key], str):
-                raise fail(key, "must be a string.")
-            text[key] = data[key]
-    if backend == "transformers":
-        _check_weight_source(text, fail)
-    else:
-        for key in ("path", "gguf"):
-            if key in text:
-                raise fail(key, "is for the transformers backend only (weights run here).")
-    for key in ("path", "gguf"):
-        if key in text:
-            if not text[key].strip():
-                raise fail(key, "must not be empty.")
-            text[key] = str((path.parent / Path(text[key]).expanduser()).resolve())
-    chat = data.get("chat", False)
-    if not isinstance(chat, bool):
-        raise fail("chat", f"must be true or false (found {chat!r}).")
-    if chat and backend != "transformers":
-        raise fail(
-            "chat",
-            "is for the transformers backend only (the openai backend sends the raw text).",
-        )
-    if "system_prompt" in text and not chat:
-        hint = "add chat = true or remove it" if backend == "transformers" else "remove it"
-        raise fail("system_prompt", f"is used only with chat = true: {hint}.")
+    text = _text_fields(path, data, backend, fail)
+    chat = _chat_setting(data, backend, text, fail)
     template = text.get("prompt_template", "{story}")
     if "{story}" not in template:
         raise fail("prompt_template", "must contain {story}, where the story so far goes.")
@@ -170,16 +144,7 @@ def _card_from_dict(path: Path, data: dict[str, Any]) -> ModelCard:
             "is required for the openai backend: say which weights the server runs (e.g. "
             "the model's name and revision); it is recorded with every suggestion.",
         )
-
-    options = data.get("options", {})
-    if not isinstance(options, dict):
-        raise fail("options", "must be a table ([options]).")
-    if backend == "openai":
-        _check_openai_options(options, fail)
-    if backend == "transformers":
-        problem = options_problem(options)
-        if problem is not None:
-            raise fail(*problem)
+    options = _backend_options(data, backend, fail)
     card = ModelCard(
         name=name,
         display_name=text.get("display_name", name),
@@ -201,6 +166,69 @@ def _card_from_dict(path: Path, data: dict[str, Any]) -> ModelCard:
     if (card.path or card.gguf) and not card.version:
         card = replace(card, version=content_version(card), version_from_content=True)
     return card
+
+
+def _text_fields(
+    path: Path, data: dict[str, Any], backend: str, fail: Callable[[str, str], ModelCardError]
+) -> dict[str, str]:
+    """The card's text fields, checked; ``path`` and ``gguf`` (transformers only) resolved
+    against the card's folder."""
+    text: dict[str, str] = {}
+    for key in _TEXT_FIELDS:
+        if key in data:
+            if not isinstance(data[key], str):
+                raise fail(key, "must be a string.")
+            text[key] = data[key]
+    if backend == "transformers":
+        _check_weight_source(text, fail)
+    else:
+        for key in ("path", "gguf"):
+            if key in text:
+                raise fail(key, "is for the transformers backend only (weights run here).")
+    for key in ("path", "gguf"):
+        if key in text:
+            if not text[key].strip():
+                raise fail(key, "must not be empty.")
+            text[key] = str((path.parent / Path(text[key]).expanduser()).resolve())
+    return text
+
+
+def _chat_setting(
+    data: dict[str, Any],
+    backend: str,
+    text: dict[str, str],
+    fail: Callable[[str, str], ModelCardError],
+) -> bool:
+    """Whether the card's model is prompted as a chat (transformers only); a system prompt
+    needs it."""
+    chat = data.get("chat", False)
+    if not isinstance(chat, bool):
+        raise fail("chat", f"must be true or false (found {chat!r}).")
+    if chat and backend != "transformers":
+        raise fail(
+            "chat",
+            "is for the transformers backend only (the openai backend sends the raw text).",
+        )
+    if "system_prompt" in text and not chat:
+        hint = "add chat = true or remove it" if backend == "transformers" else "remove it"
+        raise fail("system_prompt", f"is used only with chat = true: {hint}.")
+    return chat
+
+
+def _backend_options(
+    data: dict[str, Any], backend: str, fail: Callable[[str, str], ModelCardError]
+) -> dict[str, Any]:
+    """The card's ``[options]`` table, checked for its backend."""
+    options = data.get("options", {})
+    if not isinstance(options, dict):
+        raise fail("options", "must be a table ([options]).")
+    if backend == "openai":
+        _check_openai_options(options, fail)
+    if backend == "transformers":
+        problem = options_problem(options)
+        if problem is not None:
+            raise fail(*problem)
+    return options
 
 
 def _check_weight_source(text: dict[str, str], fail: Callable[[str, str], ModelCardError]) -> None:

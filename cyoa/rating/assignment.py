@@ -211,6 +211,41 @@ def choose_stories(
     Raises :class:`ValueError` for targets below 1, a timeout not above zero, or
     assignments to unknown stories.
     """
+    _check_settings(raters_per_story, stories_per_rater, timeout, first_answer_timeout)
+    held = places_held(stories, assignments, timeout, now, first_answer_timeout)
+    mine = [a for a in assignments if a.rater_id == rater_id]
+    wanted = stories_per_rater - sum(
+        1 for a in mine if holds_place(a, timeout, now, first_answer_timeout)
+    )
+    if wanted <= 0:
+        return StoryChoice((), Reason.COMPLETE, 0)
+    needing = [story for story in stories if held[story.story_id] < raters_per_story]
+    if not needing:
+        return StoryChoice((), Reason.STUDY_FULL, wanted)
+    families = {story.story_id: _family(story) for story in stories}
+    read = {a.story_id for a in mine}
+    read_families = {families[story_id] for story_id in read}
+    candidates = [
+        story
+        for story in needing
+        if story.story_id not in read and _family(story) not in read_families
+    ]
+    picked = _pick(candidates, stories, held, wanted, rng)
+    rng.shuffle(picked)
+    if len(picked) == wanted:
+        reason = Reason.COMPLETE
+    else:
+        reason = Reason.FEWER_LEFT if picked else Reason.NONE_FOR_RATER
+    return StoryChoice(tuple(picked), reason, wanted)
+
+
+def _check_settings(
+    raters_per_story: int,
+    stories_per_rater: int,
+    timeout: timedelta,
+    first_answer_timeout: timedelta | None,
+) -> None:
+    """:class:`ValueError` for targets below 1 or a timeout not above zero."""
     if raters_per_story < 1 or stories_per_rater < 1:
         raise ValueError(
             f"raters_per_story and stories_per_rater must be at least 1, not "
@@ -222,24 +257,18 @@ def choose_stories(
         raise ValueError(
             f"The first-answer timeout must be longer than zero, not {first_answer_timeout}."
         )
-    held = places_held(stories, assignments, timeout, now, first_answer_timeout)
-    families = {story.story_id: _family(story) for story in stories}
-    mine = [a for a in assignments if a.rater_id == rater_id]
-    wanted = stories_per_rater - sum(
-        1 for a in mine if holds_place(a, timeout, now, first_answer_timeout)
-    )
-    if wanted <= 0:
-        return StoryChoice((), Reason.COMPLETE, 0)
-    needing = [story for story in stories if held[story.story_id] < raters_per_story]
-    if not needing:
-        return StoryChoice((), Reason.STUDY_FULL, wanted)
-    read = {a.story_id for a in mine}
-    read_families = {families[story_id] for story_id in read}
-    candidates = [
-        story
-        for story in needing
-        if story.story_id not in read and _family(story) not in read_families
-    ]
+
+
+def _pick(
+    candidates: list[RatableStory],
+    stories: Sequence[RatableStory],
+    held: dict[str, int],
+    wanted: int,
+    rng: random.Random,
+) -> list[str]:
+    """Up to ``wanted`` of the ``candidates``' ids, taken one at a time by the order
+    :func:`choose_stories` gives (places held, the rater's stories per source, places held
+    per story of the source, then ``rng``); after each pick the rest of its family leaves."""
     source_size = Counter(story.source for story in stories)
     source_held: Counter[str] = Counter()
     for story in stories:
@@ -261,9 +290,4 @@ def choose_stories(
         mine_per_source[story.source] += 1
         source_held[story.source] += 1
         candidates = [other for other in candidates if _family(other) != _family(story)]
-    rng.shuffle(picked)
-    if len(picked) == wanted:
-        reason = Reason.COMPLETE
-    else:
-        reason = Reason.FEWER_LEFT if picked else Reason.NONE_FOR_RATER
-    return StoryChoice(tuple(picked), reason, wanted)
+    return picked

@@ -1,5 +1,6 @@
 """A rating experiment stored from imported judgements: its spec, instrument, stories,
-raters and judgements, written in one transaction (:func:`cyoa.store.create_rating_experiment`).
+raters and judgements, written in one transaction
+(:func:`cyoa.rating.store.create_rating_experiment`).
 
 A rating experiment is an experiment of kind ``rating``, listed with the co-writing ones. Its
 spec names the instrument, the stories and the raters per story; the instrument itself is
@@ -17,6 +18,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
+from cyoa.rating import store as rating_store
 from cyoa.rating.importing import Judgement, RatingImportError, Story
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_to_dict
@@ -57,28 +59,8 @@ def import_rating_experiment(
             "(at most 64, starting with a letter or digit), and not 'new'."
         )
     origin = origin or {}
-    given = {story.story_id: story for story in stories or []}
-    judged: dict[str, str] = {}
-    for judgement in judgements:
-        judged.setdefault(judgement.story_id, judgement.source)
-    for story_id, source in judged.items():
-        story = given.get(story_id)
-        if story is not None and story.source != source:
-            raise RatingImportError(
-                f"Story {story_id!r} has source {source!r} in the judgements but "
-                f"{story.source!r} in the stories file; make them agree."
-            )
-    story_rows = [
-        {
-            "story_id": story_id,
-            "source": source,
-            "title": given[story_id].title if story_id in given else "",
-            "text": given[story_id].text if story_id in given else "",
-            "url": given[story_id].url if story_id in given else "",
-            "origin": json.dumps(origin, sort_keys=True),
-        }
-        for story_id, source in judged.items()
-    ]
+    judged = _judged_sources(judgements, stories or [])
+    story_rows = _story_rows(judged, stories or [], origin)
     raters = sorted({judgement.rater_id for judgement in judgements})
     per_story = Counter((judgement.story_id, judgement.rater_id) for judgement in judgements)
     raters_per_story = Counter(story for story, _ in per_story)
@@ -91,9 +73,8 @@ def import_rating_experiment(
         "raters_per_story": max(raters_per_story.values()),
         "import": origin,
     }
-    recorded = store.now()
     try:
-        store.create_rating_experiment(
+        rating_store.create_rating_experiment(
             db,
             name,
             name,
@@ -102,18 +83,7 @@ def import_rating_experiment(
             items=item_rows(instrument),
             stories=story_rows,
             raters=[{"rater_id": rater, "id_source": "import"} for rater in raters],
-            judgements=[
-                {
-                    "story_id": judgement.story_id,
-                    "rater_id": judgement.rater_id,
-                    "item_id": judgement.item_id,
-                    "value": judgement.value,
-                    "value_text": judgement.text,
-                    "rationale": judgement.rationale,
-                    "recorded_at": recorded,
-                }
-                for judgement in judgements
-            ],
+            judgements=_judgement_rows(judgements, store.now()),
         )
     except ValueError as error:
         raise RatingImportError(f"{error} Choose another --name.") from None
@@ -125,6 +95,58 @@ def import_rating_experiment(
         sources=tuple(sorted(set(judged.values()))),
         stories_without_text=sum(1 for row in story_rows if not row["text"]),
     )
+
+
+def _judged_sources(judgements: list[Judgement], stories: list[Story]) -> dict[str, str]:
+    """Each judged story's source, in the order the judgements first name them; raises
+    :class:`RatingImportError` when the stories file gives a story another source."""
+    given = {story.story_id: story for story in stories}
+    judged: dict[str, str] = {}
+    for judgement in judgements:
+        judged.setdefault(judgement.story_id, judgement.source)
+    for story_id, source in judged.items():
+        story = given.get(story_id)
+        if story is not None and story.source != source:
+            raise RatingImportError(
+                f"Story {story_id!r} has source {source!r} in the judgements but "
+                f"{story.source!r} in the stories file; make them agree."
+            )
+    return judged
+
+
+def _story_rows(
+    judged: dict[str, str], stories: list[Story], origin: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The ``stories`` rows of the judged stories, with the title, text and address the
+    stories file gives (empty when it gives none)."""
+    given = {story.story_id: story for story in stories}
+    return [
+        {
+            "story_id": story_id,
+            "source": source,
+            "title": given[story_id].title if story_id in given else "",
+            "text": given[story_id].text if story_id in given else "",
+            "url": given[story_id].url if story_id in given else "",
+            "origin": json.dumps(origin, sort_keys=True),
+        }
+        for story_id, source in judged.items()
+    ]
+
+
+def _judgement_rows(judgements: list[Judgement], recorded: str) -> list[dict[str, Any]]:
+    """The ``judgements`` rows of the imported judgements, recorded at ``recorded``."""
+    return [
+        {
+            "story_id": judgement.story_id,
+            "rater_id": judgement.rater_id,
+            "item_id": judgement.item_id,
+            "value": judgement.value,
+            "value_text": judgement.text,
+            "rationale": judgement.rationale,
+            "recorded_at": recorded,
+        }
+        for judgement in judgements
+    ]
 
 
 def instrument_row(instrument: Instrument) -> dict[str, Any]:
@@ -213,7 +235,7 @@ def create_from_spec(db: Database, spec: RatingSpec) -> None:
     instrument, ready for raters once opened. Raises :class:`RatingSpecError` if the id is
     taken."""
     try:
-        store.create_rating_experiment(
+        rating_store.create_rating_experiment(
             db,
             spec.id,
             spec.title,
@@ -234,7 +256,7 @@ def replace_from_spec(db: Database, spec: RatingSpec) -> None:
     transaction. Raises :class:`RatingSpecError` when it cannot be edited (a rater has
     started, or it is open)."""
     try:
-        store.replace_rating_experiment(
+        rating_store.replace_rating_experiment(
             db,
             spec.id,
             spec.title,

@@ -20,6 +20,7 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.rating import assignment
+from cyoa.rating import store as rating_store
 from cyoa.rating.flow import Event, Questions, RaterState, RuleError, apply, check, replay
 from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import QualitySpec, quality_spec
@@ -78,14 +79,14 @@ class RatingStudy:
         """The rater row of the participant with this platform id, if they started."""
         db = self.db()
         try:
-            return store.find_rater(db, exp_id, external_id)
+            return rating_store.find_rater(db, exp_id, external_id)
         finally:
             db.close()
 
     def rater_row(self, exp_id: str, rater_id: str) -> dict[str, Any] | None:
         db = self.db()
         try:
-            return store.get_rater(db, exp_id, rater_id)
+            return rating_store.get_rater(db, exp_id, rater_id)
         finally:
             db.close()
 
@@ -98,7 +99,7 @@ class RatingStudy:
         db = self.db()
         try:
             with store.write_transaction(db):
-                if store.find_rater(db, exp.id, participant["external_id"]) is not None:
+                if rating_store.find_rater(db, exp.id, participant["external_id"]) is not None:
                     raise AlreadyStarted
                 rater_id = new_token()
                 chosen = assign(
@@ -113,7 +114,7 @@ class RatingStudy:
                         for story in chosen
                     ]
                 }
-                store.create_rater(
+                rating_store.create_rater(
                     db, exp.id, rater_id, participant, new_completion_code(), user_agent, first
                 )
                 return rater_id
@@ -146,15 +147,17 @@ class RatingStudy:
         db = self.db()
         try:
             with store.write_transaction(db):
-                if store.get_rater(db, exp.id, rater_id) is None:
+                if rating_store.get_rater(db, exp.id, rater_id) is None:
                     raise RuleError("Please use your study link again to start.")
                 if client_action_id:
-                    previous = store.find_rating_action(db, exp.id, rater_id, client_action_id)
+                    previous = rating_store.find_rating_action(
+                        db, exp.id, rater_id, client_action_id
+                    )
                     if previous is not None:
                         state = _replay(db, exp.id, rater_id)
                         event = Event(previous["type"], previous["payload"])
                         return Outcome(state, event, duplicate=True)
-                events = store.load_rating_events(db, exp.id, rater_id)
+                events = rating_store.load_rating_events(db, exp.id, rater_id)
                 state = replay([Event(e["type"], e["payload"]) for e in events])
                 if event_type == "story_shown" and state.current and state.current.shown:
                     return Outcome(state, Event(event_type, payload), duplicate=True)
@@ -163,7 +166,7 @@ class RatingStudy:
                 check_result = None
                 if event.type == "answer_given":
                     check_result = attention_check(exp, event.payload)
-                store.record_rating_event(
+                rating_store.record_rating_event(
                     db,
                     exp.id,
                     rater_id,
@@ -180,7 +183,7 @@ class RatingStudy:
 
 
 def _replay(db: Database, exp_id: str, rater_id: str) -> RaterState:
-    events = store.load_rating_events(db, exp_id, rater_id)
+    events = rating_store.load_rating_events(db, exp_id, rater_id)
     return replay([Event(e["type"], e["payload"]) for e in events])
 
 
@@ -194,7 +197,9 @@ def load_experiment(db: Database, exp_id: str) -> RatingExperiment | None:
     ).fetchone()
     spec = json.loads(row["spec"])
     instrument = instrument_from_dict(json.loads(definition[0]))
-    stories = {story["story_id"]: story for story in store.rating_rows(db, exp_id, "stories")}
+    stories = {
+        story["story_id"]: story for story in rating_store.rating_rows(db, exp_id, "stories")
+    }
     quality = quality_spec(spec, exp_id, instrument, set(stories))
     return RatingExperiment(
         id=exp_id,
@@ -245,7 +250,7 @@ def assign(
             text=row["text"] or "",
             family=row["family"],
         )
-        for row in store.rating_rows(db, exp.id, "stories")
+        for row in rating_store.rating_rows(db, exp.id, "stories")
     ]
     held = [
         assignment.Assignment(

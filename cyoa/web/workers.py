@@ -6,7 +6,8 @@ when the process started as the kernel counts it (clock ticks since boot, from
 several workers). The start tells a restarted server from the one it replaced even when the
 new process got the old one's id (a container's processes start with the same ids each
 time). A generation claim held by a worker of this host that no longer runs is taken over at
-once (:func:`cyoa.store.claim_generation`) instead of waiting for its heartbeat to go stale.
+once (:func:`cyoa.cowriting.store.claim_generation`) instead of waiting for its heartbeat to go
+stale.
 
 Workers that share a host name must share a process table (one machine, or one container):
 a worker of another container with the same host name would look gone from here.

@@ -24,6 +24,7 @@ What counts:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,40 +202,89 @@ def load_study(
     row = store.experiment_row(db, experiment)
     spec = _spec(row)
     systems = _pair(_systems(db, experiment, spec), pair, experiment)
-    # Every query below reads the sessions of this pair only (and, if asked, finished ones).
-    session_filter = (
-        " AND ((s.system_a = :first AND s.system_b = :second)"
-        " OR (s.system_a = :second AND s.system_b = :first))"
+    scope = _Scope.of(experiment, systems, finished_only)
+    writers, finished = _writers(db, scope)
+    rounds = _submitted_rounds(db, scope, writers, _shown_suggestions(db, scope))
+    with_rounds = {r.session_id for r in rounds}
+    writers = {sid: external for sid, external in writers.items() if sid in with_rounds}
+    survey = _survey_answers(db, scope, writers)
+    return StudyData(
+        experiment=experiment,
+        title=row["title"],
+        systems=systems,
+        rounds_per_story=int(spec.get("rounds", 5)),
+        rounds=tuple(rounds),
+        writers=writers,
+        finished=frozenset(finished & set(writers)),
+        survey=tuple(survey),
+        likert_items=_likert_items(spec, survey),
+        slot_order_recorded=bool(spec.get("import", {}).get("slot_order_recorded", True)),
     )
-    if finished_only:
-        session_filter += " AND s.phase = 'done'"
-    params = {"experiment": experiment, "first": systems[0], "second": systems[1]}
 
+
+@dataclass(frozen=True)
+class _Scope:
+    """The sessions a study's queries read: a SQL condition on the sessions ``s`` and its
+    parameters."""
+
+    session_filter: str
+    params: dict[str, Any]
+
+    @classmethod
+    def of(cls, experiment: str, systems: tuple[str, str], finished_only: bool) -> _Scope:
+        """The sessions of ``experiment`` that compared ``systems`` (either orientation) and,
+        if asked, finished."""
+        session_filter = (
+            " AND ((s.system_a = :first AND s.system_b = :second)"
+            " OR (s.system_a = :second AND s.system_b = :first))"
+        )
+        if finished_only:
+            session_filter += " AND s.phase = 'done'"
+        params = {"experiment": experiment, "first": systems[0], "second": systems[1]}
+        return cls(session_filter, params)
+
+
+def _shown_suggestions(db: Database, scope: _Scope) -> dict[tuple[str, int, int], str | None]:
+    """The text of each (session, round, slot)'s suggestion that was shown: its last
+    finished attempt."""
     suggestions: dict[tuple[str, int, int], str | None] = {}
     for sid, rnd, slot, text in db.execute(
         "SELECT g.session_id, g.round, g.slot, g.text FROM suggestions g"
         " JOIN sessions s ON s.id = g.session_id"
-        f" WHERE s.experiment_id = :experiment AND g.status = 'done'{session_filter}"
+        f" WHERE s.experiment_id = :experiment AND g.status = 'done'{scope.session_filter}"
         " ORDER BY g.session_id, g.round, g.slot, g.attempt",
-        params,
+        scope.params,
     ).fetchall():
         suggestions[(sid, rnd, slot)] = text
+    return suggestions
 
+
+def _writers(db: Database, scope: _Scope) -> tuple[dict[str, str], set[str]]:
+    """Each session's writer (external id), in the order the sessions started, and the
+    sessions that finished."""
     writers: dict[str, str] = {}
     finished: set[str] = set()
     for sid, external_id, phase in db.execute(
         "SELECT s.id, p.external_id, s.phase FROM sessions s"
         " JOIN participants p ON p.id = s.participant_id"
-        f" WHERE s.experiment_id = :experiment{session_filter}"
+        f" WHERE s.experiment_id = :experiment{scope.session_filter}"
         " ORDER BY s.started_at, s.rowid",
-        params,
+        scope.params,
     ).fetchall():
         writers[sid] = external_id
         if phase == "done":
             finished.add(sid)
+    return writers, finished
 
+
+def _submitted_rounds(
+    db: Database,
+    scope: _Scope,
+    writers: dict[str, str],
+    suggestions: dict[tuple[str, int, int], str | None],
+) -> list[RoundRecord]:
+    """The rounds whose turn was submitted, by writer (in ``writers``' order) and round."""
     rounds: list[RoundRecord] = []
-    with_rounds: set[str] = set()
     for (
         sid,
         rnd,
@@ -251,10 +301,9 @@ def load_study(
         " r.one_suggestion_only, r.chosen_slot, r.chosen_system, r.chosen_suggestion,"
         " r.final_text FROM rounds r JOIN sessions s ON s.id = r.session_id"
         f" WHERE s.experiment_id = :experiment AND r.turn_submitted_at IS NOT NULL"
-        f"{session_filter}",
-        params,
+        f"{scope.session_filter}",
+        scope.params,
     ).fetchall():
-        with_rounds.add(sid)
         rounds.append(
             RoundRecord(
                 session_id=sid,
@@ -272,31 +321,29 @@ def load_study(
         )
     order = {sid: index for index, sid in enumerate(writers)}
     rounds.sort(key=lambda r: (order[r.session_id], r.round))
-    writers = {sid: external for sid, external in writers.items() if sid in with_rounds}
+    return rounds
 
-    likert_items = _spec_likert(spec)
+
+def _survey_answers(db: Database, scope: _Scope, writers: dict[str, str]) -> list[SurveyAnswer]:
+    """The survey answers of the sessions in ``writers``, in the order the sessions started."""
     survey: list[SurveyAnswer] = []
     for sid, item_id, kind, question, value, text in db.execute(
         "SELECT a.session_id, a.item_id, a.kind, a.question, a.value, a.text"
         " FROM survey_answers a JOIN sessions s ON s.id = a.session_id"
-        f" WHERE s.experiment_id = :experiment{session_filter} ORDER BY s.started_at, s.rowid",
-        params,
+        f" WHERE s.experiment_id = :experiment{scope.session_filter}"
+        " ORDER BY s.started_at, s.rowid",
+        scope.params,
     ).fetchall():
-        if sid not in writers:
-            continue
-        if kind == "likert" and item_id not in likert_items:
-            likert_items[item_id] = question or ""
-        survey.append(SurveyAnswer(sid, item_id, kind, question or "", value, text))
+        if sid in writers:
+            survey.append(SurveyAnswer(sid, item_id, kind, question or "", value, text))
+    return survey
 
-    return StudyData(
-        experiment=experiment,
-        title=row["title"],
-        systems=systems,
-        rounds_per_story=int(spec.get("rounds", 5)),
-        rounds=tuple(rounds),
-        writers=writers,
-        finished=frozenset(finished & set(writers)),
-        survey=tuple(survey),
-        likert_items=likert_items,
-        slot_order_recorded=bool(spec.get("import", {}).get("slot_order_recorded", True)),
-    )
+
+def _likert_items(spec: dict[str, Any], survey: Sequence[SurveyAnswer]) -> dict[str, str]:
+    """The Likert statements by id: the spec's, then any other answered one with the text it
+    was asked with (an experiment whose spec no longer lists it)."""
+    items = _spec_likert(spec)
+    for answer in survey:
+        if answer.kind == "likert" and answer.item_id not in items:
+            items[answer.item_id] = answer.question
+    return items

@@ -44,6 +44,7 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting import flow
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.analysis.data import StudyData, load_study
 from cyoa.cowriting.recording import SessionRecorder
 from cyoa.cowriting.spec import LIKERT_LABELS
@@ -140,7 +141,39 @@ def read_cyoa_tsv(text: str) -> tuple[list[WriterRow], int, int, tuple[str, ...]
     records = [record for record in csv.reader(io.StringIO(text), delimiter="\t") if record]
     if not records:
         raise AnalysisError("The file is empty: expected a header line and one line per writer.")
-    names = records[0]
+    layout = _read_header(records[0])
+    rows = []
+    seen: set[str] = set()
+    for line, record in enumerate(records[1:], start=2):
+        if len(record) != len(records[0]):
+            raise AnalysisError(
+                f"Line {line} has {len(record)} fields but the header has {len(records[0])}: "
+                "check for unquoted tabs or line breaks in the texts."
+            )
+        row = _writer_row(layout, line, record)
+        if row.writer in seen:
+            raise AnalysisError(f"Line {line}: the writer id {row.writer!r} appears twice.")
+        seen.add(row.writer)
+        rows.append(row)
+    return rows, layout.rounds, layout.likert_count, layout.ignored
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a file's header says: whether its first column is the index, where each of the
+    layout's columns is, how many rounds and Likert items it has, and which columns it has
+    that the layout does not use."""
+
+    has_index: bool
+    position: dict[str, int]
+    rounds: int
+    likert_count: int
+    ignored: tuple[str, ...]
+
+
+def _read_header(names: list[str]) -> _Layout:
+    """The layout of a file with these column names; :class:`AnalysisError` when a round
+    group is missing or the groups do not have one column per round."""
     has_index = bool(names) and not (
         _ROUND_COLUMN.match(names[0])
         or _LIKERT_COLUMN.match(names[0])
@@ -172,61 +205,65 @@ def read_cyoa_tsv(text: str) -> tuple[list[WriterRow], int, int, tuple[str, ...]
                 "columns: every group needs one column per round."
             )
     likert_count = _contiguous(likert, "Q") if likert else 0
+    return _Layout(has_index, position, rounds, likert_count, tuple(ignored))
 
-    rows = []
-    seen: set[str] = set()
-    for line, record in enumerate(records[1:], start=2):
-        if len(record) != len(names):
+
+def _writer_row(layout: _Layout, line: int, record: list[str]) -> WriterRow:
+    """One writer's line of the file (``line``, counting the header as 1) as a row;
+    :class:`AnalysisError` when a cell is not what the layout expects."""
+
+    def cells(group: str) -> tuple[str, ...]:
+        return tuple(record[layout.position[f"{group}{n}"]] for n in range(1, layout.rounds + 1))
+
+    accepted = cells("isModelAccepted")
+    _check_accepted(layout, line, record, accepted)
+    return WriterRow(
+        writer=record[0] if layout.has_index and record[0] else f"row{line - 1}",
+        model_lines=cells("modelLines"),
+        baseline_lines=cells("baselineLines"),
+        user_lines=cells("userLines"),
+        user_edits=cells("userEdits"),
+        is_model_accepted=accepted,
+        likert=_likert_answers(layout, line, record),
+    )
+
+
+def _check_accepted(
+    layout: _Layout, line: int, record: list[str], accepted: tuple[str, ...]
+) -> None:
+    """:class:`AnalysisError` unless each isModelAccepted cell is 'true' or 'false' and the
+    joined isModelAccepted column, if there is one, says the same."""
+    for n, value in enumerate(accepted, start=1):
+        if value not in ("true", "false"):
             raise AnalysisError(
-                f"Line {line} has {len(record)} fields but the header has {len(names)}: "
-                "check for unquoted tabs or line breaks in the texts."
+                f"Line {line}, isModelAccepted{n}: expected the text 'true' or 'false', got "
+                f"{value!r} (the original script counts only 'true' as the model chosen)."
+            )
+    if ACCEPTED_COLUMN in layout.position:
+        joined = record[layout.position[ACCEPTED_COLUMN]]
+        if tuple(joined.split(",")[1:]) != accepted:
+            raise AnalysisError(
+                f"Line {line}: isModelAccepted ({joined!r}) "
+                "disagrees with isModelAccepted1…: fix one of them."
             )
 
-        def cells(group: str, record: list[str] = record) -> tuple[str, ...]:
-            return tuple(record[position[f"{group}{n}"]] for n in range(1, rounds + 1))
 
-        accepted = cells("isModelAccepted")
-        for n, value in enumerate(accepted, start=1):
-            if value not in ("true", "false"):
-                raise AnalysisError(
-                    f"Line {line}, isModelAccepted{n}: expected the text 'true' or 'false', got "
-                    f"{value!r} (the original script counts only 'true' as the model chosen)."
-                )
-        if ACCEPTED_COLUMN in position:
-            joined = record[position[ACCEPTED_COLUMN]].split(",")[1:]
-            if tuple(joined) != accepted:
-                raise AnalysisError(
-                    f"Line {line}: isModelAccepted ({record[position[ACCEPTED_COLUMN]]!r}) "
-                    "disagrees with isModelAccepted1…: fix one of them."
-                )
-        answers: list[int | None] = []
-        for n in range(1, likert_count + 1):
-            value = record[position[f"Q{n}"]].strip()
-            if not value:
-                answers.append(None)
-            elif match := _LIKERT_VALUE.match(value):
-                answers.append(int(match.group(1)))
-            else:
-                raise AnalysisError(
-                    f"Line {line}, Q{n}: expected a Likert answer 1 to 5 or an empty cell, "
-                    f"got {value!r}."
-                )
-        writer = record[0] if has_index and record[0] else f"row{line - 1}"
-        if writer in seen:
-            raise AnalysisError(f"Line {line}: the writer id {writer!r} appears twice.")
-        seen.add(writer)
-        rows.append(
-            WriterRow(
-                writer=writer,
-                model_lines=cells("modelLines"),
-                baseline_lines=cells("baselineLines"),
-                user_lines=cells("userLines"),
-                user_edits=cells("userEdits"),
-                is_model_accepted=accepted,
-                likert=tuple(answers),
+def _likert_answers(layout: _Layout, line: int, record: list[str]) -> tuple[int | None, ...]:
+    """The writer's Likert answers Q1…, None for an empty cell; :class:`AnalysisError` for
+    a cell that is no answer 1 to 5."""
+    answers: list[int | None] = []
+    for n in range(1, layout.likert_count + 1):
+        value = record[layout.position[f"Q{n}"]].strip()
+        if not value:
+            answers.append(None)
+        elif match := _LIKERT_VALUE.match(value):
+            answers.append(int(match.group(1)))
+        else:
+            raise AnalysisError(
+                f"Line {line}, Q{n}: expected a Likert answer 1 to 5 or an empty cell, "
+                f"got {value!r}."
             )
-        )
-    return rows, rounds, likert_count, tuple(ignored)
+    return tuple(answers)
 
 
 def rows_from_study(data: StudyData) -> list[WriterRow]:
@@ -328,7 +365,7 @@ def _import_writer(
     questions: dict[str, tuple[str, str, tuple[str, ...]]],
 ) -> None:
     session_id = secrets.token_hex(16)
-    store.create_session(
+    cowriting_store.create_session(
         db,
         session_id=session_id,
         exp_id=experiment,
@@ -342,7 +379,7 @@ def _import_writer(
             "limits": {"rounds": rounds, "min_chars": None, "max_chars": None},
         },
     )
-    session = store.get_session(db, session_id)
+    session = cowriting_store.get_session(db, session_id)
     # The phase after each event comes from the study's own rules, as when writers write.
     record = SessionRecorder(db, session, flow.State(limits=flow.Limits(rounds=rounds)))
 

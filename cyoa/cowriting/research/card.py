@@ -51,33 +51,22 @@ def evaluation_card(
     """The card as Markdown. ``sessions`` and ``rounds`` are the rows of the ``sessions`` and
     ``preference`` export tables; ``details`` the researcher's entries (``pay``,
     ``qualifications``)."""
-    finished = [s for s in sessions if s["status"] == "finished"]
-    counted = [r for r in rounds if not r["one_suggestion_only"]]
-    suggestion_chars = [
-        float(len(r[f"slot{slot}_text"]))
-        for r in rounds
-        for slot in (1, 2)
-        if r[f"slot{slot}_text"] is not None
-    ]
-    suggestion_words = [
-        float(len(r[f"slot{slot}_text"].split()))
-        for r in rounds
-        for slot in (1, 2)
-        if r[f"slot{slot}_text"] is not None
-    ]
-    session_seconds = [s["session_seconds"] for s in finished if s["session_seconds"] is not None]
-    turn_seconds = [r["round_seconds"] for r in rounds if r["round_seconds"] is not None]
-    likert = [item for item in exp.survey if item.kind == "likert"]
-    open_ = [item for item in exp.survey if item.kind == "open"]
-    per_pair: dict[str, int] = {}
-    for s in sessions:
-        pair = f"{s['system_a']} vs {s['system_b']}"
-        per_pair[pair] = per_pair.get(pair, 0) + 1
-    sources = sorted({s["id_source"] for s in sessions})
-    started = min((s["started_at"] for s in sessions), default=None)
-    last = max((s["updated_at"] for s in sessions if s["updated_at"]), default=None)
-
     lines = [
+        *_task(exp, now),
+        *_rated_text(exp, rounds),
+        *_attributes_and_scale(exp),
+        *_instructions_and_quality(exp, details),
+        *_number_of_items(exp, sessions, rounds),
+        *_systems_and_raters(exp),
+        *_pay_and_time(details, sessions, rounds),
+        *_files(),
+    ]
+    return "\n".join(lines)
+
+
+def _task(exp: Experiment, now: datetime) -> list[str]:
+    """The card's title, where it comes from, and the task the writers did."""
+    return [
         f"# Evaluation card: {exp.title} (`{exp.id}`)",
         "",
         f"Generated {now.strftime('%Y-%m-%d %H:%M UTC')} by CYOA from the stored data. The "
@@ -93,6 +82,15 @@ def evaluation_card(
         "switch, edits it and adds it to the story. The choice is the preference judgement; "
         "the edits measure how much of the suggestion the writer kept.",
         "",
+    ]
+
+
+def _rated_text(exp: Experiment, rounds: Sequence[dict[str, Any]]) -> list[str]:
+    """How long a turn may be, and how long the suggestions shown were (characters, words)."""
+    shown = [r[f"slot{slot}_text"] for r in rounds for slot in (1, 2)]
+    suggestion_chars = [float(len(text)) for text in shown if text is not None]
+    suggestion_words = [float(len(text.split())) for text in shown if text is not None]
+    return [
         "## Length of the rated text",
         "",
         f"- Each turn (the writer's line and the edited suggestion) is limited to "
@@ -100,6 +98,14 @@ def evaluation_card(
         f"- Suggestions shown, in characters: {_quantiles(suggestion_chars)}; in words "
         f"(whitespace-separated): {_quantiles(suggestion_words)}.",
         "",
+    ]
+
+
+def _attributes_and_scale(exp: Experiment) -> list[str]:
+    """What the writers judged (the choice, their edits, the survey) and on which scales."""
+    likert = [item for item in exp.survey if item.kind == "likert"]
+    open_ = [item for item in exp.survey if item.kind == "open"]
+    return [
         "## Rated attributes",
         "",
         "- Preference: which of two suggestions the writer chose to continue their story "
@@ -117,6 +123,12 @@ def evaluation_card(
         + ".",
         "- Open questions: free text (at most 2000 characters).",
         "",
+    ]
+
+
+def _instructions_and_quality(exp: Experiment, details: dict[str, Any]) -> list[str]:
+    """The texts the writers were shown, and the qualifications and checks that applied."""
+    return [
         "## Instructions",
         "",
         "Shown to writers before and during writing:",
@@ -140,6 +152,24 @@ def evaluation_card(
         "Enforced by the app: one story per participant id per experiment; turn length limits; "
         "every action recorded before it is acknowledged.",
         "",
+    ]
+
+
+def _number_of_items(
+    exp: Experiment, sessions: Sequence[dict[str, Any]], rounds: Sequence[dict[str, Any]]
+) -> list[str]:
+    """How many writers started and finished, rounds judged, writers per pair of systems,
+    where the participant ids came from and when the data were collected."""
+    finished = [s for s in sessions if s["status"] == "finished"]
+    counted = [r for r in rounds if not r["one_suggestion_only"]]
+    per_pair: dict[str, int] = {}
+    for s in sessions:
+        pair = f"{s['system_a']} vs {s['system_b']}"
+        per_pair[pair] = per_pair.get(pair, 0) + 1
+    sources = sorted({s["id_source"] for s in sessions})
+    started = min((s["started_at"] for s in sessions), default=None)
+    last = max((s["updated_at"] for s in sessions if s["updated_at"]), default=None)
+    return [
         "## Number of items",
         "",
         f"- Writers (sessions started): {len(sessions)}; finished (survey submitted): "
@@ -152,6 +182,13 @@ def evaluation_card(
         f"- Participant ids came from: {', '.join(sources) or 'no sessions yet'}.",
         f"- Data collected from {started or '–'} to {last or '–'} (server time, UTC).",
         "",
+    ]
+
+
+def _systems_and_raters(exp: Experiment) -> list[str]:
+    """The systems compared (model card, version, weights, sampling), the raters per item
+    and whether human references were shown."""
+    return [
         "## Systems",
         "",
         "| system | model card | display name | version | weights | sampling |",
@@ -174,6 +211,17 @@ def evaluation_card(
         "No. Writers see only the two systems' suggestions; the human-written text is their own "
         "lines.",
         "",
+    ]
+
+
+def _pay_and_time(
+    details: dict[str, Any], sessions: Sequence[dict[str, Any]], rounds: Sequence[dict[str, Any]]
+) -> list[str]:
+    """The pay the researcher entered, and the time on task measured per session and round."""
+    finished = [s for s in sessions if s["status"] == "finished"]
+    session_seconds = [s["session_seconds"] for s in finished if s["session_seconds"] is not None]
+    turn_seconds = [r["round_seconds"] for r in rounds if r["round_seconds"] is not None]
+    return [
         "## Pay",
         "",
         *quote(details.get("pay") or "(not entered)"),
@@ -183,6 +231,12 @@ def evaluation_card(
         f"- Per finished session (consent to survey): {_duration(session_seconds)}.",
         f"- Per round (round start to the edited turn): {_duration(turn_seconds)}.",
         "",
+    ]
+
+
+def _files() -> list[str]:
+    """What the export bundle holds."""
+    return [
         "## Files in the bundle",
         "",
         "`preference`, `sessions`, `events`, `survey` as CSV and Parquet; `cyoa.tsv` (the "
@@ -191,4 +245,3 @@ def evaluation_card(
         "(every column); `experiment-spec.json`; this card.",
         "",
     ]
-    return "\n".join(lines)

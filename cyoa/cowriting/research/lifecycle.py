@@ -22,6 +22,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.spec import Experiment, SpecError, experiment_from_dict
 from cyoa.generation.types import ModelCard
 from cyoa.web.experiments import SPEC_MAX_BYTES, LifecycleError
@@ -162,7 +163,7 @@ def edit_refusal(db: Database, exp_id: str, spec_folder: Path) -> str:
     row = store.get_experiment(db, exp_id)
     if row is None or row["kind"] != "cowriting":
         return f"There is no co-writing experiment '{exp_id}'."
-    sessions = store.session_count(db, exp_id)
+    sessions = cowriting_store.session_count(db, exp_id)
     if sessions:
         writers = "1 writer has" if sessions == 1 else f"{sessions} writers have"
         return (
@@ -200,7 +201,7 @@ def edit_experiment(
     if exp.id != exp_id:
         raise SpecError(f"{where}: the id cannot change; clone '{exp_id}' to get a new id.")
     require_writer_texts(exp, where)
-    if not store.update_experiment_spec(db, exp_id, exp.title, raw):
+    if not cowriting_store.update_experiment_spec(db, exp_id, exp.title, raw):
         # A writer started, or it was opened, since the check above.
         raise LifecycleError(edit_refusal(db, exp_id, spec_folder))
     return exp

@@ -29,6 +29,7 @@ from flask import (
 )
 
 from cyoa import store
+from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.pages import START_PATH, WORK
 from cyoa.cowriting.research import exports, lifecycle
 from cyoa.cowriting.research.forms import (
@@ -405,7 +406,7 @@ def replay(exp_id: str, participant_id: int):
         if not rows:
             abort(404)
         session_row = rows[0]
-        events = store.load_events(db, session_row["id"])
+        events = cowriting_store.load_events(db, session_row["id"])
     return render_template(
         "research/replay.html",
         experiment=exp,

@@ -14,6 +14,7 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.errors import AnalysisError
+from cyoa.rating import store as rating_store
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import (
@@ -103,7 +104,8 @@ def review_raters(db: Database, experiment: str, data: RatingData) -> RaterRevie
     (:mod:`cyoa.rating.quality`), from the stored answers, check answers and the times the
     server showed each story. Imported raters (no times, no checks) break no rule."""
     stories = {
-        row["story_id"]: row["text"] or "" for row in store.rating_rows(db, experiment, "stories")
+        row["story_id"]: row["text"] or ""
+        for row in rating_store.rating_rows(db, experiment, "stories")
     }
     spec = quality_spec(data.spec, experiment, data.instrument, set(stories))
     answers: dict[str, list[Answer]] = {}
@@ -126,7 +128,7 @@ def review_raters(db: Database, experiment: str, data: RatingData) -> RaterRevie
         shown.setdefault(row["rater_id"], []).append(
             StoryShown(row["story_id"], _time(row["shown_at"]), words)
         )
-    raters = [row["rater_id"] for row in store.rating_rows(db, experiment, "raters")]
+    raters = [row["rater_id"] for row in rating_store.rating_rows(db, experiment, "raters")]
     qualities = tuple(
         rater_quality(
             rater, answers.get(rater, []), shown.get(rater, []), data.instrument, spec.checks

@@ -51,6 +51,7 @@ from werkzeug.utils import secure_filename
 from cyoa import store
 from cyoa.generation import System
 from cyoa.generation.pool import ModelNotAvailable
+from cyoa.rating import store as rating_store
 from cyoa.rating.experiment import create_from_spec, replace_from_spec
 from cyoa.rating.form import (
     INSTRUMENTS,
@@ -170,7 +171,7 @@ def _dashboard(exp_id: str):
 
 def _edit_refusal(exp_id: str) -> str:
     with web.db() as db:
-        return store.rating_edit_refusal(db, exp_id)
+        return rating_store.rating_edit_refusal(db, exp_id)
 
 
 def _pool_models() -> dict[str, str]:
@@ -197,7 +198,7 @@ def _form(
         for name, state in _pool_models().items()
     ]
     with web.db() as db:
-        cowriting = store.cowriting_story_counts(db)
+        cowriting = rating_store.cowriting_story_counts(db)
     page = render_template(
         "research/rating_new.html",
         values=values,
@@ -355,7 +356,9 @@ def _keep(
     """For an edit, what the form does not replace, from the stored experiment: the stories
     (the originals, as a file; their copies are made again from the corruption settings),
     an FEI study's questions, a custom instrument (as its table). Adds them to ``files``."""
-    originals = [row for row in store.rating_rows(db, exp.id, "stories") if not row["family"]]
+    originals = [
+        row for row in rating_store.rating_rows(db, exp.id, "stories") if not row["family"]
+    ]
     origins: dict[str, dict[str, Any]] = {}
     source: dict[str, Any] = {}
     if values.get("stories_from") == "keep":
@@ -652,7 +655,7 @@ def clone_rating(exp_id: str):
         if refusal := _busy_refusal(new_id):
             raise RatingFormError(refusal)
         with web.db() as db:
-            store.clone_rating_experiment(db, exp.id, new_id)
+            rating_store.clone_rating_experiment(db, exp.id, new_id)
     except ValueError as error:  # RatingFormError, or the store's: the id is taken
         flash(f"Could not clone '{exp.id}': {error}", "error")
         return _dashboard(exp.id)

@@ -26,6 +26,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa import store
+from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.render import alpha_cell
 from cyoa.rating.analysis.report import RatingReport, rating_report
@@ -293,16 +294,20 @@ def _time_lines(report: RatingReport | None) -> list[str]:
 def rating_card(data: RatingCardData, details: Mapping[str, Any], now: datetime) -> str:
     """The card as Markdown; ``details`` is what the researcher entered (``pay``,
     ``qualifications``; :func:`cyoa.store.get_evaluation_details`)."""
-    instrument = data.instrument
-    report = data.report
-    per_story = [data.raters_per_story.get(story.story_id, 0) for story in data.stories]
-    started = [r for r in data.raters if r.get("id_source") != "import"]
-    finished = sum(1 for r in data.raters if r.get("phase") == "done")
-    imported = len(data.raters) - len(started)
-    first = min((r["started_at"] for r in started if r.get("started_at")), default=None)
-    last = max((r["updated_at"] for r in started if r.get("updated_at")), default=None)
-    target = data.spec.get("raters_per_story", "not set")
     lines = [
+        *_header_and_instrument(data, now),
+        *_instructions_and_stories(data),
+        *_raters_per_story(data),
+        *_qualifications_and_agreement(data, details),
+        *_references_pay_and_time(data, details),
+    ]
+    return "\n".join(lines)
+
+
+def _header_and_instrument(data: RatingCardData, now: datetime) -> list[str]:
+    """The card's title and source, the task, the instrument, its items and its scales."""
+    instrument = data.instrument
+    return [
         f"# Evaluation card: {data.title} (`{data.experiment_id}`)",
         "",
         f"Generated {now.strftime('%Y-%m-%d %H:%M UTC')} by CYOA from the stored data. The "
@@ -328,6 +333,13 @@ def rating_card(data: RatingCardData, details: Mapping[str, Any], now: datetime)
         "",
         *_scale_lines(instrument),
         "",
+    ]
+
+
+def _instructions_and_stories(data: RatingCardData) -> list[str]:
+    """The texts the raters were shown, and the stories they rated."""
+    instrument = data.instrument
+    return [
         "## Instructions",
         "",
         "Shown to raters before the first story:",
@@ -346,6 +358,21 @@ def rating_card(data: RatingCardData, details: Mapping[str, Any], now: datetime)
         "",
         *_story_lines(data),
         "",
+    ]
+
+
+def _raters_per_story(data: RatingCardData) -> list[str]:
+    """How many raters each story had against the target, how many raters started, finished
+    or were excluded, the judgements, and when the data were collected."""
+    report = data.report
+    per_story = [data.raters_per_story.get(story.story_id, 0) for story in data.stories]
+    started = [r for r in data.raters if r.get("id_source") != "import"]
+    finished = sum(1 for r in data.raters if r.get("phase") == "done")
+    imported = len(data.raters) - len(started)
+    first = min((r["started_at"] for r in started if r.get("started_at")), default=None)
+    last = max((r["updated_at"] for r in started if r.get("updated_at")), default=None)
+    target = data.spec.get("raters_per_story", "not set")
+    return [
         "## Raters per story",
         "",
         f"- Target: {target}. Achieved (raters who answered about the story): "
@@ -363,6 +390,13 @@ def rating_card(data: RatingCardData, details: Mapping[str, Any], now: datetime)
         f"- Judgements: {report.all_raters.judgements if report else 0}.",
         f"- Data collected from {first or '–'} to {last or '–'} (server time, UTC).",
         "",
+    ]
+
+
+def _qualifications_and_agreement(data: RatingCardData, details: Mapping[str, Any]) -> list[str]:
+    """The qualifications the researcher entered, the quality control, and the agreement
+    between raters (with every rater, and without the excluded ones)."""
+    lines = [
         "## Qualifications and quality control",
         "",
         "Entered by the researcher:",
@@ -374,13 +408,18 @@ def rating_card(data: RatingCardData, details: Mapping[str, Any], now: datetime)
         "## Agreement",
         "",
     ]
-    if report is None:
+    if data.report is None:
         lines += ["No judgements yet.", ""]
     else:
-        lines += _agreement_lines("With every rater", report.all_raters)
-        if report.kept_raters is not None:
-            lines += _agreement_lines("Without the excluded raters", report.kept_raters)
-    lines += [
+        lines += _agreement_lines("With every rater", data.report.all_raters)
+        if data.report.kept_raters is not None:
+            lines += _agreement_lines("Without the excluded raters", data.report.kept_raters)
+    return lines
+
+
+def _references_pay_and_time(data: RatingCardData, details: Mapping[str, Any]) -> list[str]:
+    """Whether references were shown, the pay, the time on task, and the bundle's files."""
+    return [
         "## Human references shown",
         "",
         "No. Each rater reads one story at a time and is never shown a reference story or "
@@ -393,7 +432,7 @@ def rating_card(data: RatingCardData, details: Mapping[str, Any], now: datetime)
         "",
         "## Time on task (measured)",
         "",
-        *_time_lines(report),
+        *_time_lines(data.report),
         "",
         "## Files in the bundle",
         "",
@@ -401,7 +440,6 @@ def rating_card(data: RatingCardData, details: Mapping[str, Any], now: datetime)
         "column); `experiment-spec.json`; this card.",
         "",
     ]
-    return "\n".join(lines)
 
 
 def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None) -> RatingCardData:
@@ -414,7 +452,7 @@ def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None
         "SELECT definition FROM instruments WHERE experiment_id = ?", [exp_id]
     ).fetchone()
     instrument = instrument_from_dict(json.loads(definition[0]))
-    story_rows = store.rating_rows(db, exp_id, "stories")
+    story_rows = rating_store.rating_rows(db, exp_id, "stories")
     stories = []
     for story in story_rows:
         origin = json.loads(story["origin"] or "{}")
@@ -447,7 +485,7 @@ def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None
         instrument=instrument,
         quality=quality_spec(spec, exp_id, instrument, {s.story_id for s in stories}),
         stories=tuple(stories),
-        raters=tuple(store.rating_rows(db, exp_id, "raters")),
+        raters=tuple(rating_store.rating_rows(db, exp_id, "raters")),
         raters_per_story=judged,
         report=report if judged else None,
     )

@@ -39,6 +39,7 @@ from flask import (
 from sqlite_utils import Database
 
 from cyoa import store
+from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.render import alpha_cell, display_value
 from cyoa.rating.analysis.report import (
     RatingReport,
@@ -214,7 +215,7 @@ def _progress(db: Database, exp: RatingExperiment, snap: Snapshot) -> dict[str, 
     """The progress figures: the counts live, ``excluded`` and ``median_seconds`` from the
     analysis, ``as_of`` its time."""
     report = snap.report
-    raters = store.rating_rows(db, exp.id, "raters")
+    raters = rating_store.rating_rows(db, exp.id, "raters")
     per_story = [
         row["n"]
         for row in db.query(
@@ -273,7 +274,7 @@ def _platform_id(rater: dict[str, Any] | None) -> str:
 
 def _quality(db: Database, exp_id: str, report: RatingReport | None) -> list[dict[str, Any]]:
     page = "research_ratings.rating_rater"
-    raters = {row["rater_id"]: row for row in store.rating_rows(db, exp_id, "raters")}
+    raters = {row["rater_id"]: row for row in rating_store.rating_rows(db, exp_id, "raters")}
     return [
         {
             "rater": row["rater_id"][:12],
@@ -436,7 +437,7 @@ def rating_save_details(exp_id: str):
 def rating_rater(exp_id: str, rater_id: str):
     exp = rating_experiment_or_404(exp_id)
     with web.db() as db:
-        rater = store.get_rater(db, exp_id, rater_id)
+        rater = rating_store.get_rater(db, exp_id, rater_id)
         if rater is None:
             abort(404)
         answers = list(

@@ -335,6 +335,36 @@ OPERATIONS: dict[str, Operation] = {
 }
 
 
+def _checked_request(stories: list[StoryRecord], operation: str, fraction: float) -> Operation:
+    """The operation named ``operation``; :class:`CorruptionError` for an unknown one, a
+    fraction outside (0, 1], no stories, a repeated story id or a story without text."""
+    chosen_operation = OPERATIONS.get(operation)
+    if chosen_operation is None:
+        raise CorruptionError(
+            f"Unknown corruption {operation!r}: use one of {', '.join(OPERATIONS)}."
+        )
+    if not 0 < fraction <= 1:
+        raise CorruptionError(
+            f"fraction must be above 0 and at most 1 (the share of stories to copy), "
+            f"not {fraction!r}."
+        )
+    if not stories:
+        raise CorruptionError("There are no stories to corrupt: give at least one.")
+    ids = [story.story_id for story in stories]
+    repeated = sorted({story_id for story_id in ids if ids.count(story_id) > 1})
+    if repeated:
+        raise CorruptionError(
+            f"Story id(s) {', '.join(repeated)} appear more than once: give each story its own id."
+        )
+    without_text = [story.story_id for story in stories if not story.text.strip()]
+    if without_text:
+        raise CorruptionError(
+            f"Stories {', '.join(without_text)} have no text (only a link): a corrupted copy "
+            f"needs the text. Leave them out of the set to corrupt."
+        )
+    return chosen_operation
+
+
 def corrupt(
     stories: Sequence[StoryRecord], operation: str, seed: int, fraction: float = 1.0
 ) -> list[StoryRecord]:
@@ -354,31 +384,9 @@ def corrupt(
     outside (0, 1], a story without text (a link only), a repeated story id, a copy's id that
     is taken, and stories the operation cannot change (named, with the reason).
     """
-    chosen_operation = OPERATIONS.get(operation)
-    if chosen_operation is None:
-        raise CorruptionError(
-            f"Unknown corruption {operation!r}: use one of {', '.join(OPERATIONS)}."
-        )
-    if not 0 < fraction <= 1:
-        raise CorruptionError(
-            f"fraction must be above 0 and at most 1 (the share of stories to copy), "
-            f"not {fraction!r}."
-        )
     stories = list(stories)
-    if not stories:
-        raise CorruptionError("There are no stories to corrupt: give at least one.")
+    chosen_operation = _checked_request(stories, operation, fraction)
     ids = [story.story_id for story in stories]
-    repeated = sorted({story_id for story_id in ids if ids.count(story_id) > 1})
-    if repeated:
-        raise CorruptionError(
-            f"Story id(s) {', '.join(repeated)} appear more than once: give each story its own id."
-        )
-    without_text = [story.story_id for story in stories if not story.text.strip()]
-    if without_text:
-        raise CorruptionError(
-            f"Stories {', '.join(without_text)} have no text (only a link): a corrupted copy "
-            f"needs the text. Leave them out of the set to corrupt."
-        )
     count = max(1, math.floor(fraction * len(stories) + 0.5))
     picked = set(random.Random(f"{seed}:{operation}:select").sample(range(len(stories)), count))
     # Only swap_sentences reads other stories: their sentences, split once for all copies.
