@@ -7,28 +7,48 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from flask import Flask
 from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting import pages as cowriting_pages
+from cyoa.cowriting import parts as cowriting_parts
+from cyoa.cowriting.analysis import report as cowriting_report
 from cyoa.cowriting.research import exports as cowriting_exports
+from cyoa.cowriting.research import lifecycle as cowriting_lifecycle
+from cyoa.rating import experiment as rating_experiment
 from cyoa.rating import pages as rating_pages
+from cyoa.rating.analysis import report as rating_report
 from cyoa.rating.research import exports as rating_exports
 from cyoa.web.tables import ExportError
 
 
 @dataclass(frozen=True)
 class Kind:
-    """One study kind: its name as stored, the first segment of its participants' links,
-    what a participant resumes by one (for the links' notes), the names of its export
-    tables, and its exports (``export(db, row, fmt, **options)``: the stored experiment's
-    ``row``, a format of :data:`cyoa.cowriting.research.exports.FORMATS`)."""
+    """One study kind:
+
+    - ``name`` as stored (``experiments.kind``, a spec's ``kind``);
+    - ``start_path``, the first segment of its participants' links, and ``work``, what a
+      participant resumes by one (for the links' notes);
+    - ``participants``: the table with one row per participant (``sessions``, ``raters``);
+    - ``tables``: the names of its export tables, and ``export(db, row, fmt, **options)``:
+      the stored experiment's ``row`` in a format of
+      :data:`cyoa.cowriting.research.exports.FORMATS`;
+    - ``create(db, raw, path, cards)``: a spec file stored as a paused experiment, and the
+      sentence that says what to do next;
+    - ``report(db, exp_id, fmt, **options)``: the ``analyze`` verb's text;
+    - ``serves(app, exp_id)``: whether the app serves the stored experiment.
+    """
 
     name: str
     start_path: str
     work: str
+    participants: str
     tables: tuple[str, ...]
     export: Callable[..., bytes]
+    create: Callable[..., str]
+    report: Callable[..., str]
+    serves: Callable[[Flask, str], bool]
 
 
 KINDS: dict[str, Kind] = {
@@ -36,15 +56,23 @@ KINDS: dict[str, Kind] = {
         name="cowriting",
         start_path=cowriting_pages.START_PATH,
         work=cowriting_pages.WORK,
+        participants="sessions",
         tables=tuple(cowriting_exports.TABLES),
         export=cowriting_exports.export,
+        create=cowriting_lifecycle.create_from_file,
+        report=cowriting_report.report,
+        serves=cowriting_parts.serves,
     ),
     "rating": Kind(
         name="rating",
         start_path=rating_pages.START_PATH,
         work=rating_pages.WORK,
+        participants="raters",
         tables=tuple(rating_exports.RATING_TABLES),
         export=rating_exports.export,
+        create=rating_experiment.create_from_file,
+        report=rating_report.report_text,
+        serves=lambda _app, _exp_id: True,  # a rating study needs no model to be served
     ),
 }
 
@@ -57,3 +85,14 @@ def export(db: Database, exp_id: str, fmt: str, **options: Any) -> bytes:
     if row is None:
         raise ExportError(f"There is no experiment '{exp_id}' in this database.")
     return KINDS[row["kind"]].export(db, row, fmt, **options)
+
+
+def kind_of(db: Database, exp_id: str) -> Kind:
+    """The kind of the stored experiment ``exp_id``; :class:`~cyoa.errors.AnalysisError`
+    naming the known experiments if there is none."""
+    return KINDS[store.experiment_row(db, exp_id)["kind"]]
+
+
+def of_spec(raw: dict[str, Any]) -> Kind:
+    """The kind a spec file declares (``kind``; co-writing when it names none)."""
+    return KINDS.get(str(raw.get("kind") or "cowriting"), KINDS["cowriting"])

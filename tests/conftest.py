@@ -12,6 +12,7 @@ import pytest
 from hypothesis import settings
 
 from cyoa import create_app, store
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.web.realtime import socketio
 
 # In CI (CI=true) property and fuzz tests draw the same examples on every run, so a run's
@@ -152,11 +153,11 @@ class Writer:
 
     @property
     def runner(self):
-        return self.app.extensions["cyoa"]["runner"]
+        return cowriting_parts(self.app).runner
 
     @property
     def study(self):
-        return self.app.extensions["cyoa"]["study"]
+        return cowriting_parts(self.app).study
 
     @property
     def session_id(self) -> str:

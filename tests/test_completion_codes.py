@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from conftest import SURVEY_ANSWERS, Writer
 
 from cyoa.cli import cli
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.research.forms import edited_spec
 from cyoa.cowriting.research.forms import form_defaults as cowriting_form_defaults
 from cyoa.cowriting.research.forms import form_from_spec as cowriting_form_from_spec
@@ -18,6 +19,7 @@ from cyoa.rating.form import form_defaults as rating_form_defaults
 from cyoa.rating.form import form_from_spec as rating_form_from_spec
 from cyoa.rating.form import spec_from_form as rating_spec_from_form
 from cyoa.rating.spec import RatingSpecError, parse_rating_spec
+from cyoa.web.parts import shared as shared_parts
 from tests.test_rating_journey import Rater, rows, write_spec
 
 
@@ -100,8 +102,8 @@ def test_without_a_study_wide_code_each_rater_gets_their_own(rating_app):
 
 @pytest.mark.parametrize("code", ["", "has space", "x" * 65, 1234, "C1<b>"])
 def test_a_bad_study_wide_code_is_refused_with_a_sentence_in_both_kinds(app, tmp_path, code):
-    cards = app.extensions["cyoa"]["cards"]
-    spec = dict(app.extensions["cyoa"]["study"].experiments["fake-ab"].source)
+    cards = shared_parts(app).cards
+    spec = dict(cowriting_parts(app).study.experiments["fake-ab"].source)
     with pytest.raises(SpecError, match="completion_code must be 1–64 letters, digits"):
         experiment_from_dict({**spec, "completion_code": code}, cards)
     raw = {

@@ -27,6 +27,7 @@ from cyoa.generation import (
 from cyoa.generation.engine.prefixes import DEFAULT_MAX_TOKENS
 from cyoa.generation.fake import FakeBackend
 from cyoa.generation.pool import make_backend
+from cyoa.web.parts import shared as shared_parts
 
 REPO_MODELS = Path(__file__).resolve().parent.parent / "models"
 STORY = ["The lighthouse keeper found a letter on the rocks."]
@@ -318,7 +319,7 @@ def test_a_local_model_keeps_as_many_prompt_tokens_as_the_pool_is_told(tmp_path)
 
 def test_the_prompt_store_setting_reaches_the_pool_and_a_negative_one_is_refused(tmp_path):
     app = create_app({**write_setup(tmp_path), "PROMPT_STORE_TOKENS": 4096})
-    assert app.extensions["cyoa"]["pool"].prompt_store_tokens == 4096
+    assert shared_parts(app).pool.prompt_store_tokens == 4096
     with pytest.raises(ValueError, match="CYOA_PROMPT_STORE_TOKENS is -1"):
         create_app({**write_setup(tmp_path), "PROMPT_STORE_TOKENS": -1})
 

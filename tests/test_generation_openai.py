@@ -29,6 +29,7 @@ from cyoa.generation import (
 )
 from cyoa.generation.fake import FakeBackend
 from cyoa.generation.openai_backend import ModelServerError, OpenAIBackend
+from cyoa.web.parts import shared as shared_parts
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "tests" / "support" / "openai_server.py"
@@ -219,7 +220,7 @@ def test_a_whole_round_runs_on_remote_models(fake_server, tmp_path):
         # The server serves fake-a only: both cards name it, each under its own card name.
         remote_card(models, fake_server.url, name=name, model="fake-a")
     app = create_app(config)
-    assert app.extensions["cyoa"]["pool"].wait_ready(timeout=30)
+    assert shared_parts(app).pool.wait_ready(timeout=30)
     writer = Writer(app)
     writer.write_round(1)
     db = store.connect(config["DATABASE"])

@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     ("wing", frozenset({"cyoa.cowriting", "cyoa.rating"})),
     ("research shell", frozenset({"cyoa.research", "cyoa.kinds"})),
-    ("app", frozenset({"cyoa", "cyoa.__main__", "cyoa.cli", "cyoa.parts"})),
+    ("app", frozenset({"cyoa", "cyoa.__main__", "cyoa.cli"})),
 )
 APART = "wing"
 # The one import between the wings, and why: a rating study may rate a co-writing study's

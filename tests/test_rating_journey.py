@@ -15,6 +15,7 @@ from conftest import Researcher
 from cyoa import store
 from cyoa.cli import cli
 from cyoa.rating.blind import rater_item_ids
+from cyoa.rating.parts import parts as rating_parts
 from tests.study_builder import add_writer, make_experiment, story
 
 STORIES = [
@@ -103,7 +104,7 @@ class Rater:
         return self.client.post("/r/aiss-pilot/action", json=body, headers={"X-CYOA-Action": "1"})
 
     def as_shown(self, payload: dict) -> dict:
-        exp = self.app.extensions["cyoa"]["ratings"].experiment("aiss-pilot")
+        exp = rating_parts(self.app).ratings.experiment("aiss-pilot")
         story_id = payload.get("story")
         if exp is None or story_id not in exp.stories:
             return payload
@@ -113,7 +114,7 @@ class Rater:
         return shown
 
     def state(self):
-        ratings = self.app.extensions["cyoa"]["ratings"]
+        ratings = rating_parts(self.app).ratings
         with self.client.session_transaction() as cookie:
             rater_id = cookie["cyoa_rater"]["aiss-pilot"]
         return rater_id, ratings.state("aiss-pilot", rater_id)

@@ -8,6 +8,7 @@ import json
 import pytest
 from conftest import Writer, db_rows
 
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.research.forms import form_defaults
 
 
@@ -137,7 +138,7 @@ def test_an_edit_is_stored_and_served_at_once_and_the_id_stays(app, researcher, 
     assert row["spec"]["rounds"] == 3
     assert row["spec"]["systems"][1] == {"name": "beta", "model": "fake-a"}
     assert [s["name"] for s in row["spec"]["systems"]] == ["alpha", "beta", "gamma"]
-    exp = app.extensions["cyoa"]["study"].experiments["draft"]
+    exp = cowriting_parts(app).study.experiments["draft"]
     assert exp.title == "A better title" and exp.limits.rounds == 3 and len(exp.systems) == 3
     page = page_text(researcher.get("/research/experiments/draft"))
     assert "Experiment 'draft' saved." in page and "System <strong>gamma</strong>" in page

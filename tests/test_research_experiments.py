@@ -15,7 +15,9 @@ from conftest import FAKE_CARD, RESEARCHER_PASSWORD, Researcher, Writer, write_s
 from cyoa import ROOT, create_app, store
 from cyoa.cli import cli
 from cyoa.cli import research as research_commands
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.research.forms import form_defaults
+from cyoa.web.parts import shared as shared_parts
 
 
 def status_of(app, exp_id: str) -> str:
@@ -145,7 +147,7 @@ def test_an_experiment_whose_model_is_not_loaded_opens_once_it_loads_without_a_r
     card = FAKE_CARD.format(name="fake-c", options="delay_seconds = 0.01")
     (tmp_path / "models" / "fake-c.toml").write_text(card)
     app = create_app(config)
-    assert app.extensions["cyoa"]["pool"].status()["fake-c"]["state"] == "not_loaded"
+    assert shared_parts(app).pool.status()["fake-c"]["state"] == "not_loaded"
     researcher = Researcher(app)
     researcher.login()
     page = researcher.get("/research/experiments/new").get_data(as_text=True)
@@ -188,7 +190,7 @@ def test_an_opening_whose_model_fails_to_load_keeps_the_experiment_paused(tmp_pa
     researcher.post("/research/experiments/new", data=form(system2_model="broken"))
     researcher.post("/research/experiments/new-study/status", data={"status": "open"})
     deadline = time.monotonic() + 30
-    while app.extensions["research"]["openings"].waiting_for("new-study"):
+    while cowriting_parts(app).openings.waiting_for("new-study"):
         assert time.monotonic() < deadline, "the loading did not end"
         time.sleep(0.05)
     page = researcher.get("/research/experiments/new-study").get_data(as_text=True)
@@ -339,9 +341,9 @@ def test_an_opening_never_overwrites_a_close_made_while_its_models_loaded(app):
 
 
 def test_a_model_an_opening_waits_for_cannot_be_unloaded(app, researcher):
-    pool = app.extensions["cyoa"]["pool"]
+    pool = shared_parts(app).pool
     assert pool.wait_ready(timeout=10)
-    openings = app.extensions["research"]["openings"]
+    openings = cowriting_parts(app).openings
     gate = threading.Event()
     original = pool.load
 

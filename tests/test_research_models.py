@@ -11,6 +11,7 @@ from conftest import FAKE_CARD, Researcher, write_setup
 
 from cyoa import create_app, store
 from cyoa.cowriting.research.forms import form_defaults
+from cyoa.web.parts import shared as shared_parts
 
 
 @pytest.fixture
@@ -30,13 +31,13 @@ def researcher(app):
 
 def wait_state(app, name: str, state: str, timeout: float = 10) -> None:
     deadline = time.monotonic() + timeout
-    while app.extensions["cyoa"]["pool"].status()[name]["state"] != state:
+    while shared_parts(app).pool.status()[name]["state"] != state:
         assert time.monotonic() < deadline, f"{name} did not become {state}"
         time.sleep(0.05)
 
 
 def test_the_models_page_lists_every_card_with_its_state(app, researcher):
-    app.extensions["cyoa"]["pool"].wait_ready(timeout=10)
+    shared_parts(app).pool.wait_ready(timeout=10)
     page = researcher.get("/research/models/").get_data(as_text=True)
     for name in ("fake-a", "fake-b", "fake-c"):
         assert f'id="model-{name}"' in page
@@ -55,7 +56,7 @@ def test_a_card_no_experiment_uses_is_loaded_from_the_page_without_a_restart(app
 
 
 def test_trying_a_model_shows_three_suggestions_with_their_times(app, researcher):
-    app.extensions["cyoa"]["pool"].wait_ready(timeout=10)
+    shared_parts(app).pool.wait_ready(timeout=10)
     response = researcher.post("/research/models/fake-a/try", {"story": "Once upon a time."})
     page = response.get_data(as_text=True)
     assert response.status_code == 200
@@ -70,11 +71,11 @@ def test_trying_a_model_that_is_not_loaded_says_to_load_it(researcher):
 
 
 def test_a_model_an_open_experiment_uses_cannot_be_unloaded(app, researcher):
-    app.extensions["cyoa"]["pool"].wait_ready(timeout=10)
+    shared_parts(app).pool.wait_ready(timeout=10)
     researcher.post("/research/experiments/fake-ab/status", {"status": "open"})
     response = researcher.post("/research/models/fake-a/unload", follow_redirects=True)
     assert "used by the experiment(s) fake-ab, open or opening" in response.get_data(as_text=True)
-    assert app.extensions["cyoa"]["pool"].status()["fake-a"]["state"] == "ready"
+    assert shared_parts(app).pool.status()["fake-a"]["state"] == "ready"
 
 
 def test_an_unused_model_can_be_unloaded(app, researcher):
@@ -82,7 +83,7 @@ def test_an_unused_model_can_be_unloaded(app, researcher):
     wait_state(app, "fake-c", "ready")
     response = researcher.post("/research/models/fake-c/unload", follow_redirects=True)
     assert "fake-c is unloaded" in response.get_data(as_text=True)
-    assert app.extensions["cyoa"]["pool"].status()["fake-c"]["state"] == "not_loaded"
+    assert shared_parts(app).pool.status()["fake-c"]["state"] == "not_loaded"
 
 
 def test_the_models_page_needs_a_login_and_the_csrf_token(app):
@@ -126,4 +127,4 @@ def test_a_card_file_changed_while_the_app_runs_is_kept_as_read_and_said_so(app,
     card.write_text(card.read_text().replace("top_k = 40", "top_k = 7"))
     page = researcher.get("/research/models/").get_data(as_text=True)
     assert "fake-c.toml changed since the app read it" in page
-    assert app.extensions["cyoa"]["cards"]["fake-c"].sampling.top_k == 40
+    assert shared_parts(app).cards["fake-c"].sampling.top_k == 40

@@ -15,6 +15,7 @@ from test_rating_journey import Rater
 
 from cyoa import store
 from cyoa.rating.form import form_defaults, form_from_spec
+from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.research import admin as rating_admin
 from tests.study_builder import add_writer, make_experiment, story
 
@@ -331,7 +332,7 @@ def test_a_generation_form_with_one_model_is_refused_before_anything_runs(app, r
     )
     assert reply.status_code == 400
     assert "Generated stories: choose two or more models to compare." in page_of(reply)
-    assert app.extensions["rating_generation"]["jobs"] == {}
+    assert rating_parts(app).jobs == {}
 
 
 def test_a_generation_whose_spec_fails_shows_the_form_again_before_generating(app, researcher):
@@ -346,7 +347,7 @@ def test_a_generation_whose_spec_fails_shows_the_form_again_before_generating(ap
     )
     assert reply.status_code == 400
     assert "story_id &#39;s9&#39; is not one of the study&#39;s stories" in page_of(reply)
-    assert app.extensions["rating_generation"]["jobs"] == {}
+    assert rating_parts(app).jobs == {}
 
 
 ADMIN_URLS = [

@@ -16,6 +16,7 @@ from test_workers import AppProcess
 from werkzeug.security import generate_password_hash
 
 from cyoa import store
+from cyoa.rating.parts import parts as rating_parts
 
 PROMPTS = "\n".join(f"Opening number {n} of the tale." for n in range(1, 7))
 
@@ -54,7 +55,7 @@ def test_a_job_over_the_cap_is_refused_with_the_cap_and_why(app):
     page = page_of(reply)
     assert "this asks for 200 stories of 10 sentences, 2,000 sentences in all" in page
     assert "one job writes at most 1,000" in page and "within the hour" in page
-    assert app.extensions["rating_generation"]["jobs"] == {}
+    assert rating_parts(app).jobs == {}
     assert attempts(app) == []
 
 

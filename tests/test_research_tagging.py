@@ -10,6 +10,7 @@ from conftest import Writer, write_setup
 
 from cyoa import create_app, store
 from cyoa.cowriting.analysis.tag_cache import tag_experiment
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.research.tagging import NICENESS, BackgroundTagger, tag_command
 
 
@@ -25,8 +26,8 @@ def wait_until(condition, timeout: float = 120.0) -> bool:
 def test_a_submitted_round_is_tagged_in_the_background(tmp_path):
     config = write_setup(tmp_path) | {"TAG_SENTENCES": True, "TAG_DELAY_SECONDS": 0.1}
     app = create_app(config)
-    tagger = app.extensions["research"]["tagger"]
-    assert tagger in app.extensions["cyoa"]["study"].listeners
+    tagger = cowriting_parts(app).tagger
+    assert tagger in cowriting_parts(app).study.listeners
     writer = Writer(app)
     writer.write_round(1)
     try:

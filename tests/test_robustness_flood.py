@@ -25,6 +25,7 @@ from test_workers import EXPERIMENT, AppProcess, new_writer
 
 from cyoa import create_app, store
 from cyoa.cowriting.flow import RuleError
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.service import Study
 from cyoa.web.ratelimit import Bucket, take
 
@@ -127,7 +128,7 @@ def test_a_refused_action_is_answered_while_another_writer_holds_the_write_lock(
 
 
 def test_the_state_kept_between_actions_follows_what_another_worker_records(app):
-    here = app.extensions["cyoa"]["study"]
+    here = cowriting_parts(app).study
     there = Study(Path(app.config["DATABASE"]), here.experiments)  # another worker process
     writer = Writer(app)
     sid = writer.session_id

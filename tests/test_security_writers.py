@@ -6,6 +6,7 @@ from conftest import Writer
 
 from cyoa import store
 from cyoa.cowriting import service
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.web.realtime import socketio
 
 
@@ -107,7 +108,7 @@ def test_the_same_browser_resumes_with_the_participant_id_alone(app):
 
 
 def test_a_story_started_a_moment_ago_by_another_request_is_not_handed_over(app, monkeypatch):
-    study = app.extensions["cyoa"]["study"]
+    study = cowriting_parts(app).study
     exp = study.experiment("fake-ab")
     participant = {"external_id": "p-race", "id_source": "pid"}
     assert study.open_session(exp, participant)

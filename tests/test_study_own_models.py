@@ -11,6 +11,7 @@ from tiny_checkpoint import SMOL, save_tiny_checkpoint, smollm2_tokenizer
 
 from cyoa import create_app
 from cyoa.generation.weights import locate_gguf
+from cyoa.web.parts import shared as shared_parts
 
 ROUNDS = 2
 EXPERIMENT = """
@@ -51,9 +52,7 @@ def app_with_my_model(root, source: str):
 
 
 def write_whole_story(app) -> list[dict]:
-    assert app.extensions["cyoa"]["pool"].wait_ready(timeout=600), app.extensions["cyoa"][
-        "pool"
-    ].status()
+    assert shared_parts(app).pool.wait_ready(timeout=600), shared_parts(app).pool.status()
     writer = Writer(app, "?pid=own-model-writer", experiment="own-model")
     writer.connect()
     for n in range(1, ROUNDS + 1):
@@ -70,7 +69,7 @@ def test_a_whole_story_with_a_checkpoint_folder_as_one_system(tmp_path):
     tokenizer = smollm2_tokenizer(tmp_path / "tokenizer")
     checkpoint = save_tiny_checkpoint(tmp_path / "my-checkpoint", tokenizer)
     app = app_with_my_model(tmp_path, f'path = "{checkpoint}"')
-    card = app.extensions["cyoa"]["cards"]["mine"]
+    card = shared_parts(app).cards["mine"]
     assert card.version.startswith("checkpoint:")
     suggestions = write_whole_story(app)
     mine = [s for s in suggestions if s["model"] == "mine"]
@@ -82,7 +81,7 @@ def test_a_whole_story_with_a_checkpoint_folder_as_one_system(tmp_path):
 def test_a_whole_story_with_the_packaged_gguf_file_as_one_system(tmp_path):
     weights = locate_gguf(SMOL, tmp_path)
     app = app_with_my_model(tmp_path, f'gguf = "{weights}"')
-    card = app.extensions["cyoa"]["cards"]["mine"]
+    card = shared_parts(app).cards["mine"]
     assert card.version.startswith("sha256:")
     suggestions = write_whole_story(app)
     mine = [s for s in suggestions if s["model"] == "mine"]

@@ -9,17 +9,12 @@ from pathlib import Path
 
 import click
 
-from cyoa import store
+from cyoa import kinds, store
 from cyoa.cli.context import database_path, open_existing
-from cyoa.cowriting.analysis.data import experiment_pairs, load_study
-from cyoa.cowriting.analysis.render import render
-from cyoa.cowriting.analysis.tables import analyze
-from cyoa.cowriting.analysis.tag_cache import SentenceTagCache, tag_experiment
+from cyoa.cowriting.analysis.tag_cache import tag_experiment
 from cyoa.cowriting.analysis.tsv import import_tsv
 from cyoa.errors import AnalysisError
 from cyoa.metrics.records import score_records
-from cyoa.rating.analysis.data import experiment_kind
-from cyoa.rating.analysis.report import rating_report, render_report
 
 
 @click.command("analyze")
@@ -65,28 +60,14 @@ def analyze_command(
     scores per source, their tests and the raters' agreement."""
     db = open_existing(ctx)
     try:
-        try:
-            if experiment_kind(db, experiment) == "rating":
-                if compat or pair or alternative != "two-sided":
-                    raise click.ClickException(
-                        "--compat, --pair and --alternative are for co-writing experiments; "
-                        f"'{experiment}' is a rating experiment."
-                    )
-                click.echo(render_report(rating_report(db, experiment), fmt), nl=False)
-                return
-            pairs = [tuple(pair)] if pair else experiment_pairs(db, experiment)
-            studies = [load_study(db, experiment, p) for p in pairs]
-        except AnalysisError as error:
-            raise click.ClickException(str(error)) from error
-        if not studies:
-            raise click.ClickException(f"No writer of experiment '{experiment}' has started yet.")
-        cache = SentenceTagCache(db)
-        analyses = [
-            analyze(data, compat=compat, alternative=alternative, cache=cache) for data in studies
-        ]
+        kind = kinds.kind_of(db, experiment)
+        options = {"compat": compat, "alternative": alternative, "pair": pair}
+        text = kind.report(db, experiment, fmt, **options)
+    except AnalysisError as error:
+        raise click.ClickException(str(error)) from error
     finally:
         db.close()
-    click.echo(render(analyses, fmt), nl=False)
+    click.echo(text, nl=False)
 
 
 @click.command("metrics")

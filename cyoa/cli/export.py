@@ -8,6 +8,7 @@ import click
 
 from cyoa import kinds
 from cyoa.cli.context import get_app, open_existing
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.web.tables import ExportError
 
 
@@ -71,9 +72,7 @@ def export_command(
     db = open_existing(ctx)
     try:
         experiment_spec = (
-            get_app(ctx).extensions["cyoa"]["study"].experiment(experiment)
-            if fmt == "bundle"
-            else None
+            cowriting_parts(get_app(ctx)).study.experiment(experiment) if fmt == "bundle" else None
         )
         data = kinds.export(
             db,

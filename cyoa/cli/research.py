@@ -12,13 +12,14 @@ from pathlib import Path
 
 import click
 
+from cyoa import kinds
 from cyoa.cli.context import get_app, open_existing, open_or_create
-from cyoa.cowriting.research.lifecycle import create_experiment, parse_spec
+from cyoa.cowriting.research.lifecycle import parse_spec
 from cyoa.cowriting.spec import SpecError
-from cyoa.rating.experiment import create_from_spec
-from cyoa.rating.spec import RatingSpecError, parse_rating_spec
+from cyoa.rating.spec import RatingSpecError
 from cyoa.web.auth import AccountError, create_researcher
 from cyoa.web.experiments import LifecycleError, set_status
+from cyoa.web.parts import shared as shared_parts
 
 
 def _password(name: str) -> str:
@@ -56,28 +57,16 @@ def experiment_group() -> None:
 def experiment_create_command(ctx: click.Context, file: Path) -> None:
     """Store the spec FILE (TOML or JSON) as a new, paused experiment: co-writing, or a
     rating study (kind = "rating")."""
-    cards = get_app(ctx).extensions["cyoa"]["cards"]
+    cards = shared_parts(get_app(ctx)).cards
     db = open_or_create(ctx)
     try:
         raw = parse_spec(file.read_text(encoding="utf-8"), str(file))
-        if raw.get("kind") == "rating":
-            spec = parse_rating_spec(raw, str(file), file.resolve().parent, db)
-            create_from_spec(db, spec)
-            click.echo(
-                f"Rating experiment '{spec.id}' created, paused, with {len(spec.stories)} "
-                f"stories. Open it (python -m cyoa experiment open {spec.id}); raters start "
-                f"at /r/{spec.id}."
-            )
-            return
-        exp = create_experiment(db, raw, cards, where=str(file))
+        done = kinds.of_spec(raw).create(db, raw, file, cards)
     except (SpecError, RatingSpecError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         db.close()
-    click.echo(
-        f"Experiment '{exp.id}' created, paused. Restart the app to serve it with its models, "
-        f"then open it (python -m cyoa experiment open {exp.id}, or on its page)."
-    )
+    click.echo(done)
 
 
 def _status_command(status: str, verb: str):
@@ -113,18 +102,12 @@ def experiment_list_command(ctx: click.Context) -> None:
     (co-writing) or raters (rating) it has."""
     db = open_existing(ctx)
     try:
-        rows = list(
-            db.query(
-                "SELECT e.id, e.status, e.kind, e.title,"
-                " (SELECT count(*) FROM sessions s WHERE s.experiment_id = e.id) AS sessions,"
-                " (SELECT count(*) FROM raters r WHERE r.experiment_id = e.id) AS raters"
-                " FROM experiments e ORDER BY e.id"
-            )
-        )
+        rows = []
+        for row in db.query("SELECT id, status, kind, title FROM experiments ORDER BY id"):
+            table = kinds.KINDS[row["kind"]].participants
+            count = db.execute(f"SELECT count(*) FROM {table} WHERE experiment_id = ?", [row["id"]])
+            rows.append({**row, "people": f"{count.fetchone()[0]} {table}"})
     finally:
         db.close()
     for row in rows:
-        people = (
-            f"{row['raters']} raters" if row["kind"] == "rating" else f"{row['sessions']} sessions"
-        )
-        click.echo(f"{row['id']}\t{row['status']}\t{row['kind']}\t{people}\t{row['title']}")
+        click.echo(f"{row['id']}\t{row['status']}\t{row['kind']}\t{row['people']}\t{row['title']}")

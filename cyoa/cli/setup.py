@@ -9,6 +9,7 @@ from flask import Flask
 
 from cyoa import store
 from cyoa.cli.context import get_app
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.kinds import KINDS
 from cyoa.web import experiments
 
@@ -30,9 +31,7 @@ def prepare_models_command(ctx: click.Context) -> None:
     app = get_app(ctx)
     cards = load_model_cards(Path(app.config["MODELS_DIR"]))
     used = {
-        s.model.name
-        for e in app.extensions["cyoa"]["study"].experiments.values()
-        for s in e.systems
+        s.model.name for e in cowriting_parts(app).study.experiments.values() for s in e.systems
     }
     prepare_models(
         {n: c for n, c in cards.items() if n in used},
@@ -73,12 +72,11 @@ def participant_links(app: Flask, base_url: str) -> list[str]:
         stored = list(db.query("SELECT id, kind FROM experiments ORDER BY kind, id"))
     finally:
         db.close()
-    served = app.extensions["cyoa"]["study"].experiments
     lines = []
     for row in stored:
-        if row["kind"] != "rating" and row["id"] not in served:
-            continue
         kind = KINDS[row["kind"]]
+        if not kind.serves(app, row["id"]):
+            continue
         links = {
             link.key: link
             for link in experiments.participant_links(

@@ -10,7 +10,6 @@ from __future__ import annotations
 from flask import (
     Blueprint,
     abort,
-    current_app,
     redirect,
     render_template,
     request,
@@ -18,6 +17,7 @@ from flask import (
 )
 
 from cyoa.cowriting.flow import DRAFT_MAX_CHARS, Phase
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.web import participants
 from cyoa.web.completion import completion_address, shown_code
 
@@ -29,7 +29,7 @@ START_PATH, WORK = "s", "story"
 
 
 def _study():
-    return current_app.extensions["cyoa"]["study"]
+    return cowriting_parts().study
 
 
 def _experiment(exp_id: str):

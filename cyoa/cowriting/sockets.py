@@ -31,7 +31,11 @@ from flask_socketio import SocketIO, emit, join_room
 
 from cyoa.cowriting import messages
 from cyoa.cowriting.flow import RuleError
+from cyoa.cowriting.parts import parts
 from cyoa.cowriting.service import client_view
+from cyoa.web.parts import shared as shared_parts
+from cyoa.web.ratelimit import RateLimiter
+from cyoa.web.realtime import socketio
 
 log = logging.getLogger(__name__)
 BUSY_MESSAGE = (
@@ -47,13 +51,9 @@ FAILED_MESSAGE = (
 )
 
 
-def _parts() -> dict[str, Any]:
-    return current_app.extensions["cyoa"]
-
-
 def view_for(app: Flask, session_id: str) -> dict[str, Any]:
-    parts = app.extensions["cyoa"]
-    study, runner, pool = parts["study"], parts["runner"], parts["pool"]
+    study, runner = parts(app).study, parts(app).runner
+    pool = shared_parts(app).pool
     row, state = study.state(session_id)
     exp = study.experiments[row["experiment_id"]]
     live = runner.live_text(session_id, state.current.number)
@@ -63,8 +63,6 @@ def view_for(app: Flask, session_id: str) -> dict[str, Any]:
 
 def push_state(app: Flask, session_id: str) -> None:
     """Send the session's current state to every tab it has open."""
-    from cyoa.web.realtime import socketio
-
     with app.app_context():
         socketio.emit("state", view_for(app, session_id), to=session_id)
 
@@ -75,16 +73,16 @@ def on_join(*args: Any) -> dict[str, Any]:
     except RuleError as exc:
         return {"ok": False, "error": str(exc)}
     session_id = (session.get("cyoa") or {}).get(exp_id)
-    if not session_id or _parts()["study"].session_row(session_id) is None:
+    if not session_id or parts().study.session_row(session_id) is None:
         return {"ok": False, "error": "No story found for this browser. Please open your link."}
-    if too_fast := _over_rate("limiter", session_id):
+    if too_fast := _over_rate(parts().limiter, session_id):
         return too_fast
     # Flask-SocketIO keeps a per-connection copy of the cookie session: remember the join.
     session["joined"] = session_id
     join_room(session_id)
-    _, state = _parts()["study"].state(session_id)
+    _, state = parts().study.state(session_id)
     # After a server restart, generation that was under way is started again.
-    _parts()["runner"].resume(session_id, state)
+    parts().runner.resume(session_id, state)
     return {"ok": True, "state": view_for(current_app, session_id)}
 
 
@@ -92,13 +90,15 @@ def on_action(*args: Any) -> dict[str, Any]:
     session_id = session.get("joined")
     if session_id is None:
         return {"ok": False, "error": "Please reload the page to reconnect to your story."}
-    if too_fast := _over_rate("limiter", session_id):
+    if too_fast := _over_rate(parts().limiter, session_id):
         return too_fast
     try:
         action = messages.action(args)
-        if action.type == "draft_saved" and (too_fast := _over_rate("draft_limiter", session_id)):
+        if action.type == "draft_saved" and (
+            too_fast := _over_rate(parts().draft_limiter, session_id)
+        ):
             return too_fast
-        outcome = _parts()["study"].act(session_id, action.type, action.payload, action.action_id)
+        outcome = parts().study.act(session_id, action.type, action.payload, action.action_id)
     except RuleError as exc:
         return _refusal(session_id, str(exc))
     except sqlite3.OperationalError as exc:
@@ -107,17 +107,17 @@ def on_action(*args: Any) -> dict[str, Any]:
         log.warning("database busy for session %s: %s", session_id, exc)
         return {"ok": False, "retry": True, "error": BUSY_MESSAGE}
     if outcome.event.type in ("line_submitted", "suggestions_retried"):
-        _parts()["runner"].start(session_id, outcome.state)
+        parts().runner.start(session_id, outcome.state)
     view = view_for(current_app, session_id)
     emit("state", view, to=session_id, skip_sid=request.sid)
     return {"ok": True, "state": view, "duplicate": outcome.duplicate}
 
 
-def _over_rate(limiter: str, session_id: str) -> dict[str, Any] | None:
+def _over_rate(limiter: RateLimiter, session_id: str) -> dict[str, Any] | None:
     """None when the session's message is within the rate of ``limiter``; else the answer to
     send, once its next token is due (at most STALL_MAX_SECONDS later): this connection's
     events wait meanwhile, so a flooding page slows itself down, not the server."""
-    wait = _parts()[limiter].take(session_id)
+    wait = limiter.take(session_id)
     if not wait:
         return None
     time.sleep(min(wait, STALL_MAX_SECONDS))

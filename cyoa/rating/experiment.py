@@ -13,16 +13,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
 from cyoa import store
+from cyoa.generation.types import ModelCard
 from cyoa.rating import store as rating_store
 from cyoa.rating.importing import Judgement, RatingImportError, Story
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_to_dict
-from cyoa.rating.spec import ID, RESERVED_IDS, RatingSpec, RatingSpecError
+from cyoa.rating.spec import ID, RESERVED_IDS, RatingSpec, RatingSpecError, parse_rating_spec
 from cyoa.rating.stories import StoryRecord
 
 
@@ -267,3 +269,18 @@ def replace_from_spec(db: Database, spec: RatingSpec) -> None:
         )
     except ValueError as error:
         raise RatingSpecError(str(error)) from None
+
+
+def create_from_file(
+    db: Database, raw: dict[str, Any], path: Path, cards: dict[str, ModelCard]
+) -> str:
+    """Store the rating spec read from ``path`` as a new, paused experiment (``experiment
+    create``; stories and files relative to the spec's folder); the sentence that says what
+    to do next. :class:`~cyoa.rating.spec.RatingSpecError` if the spec is wrong. A rating
+    study needs no model card (``cards`` is the co-writing kind's)."""
+    spec = parse_rating_spec(raw, str(path), path.resolve().parent, db)
+    create_from_spec(db, spec)
+    return (
+        f"Rating experiment '{spec.id}' created, paused, with {len(spec.stories)} stories. "
+        f"Open it (python -m cyoa experiment open {spec.id}); raters start at /r/{spec.id}."
+    )

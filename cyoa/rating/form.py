@@ -22,9 +22,10 @@ from typing import Any
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.spec import DEFAULTS, ID, RESERVED_IDS
 from cyoa.rating.stories.corrupt import OPERATIONS
+from cyoa.rating.stories.cowriting import FROM_COWRITING
 
 INSTRUMENTS = ("aiss-v1", "ttcw", "fei", "custom")
-SOURCES = ("file", "cowriting", "generated", "keep")
+SOURCES = ("file", FROM_COWRITING, "generated", "keep")
 PROMPTS_MAX = 200
 # The most sentences one generation job writes (models × prompts × stories per prompt ×
 # sentences): a job runs on the server's CPU beside the live studies, one sentence after
@@ -215,13 +216,13 @@ def _stories(form: Mapping[str, Any], files: Mapping[str, Any]) -> dict[str, Any
     source = _text(form, "stories_from")
     if source not in SOURCES:
         raise RatingFormError("Stories: choose where they come from.")
-    if source == "cowriting":
+    if source == FROM_COWRITING:
         experiment = _text(form, "cowriting_experiment")
         if not experiment:
             raise RatingFormError(
                 "Stories: choose the co-writing experiment whose stories to rate."
             )
-        return {"from": "cowriting", "experiment": experiment}
+        return {"from": FROM_COWRITING, "experiment": experiment}
     path = _needed(files, "stories", "Stories: choose a stories file (JSON Lines, CSV or JSON)")
     return {"file": path, "links": bool(_text(form, "links"))}
 

@@ -19,7 +19,6 @@ from typing import Any
 from flask import (
     Blueprint,
     abort,
-    current_app,
     jsonify,
     redirect,
     render_template,
@@ -30,6 +29,7 @@ from flask import (
 from cyoa.rating.blind import from_rater, rater_item_ids
 from cyoa.rating.flow import Phase, RuleError
 from cyoa.rating.importing import is_unicode
+from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
 from cyoa.web import participants
 from cyoa.web.completion import completion_address, shown_code
@@ -57,7 +57,7 @@ NOT_UNICODE = (
 
 
 def _ratings() -> RatingStudy:
-    return current_app.extensions["cyoa"]["ratings"]
+    return rating_parts().ratings
 
 
 def _experiment(exp_id: str) -> RatingExperiment:
@@ -217,7 +217,7 @@ def action(exp_id: str):
     held = DOOR.cookie_id(exp_id)
     if not held:
         return jsonify(ok=False, error="Please use your study link again."), 403
-    if wait := current_app.extensions["cyoa"]["rater_limiter"].take(f"{exp_id}/{held}"):
+    if wait := rating_parts().rater_limiter.take(f"{exp_id}/{held}"):
         return _retry(TOO_FAST_MESSAGE, 429, wait)
     exp = _ratings().experiment(exp_id)
     rater_id = _rater(exp_id)

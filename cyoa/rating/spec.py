@@ -62,7 +62,7 @@ from cyoa.rating.instruments import load_instrument as load_named_instrument
 from cyoa.rating.quality import QualitySpecError, quality_spec
 from cyoa.rating.stories import StoryRecord
 from cyoa.rating.stories.corrupt import CorruptionError, corrupt
-from cyoa.rating.stories.cowriting import cowriting_stories
+from cyoa.rating.stories.cowriting import FROM_COWRITING, cowriting_stories
 from cyoa.store import RESERVED_IDS
 from cyoa.web.completion import study_code_problem
 
@@ -297,7 +297,7 @@ def _stories(
 ) -> list[StoryRecord]:
     """The stories the ``[stories]`` table names: a file's, or a co-writing experiment's
     finished stories."""
-    if table.get("from", "file") == "cowriting":
+    if table.get("from", "file") == FROM_COWRITING:
         name = table.get("experiment")
         if not isinstance(name, str) or not name:
             raise RatingSpecError(f'{where}: [stories] from = "cowriting" needs experiment = "ID".')

@@ -10,12 +10,14 @@ from __future__ import annotations
 from flask import Blueprint, flash, g, redirect, render_template, request, url_for
 
 from cyoa.cowriting.pages import START_PATH, WORK
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.research import lifecycle
 from cyoa.cowriting.research.progress import progress_payload
 from cyoa.rating.experiment import rating_summaries
 from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.experiments import participant_links
+from cyoa.web.parts import shared as shared_parts
 
 bp = Blueprint("research", __name__, url_prefix="/research")
 bp.before_request(auth.check_csrf)
@@ -40,7 +42,7 @@ def login():
         return render_template("research/login.html", next=next_url)
     name = (request.form.get("name") or "").strip()
     key = auth.limiter_key(name)
-    limiter = web.research()["limiter"]
+    limiter = shared_parts().login_limiter
     wait = limiter.begin(key)
     if wait:
         page = render_template(
@@ -85,7 +87,7 @@ def password():
     if error:
         return render_template("research/password.html", error=error), 400
     key = auth.limiter_key(name)
-    limiter = web.research()["limiter"]
+    limiter = shared_parts().login_limiter
     wait = limiter.begin(key)
     if wait:
         return render_template("research/password.html", error=_too_many(wait)), 429
@@ -109,11 +111,11 @@ def password():
 @bp.get("/")
 @auth.login_required
 def experiments():
-    study = web.parts()["study"]
+    study = cowriting_parts().study
     base_url = web.public_url()
     rows = []
     with web.db() as db:
-        lifecycle.sync_from_db(db, study.experiments, web.parts()["cards"])
+        lifecycle.sync_from_db(db, study.experiments, shared_parts().cards)
         for exp in sorted(study.experiments.values(), key=lambda e: e.id):
             rows.append(
                 {

@@ -24,10 +24,12 @@ from flask import (
 )
 
 from cyoa import store
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.generation.pool import ModelNotAvailable
 from cyoa.generation.trial import DEFAULT_STORY, STORY_MAX_CHARS, try_model
 from cyoa.web import auth
 from cyoa.web import research as web
+from cyoa.web.parts import shared as shared_parts
 
 bp = Blueprint("research_models", __name__, url_prefix="/research/models")
 bp.before_request(auth.check_csrf)
@@ -37,7 +39,7 @@ TRIALS = 3
 
 def experiments_using(model: str) -> list[dict[str, str]]:
     """The co-writing experiments whose systems use ``model``: ``id`` and ``status``."""
-    study = web.parts()["study"]
+    study = cowriting_parts().study
     db = store.connect(current_app.config["DATABASE"])
     try:
         statuses = {
@@ -55,7 +57,7 @@ def experiments_using(model: str) -> list[dict[str, str]]:
 
 def model_rows() -> list[dict[str, Any]]:
     """One row per card, display-ready: the card, its pool status and its experiments."""
-    status = web.parts()["pool"].status()
+    status = shared_parts().pool.status()
     return [
         {
             "card": card,
@@ -66,7 +68,7 @@ def model_rows() -> list[dict[str, Any]]:
             ),
             "experiments": experiments_using(name),
         }
-        for name, card in sorted(web.parts()["cards"].items())
+        for name, card in sorted(shared_parts().cards.items())
     ]  # fmt: skip
 
 
@@ -87,7 +89,7 @@ def _page(trial: dict[str, Any] | None = None, status: int = 200):
 
 
 def _known(name: str) -> bool:
-    if name in web.parts()["cards"]:
+    if name in shared_parts().cards:
         return True
     flash(f"There is no model card named {name!r}.", "error")
     return False
@@ -102,14 +104,14 @@ def models():
 @bp.get("/status.json")
 @auth.login_required
 def models_status():
-    return jsonify(web.parts()["pool"].status())
+    return jsonify(shared_parts().pool.status())
 
 
 @bp.post("/<name>/load")
 @auth.login_required
 def load(name: str):
     if _known(name):
-        web.parts()["pool"].load([name])
+        shared_parts().pool.load([name])
         flash(f"Loading {name} in the background; this page shows when it is ready.")
     return redirect(url_for("research_models.models"))
 
@@ -123,7 +125,7 @@ def unload(name: str):
     needed += [
         e["id"]
         for e in experiments_using(name)
-        if e["status"] != "open" and name in web.research()["openings"].waiting_for(e["id"])
+        if e["status"] != "open" and name in cowriting_parts().openings.waiting_for(e["id"])
     ]
     if needed:
         flash(
@@ -133,7 +135,7 @@ def unload(name: str):
         )
         return redirect(url_for("research_models.models"))
     try:
-        web.parts()["pool"].unload(name)
+        shared_parts().pool.unload(name)
     except ModelNotAvailable as exc:
         flash(str(exc), "error")
     else:
@@ -151,13 +153,13 @@ def try_(name: str):
         return redirect(url_for("research_models.models"))
     story = (request.form.get("story") or "").strip()
     trial: dict[str, Any] = {"model": name, "story": story or DEFAULT_STORY}
-    state = web.parts()["pool"].status()[name]["state"]
+    state = shared_parts().pool.status()[name]["state"]
     if state != "ready":
         trial["error"] = f"{name} is {state.replace('_', ' ')}: load it first, then try it."
         return _page(trial, 409)
     try:
-        backend = web.parts()["pool"].get(name, timeout=0)
-        trial["draws"] = try_model(backend, web.parts()["cards"][name], story, n=TRIALS)
+        backend = shared_parts().pool.get(name, timeout=0)
+        trial["draws"] = try_model(backend, shared_parts().cards[name], story, n=TRIALS)
     except (ModelNotAvailable, ValueError) as exc:
         trial["error"] = str(exc)
         return _page(trial, 400)

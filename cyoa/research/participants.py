@@ -17,6 +17,7 @@ from typing import Any
 from flask import Blueprint, Response, abort, render_template
 from sqlite_utils import Database
 
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.research.exports import session_rows
 from cyoa.rating.research.exports import rater_rows
 from cyoa.rating.research.views import rating_experiment_or_404
@@ -164,9 +165,9 @@ def _rating_rows(exp_id: str) -> list[dict[str, Any]]:
 
 
 def _cowriting_rows(exp_id: str) -> list[dict[str, Any]]:
-    if web.parts()["study"].experiment(exp_id) is None:
+    if cowriting_parts().study.experiment(exp_id) is None:
         abort(404)
-    timeout = timedelta(minutes=web.research()["dropout_minutes"])
+    timeout = timedelta(minutes=cowriting_parts().dropout_minutes)
     with web.db() as db:
         return cowriting_participants(db, exp_id, timeout, datetime.now(UTC))
 

@@ -203,7 +203,7 @@ def current_researcher() -> dict[str, Any] | None:
     held = session.get("researcher")
     if not isinstance(held, dict) or not isinstance(held.get("id"), int):
         return None
-    db = current_app.extensions["cyoa"]["study"].db()
+    db = store.connect(current_app.config["DATABASE"])
     try:
         row = store.get_researcher_by_id(db, held["id"])
     finally:

@@ -24,8 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Response, abort, current_app, make_response, render_template, request, session
+from flask import Response, abort, make_response, render_template, request, session
 
+from cyoa.web.parts import shared as shared_parts
 from cyoa.web.security import csrf_valid
 
 LINK_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "pid")
@@ -195,7 +196,7 @@ def too_many_starts(experiment: Any) -> Response | None:
     may start a new participant now, taking one of its starts; else the page that asks it to
     wait (HTTP 429, with ``Retry-After``). Writers' and raters' starts share one limit per
     address, so no client can take a study's places faster than ``CYOA_STARTS_PER_MINUTE``."""
-    wait = current_app.extensions["cyoa"]["start_limiter"].take(request.remote_addr or "")
+    wait = shared_parts().start_limiter.take(request.remote_addr or "")
     if not wait:
         return None
     minutes = math.ceil(wait / 60)

@@ -10,6 +10,7 @@ from typing import Any
 
 import socketio as socketio_lib
 from engineio import json as engineio_json
+from flask import Flask
 from flask_socketio import SocketIO
 
 # A writer's largest message is a draft of a few thousand characters. A larger one (a long
@@ -132,3 +133,10 @@ def client_manager(message_queue: str | None) -> socketio_lib.RedisManager | Non
             f"(found {message_queue!r})."
         )
     return socketio_lib.RedisManager(message_queue, channel="cyoa")
+
+
+def init_app(app: Flask) -> None:
+    """Bind the module-level server to ``app`` (with the message queue of
+    ``CYOA_MESSAGE_QUEUE``, if any) and drop the packets it cannot read."""
+    socketio.init_app(app, client_manager=client_manager(app.config["MESSAGE_QUEUE"]))
+    drop_malformed_packets(socketio.server)

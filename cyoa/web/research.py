@@ -12,8 +12,10 @@ from typing import Any
 
 from flask import current_app, g, request
 
+from cyoa import store
 from cyoa.generation.cards import new_model_cards
 from cyoa.web import auth
+from cyoa.web.parts import shared
 
 DETAILS_MAX_CHARS = 4000
 MIMETYPES = {
@@ -42,20 +44,10 @@ def public_url() -> str:
     return current_app.config.get("PUBLIC_URL") or request.host_url
 
 
-def parts() -> dict[str, Any]:
-    """The app's parts: study, runner, pool, cards, ratings, limiters."""
-    return current_app.extensions["cyoa"]
-
-
-def research() -> dict[str, Any]:
-    """The researcher side's parts: login limiter, results cache, openings."""
-    return current_app.extensions["research"]
-
-
 @contextmanager
 def db() -> Iterator[Any]:
     """A database handle for the length of a ``with`` block."""
-    handle = parts()["study"].db()
+    handle = store.connect(current_app.config["DATABASE"])
     try:
         yield handle
     finally:
@@ -67,10 +59,11 @@ def read_new_cards() -> list[str]:
     the app's cards (a new dict, so that a request reading the old one is not disturbed),
     and return the problems of card files that cannot be used. The pages that offer models
     call it, so a new card appears without a restart."""
-    new, problems = new_model_cards(Path(current_app.config["MODELS_DIR"]), parts()["cards"])
+    parts = shared()
+    new, problems = new_model_cards(Path(current_app.config["MODELS_DIR"]), parts.cards)
     if new:
-        parts()["pool"].add(new)
-        parts()["cards"] = {**parts()["cards"], **new}
+        parts.pool.add(new)
+        parts.cards = {**parts.cards, **new}
     return problems
 
 

@@ -16,6 +16,7 @@ import secrets
 from typing import Any
 
 from flask import Flask, Response, request, session
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 # Scripts and styles only from this server: nothing typed by a writer can run as code.
 CSP = (
@@ -66,6 +67,14 @@ def neutralize_cell(value: Any) -> Any:
 
 
 def init_app(app: Flask) -> None:
+    """Every response's security headers, the CSRF token in every template, and, behind
+    ``CYOA_PROXIES`` proxies, the client's address as the nearest proxies saw it (by which
+    starts and logins are limited), not the proxy's own."""
+    proxies = int(app.config["PROXIES"])
+    if proxies < 0:
+        raise ValueError(f"CYOA_PROXIES is {proxies}; use 0 (no proxy in front) or more.")
+    if proxies:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies)
     app.jinja_env.globals["csrf_token"] = csrf_token
 
     @app.after_request

@@ -234,3 +234,16 @@ def sync_from_db(db: Database, experiments: dict[str, Experiment], cards) -> lis
         experiments[exp.id] = exp
         added.append(exp.id)
     return added
+
+
+def create_from_file(
+    db: Database, raw: dict[str, Any], path: Path, cards: dict[str, ModelCard]
+) -> str:
+    """Store the spec read from ``path`` as a new, paused experiment (``experiment create``);
+    the sentence that says what to do next. :class:`~cyoa.cowriting.spec.SpecError` if the
+    spec is wrong."""
+    exp = create_experiment(db, raw, cards, where=str(path))
+    return (
+        f"Experiment '{exp.id}' created, paused. Restart the app to serve it with its models, "
+        f"then open it (python -m cyoa experiment open {exp.id}, or on its page)."
+    )

@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import current_app
 from sqlite_utils import Database
 
 from cyoa import store
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.spec import Experiment
 from cyoa.web.research import format_seconds
 
@@ -173,5 +173,5 @@ def experiment_progress(
 def progress_payload(db: Database, exp: Experiment) -> dict[str, Any]:
     """The experiment's progress as the dashboard script reads it, with the app's dropout
     setting (``RESEARCH_DROPOUT_MINUTES``)."""
-    dropout = current_app.extensions["research"]["dropout_minutes"]
+    dropout = cowriting_parts().dropout_minutes
     return experiment_progress(db, exp, dropout_minutes=dropout).to_dict()

@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask import Flask, current_app
+from flask import Flask
 from flask_socketio import SocketIO, join_room
 
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.research.progress import progress_payload
 from cyoa.web.auth import current_researcher
 from cyoa.web.realtime import socketio
@@ -40,7 +41,7 @@ def on_join(data: Any) -> dict[str, Any]:
     if current_researcher() is None:
         return {"ok": False, "error": "Please log in as a researcher and reload the page."}
     exp_id = data.get("experiment") if isinstance(data, dict) else None
-    study = current_app.extensions["cyoa"]["study"]
+    study = cowriting_parts().study
     exp = study.experiment(exp_id) if isinstance(exp_id, str) else None
     if exp is None:
         return {"ok": False, "error": "This experiment does not exist."}

@@ -31,6 +31,7 @@ from flask import (
 from cyoa import store
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.pages import START_PATH, WORK
+from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.research import exports, lifecycle
 from cyoa.cowriting.research.forms import (
     FORM_SYSTEM_ROWS,
@@ -57,6 +58,7 @@ from cyoa.web.experiments import (
     participant_links,
 )
 from cyoa.web.experiments import set_status as set_experiment_status
+from cyoa.web.parts import shared as shared_parts
 from cyoa.web.research import format_seconds
 from cyoa.web.tables import ExportError
 
@@ -70,10 +72,10 @@ def _spec_folder() -> Path:
 
 
 def _experiment(exp_id: str):
-    study = web.parts()["study"]
+    study = cowriting_parts().study
     if exp_id not in study.experiments:
         with web.db() as db:
-            lifecycle.sync_from_db(db, study.experiments, web.parts()["cards"])
+            lifecycle.sync_from_db(db, study.experiments, shared_parts().cards)
     exp = study.experiment(exp_id)
     if exp is None:
         abort(404)
@@ -84,9 +86,9 @@ def _model_choices() -> list[dict[str, Any]]:
     """The model cards the form offers, each with its default sampling (the placeholders of
     a system row's empty sampling fields)."""
     web.read_new_cards()
-    status = web.parts()["pool"].status()
+    status = shared_parts().pool.status()
     choices = []
-    for name, card in sorted(web.parts()["cards"].items()):
+    for name, card in sorted(shared_parts().cards.items()):
         state = status.get(name, {}).get("state")
         if state == "failed":
             continue
@@ -138,14 +140,14 @@ def new_experiment():
 
 
 def _not_loaded(exp) -> str:
-    missing = lifecycle.models_not_ready(exp, web.parts()["pool"].status())
+    missing = lifecycle.models_not_ready(exp, shared_parts().pool.status())
     if not missing:
         return ""
     return f" Opening it first loads {', '.join(missing)} (not loaded yet)."
 
 
 def _created(exp, how: str = "created") -> Any:
-    web.parts()["study"].experiments[exp.id] = exp
+    cowriting_parts().study.experiments[exp.id] = exp
     flash(f"Experiment '{exp.id}' {how}. It is paused: check it, then open it.{_not_loaded(exp)}")
     return redirect(url_for("research_cowriting.experiment", exp_id=exp.id))
 
@@ -161,7 +163,7 @@ def create_experiment():
         raw = spec_from_form(values)
         with web.db() as db:
             exp = lifecycle.create_experiment(
-                db, raw, web.parts()["cards"], where="The form", texts_required=True
+                db, raw, shared_parts().cards, where="The form", texts_required=True
             )
     except SpecError as exc:
         return _form_page(values, str(exc), 400)
@@ -180,7 +182,7 @@ def upload_experiment():
         text = data.decode("utf-8")
         raw = lifecycle.parse_spec(text, upload.filename)
         with web.db() as db:
-            exp = lifecycle.create_experiment(db, raw, web.parts()["cards"], where=upload.filename)
+            exp = lifecycle.create_experiment(db, raw, shared_parts().cards, where=upload.filename)
     except UnicodeDecodeError:
         return _form_page(form_defaults(), f"{upload.filename}: the file is not UTF-8 text.", 400)
     except SpecError as exc:
@@ -195,7 +197,7 @@ def clone_experiment(exp_id: str):
     try:
         with web.db() as db:
             copy = lifecycle.clone_experiment(
-                db, exp.id, request.form.get("new_id") or "", web.parts()["cards"]
+                db, exp.id, request.form.get("new_id") or "", shared_parts().cards
             )
     except (SpecError, LifecycleError) as exc:
         flash(f"Not cloned. {exc}", "error")
@@ -228,13 +230,13 @@ def edit_experiment(exp_id: str):
         raw = edited_spec(values, stored)
         with web.db() as db:
             edited = lifecycle.edit_experiment(
-                db, exp.id, raw, web.parts()["cards"], _spec_folder()
+                db, exp.id, raw, shared_parts().cards, _spec_folder()
             )
     except SpecError as exc:
         return _form_page(values, str(exc), 400, editing=exp.id)
     except LifecycleError as exc:
         return _edit_refused(exp.id, str(exc))
-    web.parts()["study"].experiments[exp.id] = edited
+    cowriting_parts().study.experiments[exp.id] = edited
     flash(f"Experiment '{exp.id}' saved.{_not_loaded(edited)}")
     return redirect(url_for("research_cowriting.experiment", exp_id=exp.id))
 
@@ -245,7 +247,7 @@ def experiment(exp_id: str):
     exp = _experiment(exp_id)
     with web.db() as db:
         progress = progress_payload(db, exp)
-        results = web.research()["results"].get(db, exp)
+        results = cowriting_parts().results.get(db, exp)
         writers = writer_rows(db, exp)
         details = store.get_evaluation_details(db, exp.id)
         edit_refusal = lifecycle.edit_refusal(db, exp.id, _spec_folder())
@@ -258,10 +260,10 @@ def experiment(exp_id: str):
         details=details,
         edit_refusal=edit_refusal,
         links=participant_links(web.public_url(), exp.id, START_PATH, WORK),
-        naming_warning=naming_warning(exp.id, exp.title, web.parts()["cards"].values()),
+        naming_warning=naming_warning(exp.id, exp.title, shared_parts().cards.values()),
         models=_model_states(exp),
-        opening=web.research()["openings"].waiting_for(exp.id),
-        opening_failure=web.research()["openings"].failure(exp.id),
+        opening=cowriting_parts().openings.waiting_for(exp.id),
+        opening_failure=cowriting_parts().openings.failure(exp.id),
         tables=exports.TABLES,
         table_formats=tables.TABLE_FORMATS,
     )
@@ -272,13 +274,13 @@ def experiment(exp_id: str):
 def set_status(exp_id: str):
     exp = _experiment(exp_id)
     status = request.form.get("status", "")
-    openings = web.research()["openings"]
+    openings = cowriting_parts().openings
     openings.cancel(exp.id)
-    missing = lifecycle.models_not_ready(exp, web.parts()["pool"].status())
+    missing = lifecycle.models_not_ready(exp, shared_parts().pool.status())
     if status == "open" and missing:
         app = current_app._get_current_object()
         models = list(dict.fromkeys(system.model.name for system in exp.systems))
-        openings.request(exp.id, models, web.parts()["pool"], lambda: _open_now(app, exp.id))
+        openings.request(exp.id, models, shared_parts().pool, lambda: _open_now(app, exp.id))
         flash(
             f"Loading {', '.join(missing)}: '{exp.id}' opens as soon as "
             f"{'it is' if len(missing) == 1 else 'they are'} ready (this page shows progress)."
@@ -309,7 +311,7 @@ def _open_now(app, exp_id: str) -> None:
 
 def _model_states(exp) -> list[dict[str, str]]:
     """The models of ``exp`` with their state in this server's pool."""
-    status = web.parts()["pool"].status()
+    status = shared_parts().pool.status()
     names = dict.fromkeys(system.model.name for system in exp.systems)
     return [{"name": name, **status.get(name, {"state": "unknown", "error": ""})} for name in names]
 
@@ -339,7 +341,7 @@ def progress_json(exp_id: str):
 
 def writer_rows(db, exp) -> list[dict[str, Any]]:
     """The writers table of the dashboard: one row per session, display-ready."""
-    rows = exports.session_rows(db, exp.id, dropout_minutes=web.research()["dropout_minutes"])
+    rows = exports.session_rows(db, exp.id, dropout_minutes=cowriting_parts().dropout_minutes)
     return [
         {
             "participant": s["participant"],
@@ -370,7 +372,7 @@ def writers_json(exp_id: str):
 def results_json(exp_id: str):
     exp = _experiment(exp_id)
     with web.db() as db:
-        return jsonify(web.research()["results"].get(db, exp).to_dict())
+        return jsonify(cowriting_parts().results.get(db, exp).to_dict())
 
 
 @bp.get("/experiments/<exp_id>/charts/<name>.svg")
@@ -380,7 +382,7 @@ def chart(exp_id: str, name: str):
 
     exp = _experiment(exp_id)
     with web.db() as db:
-        results = web.research()["results"].get(db, exp)
+        results = cowriting_parts().results.get(db, exp)
     if name not in chart_names(results):
         abort(404)
     response = current_app.response_class(render_chart(results, name), mimetype="image/svg+xml")
@@ -455,7 +457,7 @@ def evaluation_card(exp_id: str):
         text = card(
             exp,
             store.get_evaluation_details(db, exp.id),
-            exports.session_rows(db, exp.id, now, web.research()["dropout_minutes"]),
+            exports.session_rows(db, exp.id, now, cowriting_parts().dropout_minutes),
             exports.preference_rows(db, exp.id),
             now,
         )

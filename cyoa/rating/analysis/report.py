@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from cyoa.errors import AnalysisError
 from cyoa.rating.analysis.data import RaterReview, load_ratings, review_raters
 from cyoa.rating.analysis.ratings import RatingAnalysis, analyze_ratings
 from cyoa.rating.analysis.render import render_rating_analysis
@@ -125,3 +126,23 @@ def render_report(report: RatingReport, fmt: str) -> str:
             render_rating_analysis(report.kept_raters),
         ]
     return "\n".join(lines)
+
+
+def report_text(
+    db: Database,
+    experiment: str,
+    fmt: str,
+    *,
+    compat: str | None = None,
+    alternative: str = "two-sided",
+    pair: tuple[str, str] | None = None,
+) -> str:
+    """The ``analyze`` verb's text for a rating experiment (:func:`rating_report` in
+    ``fmt``). The co-writing options (``compat``, ``pair``, a one-sided ``alternative``) are
+    refused with :class:`AnalysisError`."""
+    if compat or pair or alternative != "two-sided":
+        raise AnalysisError(
+            "--compat, --pair and --alternative are for co-writing experiments; "
+            f"'{experiment}' is a rating experiment."
+        )
+    return render_report(rating_report(db, experiment), fmt)

@@ -24,7 +24,6 @@ import logging
 import secrets
 import shutil
 import tempfile
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -65,12 +64,12 @@ from cyoa.rating.form import (
     kept_checks,
     spec_from_form,
 )
+from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.research.jobs import (
     CANCELLED,
     JOBS_KEPT,
     GenerationJob,
     forget_old,
-    interrupt_orphans,
     saved_job,
 )
 from cyoa.rating.research.views import rating_experiment_or_404
@@ -82,6 +81,7 @@ from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.experiments import SPEC_MAX_BYTES, LifecycleError
 from cyoa.web.experiments import set_status as set_experiment_status
+from cyoa.web.parts import shared as shared_parts
 from cyoa.web.realtime import socketio
 
 log = logging.getLogger(__name__)
@@ -135,20 +135,10 @@ class Kept:
     source: dict[str, Any] = field(default_factory=dict)
 
 
-@bp.record_once
-def _jobs(state) -> None:
-    state.app.extensions["rating_generation"] = {"lock": threading.Lock(), "jobs": {}}
-    interrupt_orphans(Path(state.app.config["RATING_FILES"]))
-
-
-def _registry() -> dict[str, Any]:
-    return current_app.extensions["rating_generation"]
-
-
 def _running_job(exp_id: str | None = None) -> GenerationJob | None:
     """The job generating stories now (for ``exp_id``, or any when None)."""
-    with _registry()["lock"]:
-        for job in _registry()["jobs"].values():
+    with rating_parts().jobs_lock:
+        for job in rating_parts().jobs.values():
             if job.state == "running" and exp_id in (None, job.experiment):
                 return job
     return None
@@ -181,7 +171,7 @@ def _pool_models() -> dict[str, str]:
     web.read_new_cards()
     return {
         name: model["state"]
-        for name, model in sorted(web.parts()["pool"].status().items())
+        for name, model in sorted(shared_parts().pool.status().items())
         if model["state"] != "failed"
     }
 
@@ -192,7 +182,7 @@ def _pool_models() -> dict[str, str]:
 def _form(
     values: Mapping[str, Any], existing: RatingExperiment | None, error: str = "", status: int = 200
 ):
-    cards = web.parts()["cards"]
+    cards = shared_parts().cards
     models = [
         {"name": name, "label": f"{cards[name].display_name} ({name}, {state.replace('_', ' ')})"}
         for name, state in _pool_models().items()
@@ -229,7 +219,7 @@ def _too_large(_error):
     g.researcher = auth.current_researcher()
     if g.researcher is None:
         return redirect(url_for("research.login"))
-    existing = web.parts()["ratings"].experiment(request.view_args.get("exp_id", ""))
+    existing = rating_parts().ratings.experiment(request.view_args.get("exp_id", ""))
     values = form_from_spec(existing.spec, existing.title) if existing else form_defaults()
     message = (
         f"The files sent are larger than {REQUEST_MAX_BYTES // MB} MB together, so nothing "
@@ -453,18 +443,18 @@ def _start_job(
     generation: Generation,
     folder: Path,
 ) -> GenerationJob:
-    registry = _registry()
-    with registry["lock"]:
-        running = [job for job in registry["jobs"].values() if job.state == "running"]
+    jobs = rating_parts().jobs
+    with rating_parts().jobs_lock:
+        running = [job for job in jobs.values() if job.state == "running"]
         if running:
             raise RatingFormError(
                 f"Stories for '{running[0].experiment}' are being generated (one job at a "
                 "time, so that the models keep serving the live studies): wait until they are "
                 "stored, then send this form again."
             )
-        finished = [job_id for job_id, job in registry["jobs"].items() if job.state != "running"]
+        finished = [job_id for job_id, job in jobs.items() if job.state != "running"]
         for job_id in finished[: max(0, len(finished) - JOBS_KEPT)]:
-            del registry["jobs"][job_id]
+            del jobs[job_id]
         root = Path(current_app.config["RATING_FILES"])
         job = GenerationJob(
             id=secrets.token_urlsafe(12),
@@ -474,11 +464,11 @@ def _start_job(
             editing=existing is not None,
             root=root,
             folder=folder,
-            worker=web.parts()["runner"].worker_id,
+            worker=shared_parts().worker_id,
         )
         job.save()
         forget_old(root, {job.id})
-        registry["jobs"][job.id] = job
+        jobs[job.id] = job
     socketio.start_background_task(
         _generate, current_app._get_current_object(), job, raw, generation, folder
     )
@@ -491,13 +481,13 @@ def _generate(
     """The job: generate the stories with the pool's backends, write them to the folder,
     then check and store the spec that reads them. A cancelled job stops before its next
     story (or before storing) and leaves nothing: no experiment, no folder."""
-    parts = app.extensions["cyoa"]
+    parts = shared_parts(app)
     error = ""
     try:
         backends = {
-            name: parts["pool"].get(name, timeout=MODEL_WAIT_SECONDS) for name in generation.models
+            name: parts.pool.get(name, timeout=MODEL_WAIT_SECONDS) for name in generation.models
         }
-        cards = parts["cards"]
+        cards = parts.cards
         systems = [System(name, cards[name], cards[name].sampling) for name in generation.models]
         stories = generate_stories(
             systems,
@@ -523,7 +513,7 @@ def _generate(
         try:
             spec = parse_rating_spec(raw, WHERE, folder, db)
             origins = {story.story_id: story.origin for story in stories}
-            existing = parts["ratings"].experiment(job.experiment) if job.editing else None
+            existing = rating_parts(app).ratings.experiment(job.experiment) if job.editing else None
             _store(db, _with_origins(spec, origins), existing)
         finally:
             db.close()
@@ -552,7 +542,7 @@ def _generate(
 def _job_or_none(job_id: str) -> GenerationJob | None:
     """The job ``job_id``: this process's, or as its saved status tells it (a job of another
     process, or of a process that is gone: then interrupted)."""
-    job = _registry()["jobs"].get(job_id)
+    job = rating_parts().jobs.get(job_id)
     return job or saved_job(Path(current_app.config["RATING_FILES"]), job_id)
 
 
@@ -587,7 +577,7 @@ def cancel_generation(job_id: str):
     """Ask the job to stop: it ends before its next story, and stores nothing."""
     job = _job(job_id)
     if job.state == "running":
-        if job_id not in _registry()["jobs"]:
+        if job_id not in rating_parts().jobs:
             flash(
                 "This job runs in another server process: cancel it from a page that reaches "
                 "that process, or wait for it to end."

@@ -19,7 +19,7 @@ import io
 import statistics
 import threading
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,6 +48,8 @@ from cyoa.rating.analysis.report import (
     render_report,
 )
 from cyoa.rating.pages import START_PATH, WORK
+from cyoa.rating.parts import Snapshot
+from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.research.card import rating_card_markdown
 from cyoa.rating.research.charts import CHARTS, chart_names, rating_chart
 from cyoa.rating.research.exports import RATING_TABLES, export
@@ -57,6 +59,7 @@ from cyoa.web import research as web
 from cyoa.web.blinding import naming_warning
 from cyoa.web.charts import CHART_LOCK, empty_chart
 from cyoa.web.experiments import participant_links
+from cyoa.web.parts import shared as shared_parts
 from cyoa.web.research import format_seconds
 
 bp = Blueprint("research_ratings", __name__, url_prefix="/research/ratings")
@@ -70,7 +73,7 @@ RECOMPUTE_SECONDS = 30
 
 def rating_experiment_or_404(exp_id: str) -> RatingExperiment:
     """The served rating experiment ``exp_id``; a 404 response when there is none."""
-    experiment = web.parts()["ratings"].experiment(exp_id)
+    experiment = rating_parts().ratings.experiment(exp_id)
     if experiment is None:
         abort(404)
     return experiment
@@ -108,26 +111,6 @@ def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
 # --- the analysis, at most once per RECOMPUTE_SECONDS ---------------------------------------
 
 
-@dataclass
-class Snapshot:
-    """The analysis of one version of a rating experiment's data (``report`` is None before
-    the first judgement), the charts drawn from it so far, and ``as_of``: the last time (UTC)
-    the data was seen to be this version."""
-
-    version: str
-    as_of: datetime
-    report: RatingReport | None
-    charts: dict[str, bytes] = field(default_factory=dict)
-
-
-@dataclass
-class _Snapshots:
-    """Per experiment: the latest snapshot, and the lock held while one is computed."""
-
-    latest: dict[str, Snapshot] = field(default_factory=dict)
-    locks: dict[str, threading.Lock] = field(default_factory=dict)
-
-
 def data_version(db: Database, exp_id: str) -> str:
     """Changes whenever a rater acts (every action is a ``rating_events`` row), judgements are
     imported, or the spec is edited."""
@@ -155,7 +138,7 @@ def snapshot(db: Database, exp_id: str, now: datetime | None = None) -> Snapshot
     computation per experiment at a time, experiments in parallel: only a request that
     finds no snapshot at all waits for one."""
     now = now or datetime.now(UTC)
-    snapshots: _Snapshots = web.research().setdefault("rating_snapshots", _Snapshots())
+    snapshots = rating_parts().snapshots
     latest = snapshots.latest.get(exp_id)
     if latest is not None and _fresh(latest, now):
         return latest
@@ -372,7 +355,7 @@ def _dashboard(exp: RatingExperiment, typed: dict[str, str] | None = None, statu
         charts=[(name, CHARTS[name]) for name in chart_names(exp.questions.instrument)],
         details=details,
         links=participant_links(web.public_url(), exp.id, START_PATH, WORK),
-        naming_warning=naming_warning(exp.id, exp.title, web.parts()["cards"].values()),
+        naming_warning=naming_warning(exp.id, exp.title, shared_parts().cards.values()),
         poll_ms=POLL_MS,
         recompute_seconds=RECOMPUTE_SECONDS,
         downloads=[(name, fmt) for name in RATING_TABLES for fmt in tables.TABLE_FORMATS],

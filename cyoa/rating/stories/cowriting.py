@@ -22,6 +22,9 @@ from cyoa.rating.stories import StoryRecord
 
 WRITER = "writer"
 
+# A rating spec's `[stories] from = "cowriting"`: the stories of a co-writing experiment.
+FROM_COWRITING = "cowriting"
+
 
 def cowriting_stories(db: Database, experiment: str) -> list[StoryRecord]:
     """The story of each finished session of ``experiment``, pair by pair (in the order of

@@ -1,0 +1,54 @@
+"""The rating wing's parts, built once per app (:func:`cyoa.rating.wing.init_app`) and read
+through :func:`parts`: the rating studies, the raters' rate limit, the dashboards' analysis
+cache, and this process's story-generation jobs."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from flask import Flask, current_app
+
+from cyoa.rating.analysis.report import RatingReport
+from cyoa.rating.service import RatingStudy
+from cyoa.web.ratelimit import RateLimiter
+
+
+@dataclass
+class Snapshot:
+    """The analysis of one version of a rating experiment's data (``report`` is None before
+    the first judgement), the charts drawn from it so far, and ``as_of``: the last time (UTC)
+    the data was seen to be this version."""
+
+    version: str
+    as_of: datetime
+    report: RatingReport | None
+    charts: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class Snapshots:
+    """Per experiment: the latest snapshot, and the lock held while one is computed."""
+
+    latest: dict[str, Snapshot] = field(default_factory=dict)
+    locks: dict[str, threading.Lock] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RatingParts:
+    """``rater_limiter``: a rater's actions, all their tabs together. ``jobs``: this
+    process's story-generation jobs by id (:class:`cyoa.rating.research.admin.GenerationJob`),
+    changed under ``jobs_lock``."""
+
+    ratings: RatingStudy
+    rater_limiter: RateLimiter
+    snapshots: Snapshots = field(default_factory=Snapshots)
+    jobs: dict[str, Any] = field(default_factory=dict)
+    jobs_lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def parts(app: Flask | None = None) -> RatingParts:
+    """The rating parts of ``app`` (the current app when None)."""
+    return (app or current_app).extensions[__name__]

@@ -1,0 +1,29 @@
+"""The rating wing in the app: its parts built, its raters' pages and researcher pages
+registered, and generation jobs a restart ended marked as interrupted (:func:`init_app`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Flask
+
+from cyoa import store
+from cyoa.rating import pages
+from cyoa.rating.parts import RatingParts
+from cyoa.rating.research import admin, preview, views
+from cyoa.rating.research.jobs import interrupt_orphans
+from cyoa.rating.service import RatingStudy
+from cyoa.web.ratelimit import RateLimiter
+
+
+def init_app(app: Flask) -> None:
+    """Build the wing's parts and register its pages."""
+    app.extensions[RatingParts.__module__] = RatingParts(
+        ratings=RatingStudy(lambda: store.connect(app.config["DATABASE"])),
+        rater_limiter=RateLimiter(
+            float(app.config["RATER_ACTIONS_PER_SECOND"]), float(app.config["RATER_ACTION_BURST"])
+        ),
+    )
+    interrupt_orphans(Path(app.config["RATING_FILES"]))
+    for blueprint in (pages.bp, views.bp, admin.bp, preview.bp):
+        app.register_blueprint(blueprint)
