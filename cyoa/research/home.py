@@ -7,7 +7,7 @@ request (POST) must carry the session's CSRF token (checked before the view runs
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, g, redirect, render_template, request, url_for
+from flask import flash, g, redirect, render_template, request, url_for
 
 from cyoa.cowriting.pages import START_PATH, WORK
 from cyoa.cowriting.parts import parts as cowriting_parts
@@ -19,9 +19,7 @@ from cyoa.web import research as web
 from cyoa.web.experiments import participant_links
 from cyoa.web.parts import shared as shared_parts
 
-bp = Blueprint("research", __name__, url_prefix="/research")
-bp.before_request(auth.check_csrf)
-bp.context_processor(web.template_globals)
+bp = web.blueprint("research", __name__, "/research")
 
 
 # --- login ----------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import (
-    Blueprint,
     current_app,
     flash,
     jsonify,
@@ -31,9 +30,7 @@ from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.parts import shared as shared_parts
 
-bp = Blueprint("research_models", __name__, url_prefix="/research/models")
-bp.before_request(auth.check_csrf)
-bp.context_processor(web.template_globals)
+bp = web.blueprint("research_models", __name__, "/research/models")
 TRIALS = 3
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from flask import Blueprint, Response, abort, render_template
+from flask import Response, abort, render_template
 from sqlite_utils import Database
 
 from cyoa.cowriting.parts import parts as cowriting_parts
@@ -27,9 +27,7 @@ from cyoa.web import research as web
 from cyoa.web.columns import Column
 from cyoa.web.tables import to_csv
 
-bp = Blueprint("research_participants", __name__, url_prefix="/research")
-bp.before_request(auth.check_csrf)
-bp.context_processor(web.template_globals)
+bp = web.blueprint("research_participants", __name__, "/research")
 
 COLUMNS = (
     Column("platform_id", "string", "the platform's id (PROLIFIC_PID or pid), or 'anonymous'"),

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from flask import current_app, g, request
+from flask import Blueprint, current_app, g, request
 
 from cyoa import store
 from cyoa.generation.cards import new_model_cards
@@ -27,6 +27,15 @@ MIMETYPES = {
 }
 # matplotlib styles its SVG with style attributes; a chart can run no script.
 CHART_CSP = "default-src 'none'; style-src 'unsafe-inline'"
+
+
+def blueprint(name: str, import_name: str, url_prefix: str) -> Blueprint:
+    """A researcher blueprint: every unsafe request must carry the session's CSRF token
+    (checked before the view runs), and its templates get :func:`template_globals`."""
+    bp = Blueprint(name, import_name, url_prefix=url_prefix)
+    bp.before_request(auth.check_csrf)
+    bp.context_processor(template_globals)
+    return bp
 
 
 def template_globals() -> dict[str, Any]:

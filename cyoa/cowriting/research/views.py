@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from flask import (
-    Blueprint,
     abort,
     current_app,
     flash,
@@ -62,9 +61,7 @@ from cyoa.web.parts import shared as shared_parts
 from cyoa.web.research import format_seconds
 from cyoa.web.tables import ExportError
 
-bp = Blueprint("research_cowriting", __name__, url_prefix="/research")
-bp.before_request(auth.check_csrf)
-bp.context_processor(web.template_globals)
+bp = web.blueprint("research_cowriting", __name__, "/research")
 
 
 def _spec_folder() -> Path:

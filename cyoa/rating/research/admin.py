@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from flask import (
-    Blueprint,
     Flask,
     abort,
     current_app,
@@ -86,7 +85,7 @@ from cyoa.web.realtime import socketio
 
 log = logging.getLogger(__name__)
 
-bp = Blueprint("research_rating_admin", __name__, url_prefix="/research/ratings")
+bp = web.blueprint("research_rating_admin", __name__, "/research/ratings")
 MB = 1024 * 1024
 # The largest file accepted for each upload, in bytes.
 UPLOAD_LIMITS = {"stories": 16 * MB, "questions": 4 * MB, "instrument": SPEC_MAX_BYTES}
@@ -121,8 +120,6 @@ def _limit_request() -> None:
 
 # The limit is set before the CSRF check reads the form.
 bp.before_request(_limit_request)
-bp.before_request(auth.check_csrf)
-bp.context_processor(web.template_globals)
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import random
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import flash, redirect, render_template, request, url_for
 
 from cyoa.rating.blind import rater_item_ids
 from cyoa.rating.research.views import rating_experiment_or_404
 from cyoa.rating.service import question_order
 from cyoa.web import auth
+from cyoa.web import research as web
 
-bp = Blueprint("research_rating_preview", __name__, url_prefix="/research/ratings")
+bp = web.blueprint("research_rating_preview", __name__, "/research/ratings")
 
 
 def story_number(asked: int | None, total: int) -> int:

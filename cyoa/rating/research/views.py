@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flask import (
-    Blueprint,
     abort,
     current_app,
     flash,
@@ -62,9 +61,7 @@ from cyoa.web.experiments import participant_links
 from cyoa.web.parts import shared as shared_parts
 from cyoa.web.research import format_seconds
 
-bp = Blueprint("research_ratings", __name__, url_prefix="/research/ratings")
-bp.before_request(auth.check_csrf)
-bp.context_processor(web.template_globals)
+bp = web.blueprint("research_ratings", __name__, "/research/ratings")
 # How often the dashboard asks for progress.json (static/js/research/rating_dashboard.js), in ms.
 POLL_MS = 5000
 # The analysis of an experiment is computed again at most this often, in seconds.
