@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from cyoa.cli import analysis, export, models, ratings, research, setup
+from cyoa.cli import analysis, export, judgements, models, research, setup
 
 
 @click.group(name="cyoa", help="CYOA: collaborative story writing for model evaluation.")
@@ -36,8 +36,8 @@ for command in (
     analysis.metrics_command,
     analysis.import_tsv_command,
     analysis.tag_command,
-    ratings.import_ratings_command,
-    ratings.generate_stories_command,
+    judgements.import_ratings_command,
+    judgements.generate_stories_command,
     research.create_researcher_command,
     research.experiment_group,
     export.export_command,
