@@ -18,12 +18,12 @@ from cyoa.paths import ROOT
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """The Flask app. Settings come from :func:`default_settings`, then ``CYOA_*``
     environment variables (e.g. ``CYOA_DATABASE``), then ``test_config``. The parts are
-    built in layer order: the database, the shared plumbing, each wing, the research shell."""
+    built in layer order: the database, the shared plumbing, each kind's wing (the table of
+    kinds), the research shell."""
     # The parts bring the models' libraries (torch, transformers): importing cyoa stays light.
     from cyoa import research, store
-    from cyoa.cowriting import wing as cowriting_wing
     from cyoa.generation import load_model_cards
-    from cyoa.rating import wing as rating_wing
+    from cyoa.kinds import KINDS
     from cyoa.web import parts, realtime, security
 
     app = Flask(__name__, root_path=str(ROOT), instance_relative_config=True)
@@ -41,12 +41,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     finally:
         db.close()
     cards = load_model_cards(Path(app.config["MODELS_DIR"]))
-    experiments = cowriting_wing.read_experiments(app, cards)
-    used = {s.model.name for exp in experiments.values() for s in exp.systems}
-    shared = parts.init_app(app, cards, used)
+    needed = [name for kind in KINDS.values() for name in kind.models_needed(app, cards)]
+    shared = parts.init_app(app, cards, dict.fromkeys(needed))
     realtime.init_app(app)
-    cowriting_wing.init_app(app, experiments, shared)
-    rating_wing.init_app(app)
+    for kind in KINDS.values():
+        kind.init_app(app, shared)
     research.init_app(app)
     security.init_app(app)
     return app

@@ -13,13 +13,17 @@ from sqlite_utils import Database
 from cyoa import store
 from cyoa.cowriting import pages as cowriting_pages
 from cyoa.cowriting import parts as cowriting_parts
+from cyoa.cowriting import wing as cowriting_wing
 from cyoa.cowriting.analysis import report as cowriting_report
 from cyoa.cowriting.research import exports as cowriting_exports
 from cyoa.cowriting.research import lifecycle as cowriting_lifecycle
+from cyoa.generation.types import ModelCard
 from cyoa.rating import experiment as rating_experiment
 from cyoa.rating import pages as rating_pages
+from cyoa.rating import wing as rating_wing
 from cyoa.rating.analysis import report as rating_report
 from cyoa.rating.research import exports as rating_exports
+from cyoa.web.parts import SharedParts
 from cyoa.web.tables import ExportError
 
 
@@ -37,7 +41,9 @@ class Kind:
     - ``create(db, raw, path, cards)``: a spec file stored as a paused experiment, and the
       sentence that says what to do next;
     - ``report(db, exp_id, fmt, **options)``: the ``analyze`` verb's text;
-    - ``serves(app, exp_id)``: whether the app serves the stored experiment.
+    - ``serves(app, exp_id)``: whether the app serves the stored experiment;
+    - ``models_needed(app, cards)``: the models the app loads at start for this kind, and
+      ``init_app(app, shared)``: the wing's parts built and its pages registered.
     """
 
     name: str
@@ -49,6 +55,8 @@ class Kind:
     create: Callable[..., str]
     report: Callable[..., str]
     serves: Callable[[Flask, str], bool]
+    models_needed: Callable[[Flask, dict[str, ModelCard]], list[str]]
+    init_app: Callable[[Flask, SharedParts], None]
 
 
 KINDS: dict[str, Kind] = {
@@ -62,6 +70,8 @@ KINDS: dict[str, Kind] = {
         create=cowriting_lifecycle.create_from_file,
         report=cowriting_report.report,
         serves=cowriting_parts.serves,
+        models_needed=cowriting_wing.models_needed,
+        init_app=cowriting_wing.init_app,
     ),
     "rating": Kind(
         name="rating",
@@ -73,6 +83,8 @@ KINDS: dict[str, Kind] = {
         create=rating_experiment.create_from_file,
         report=rating_report.report_text,
         serves=lambda _app, _exp_id: True,  # a rating study needs no model to be served
+        models_needed=rating_wing.models_needed,
+        init_app=rating_wing.init_app,
     ),
 }
 

@@ -58,10 +58,17 @@ def stored_experiments(db: Database, cards: dict[str, ModelCard]) -> dict[str, E
     return experiments
 
 
-def init_app(app: Flask, experiments: dict[str, Experiment], shared: SharedParts) -> None:
+def models_needed(app: Flask, cards: dict[str, ModelCard]) -> list[str]:
+    """The models of the experiments the app will serve (loaded at start), in their order."""
+    experiments = read_experiments(app, cards).values()
+    return [system.model.name for exp in experiments for system in exp.systems]
+
+
+def init_app(app: Flask, shared: SharedParts) -> None:
     """Build the wing's parts and register its pages and events; every committed writer
     action reaches the live dashboards and (unless ``TAG_SENTENCES`` is off) the background
     tagging of new sentences."""
+    experiments = read_experiments(app, shared.cards)
     study = Study(Path(app.config["DATABASE"]), experiments, str(app.config["SEED_SALT"]))
     runner = SuggestionRunner(
         study,

@@ -8,15 +8,23 @@ from pathlib import Path
 from flask import Flask
 
 from cyoa import store
+from cyoa.generation.types import ModelCard
 from cyoa.rating import pages
 from cyoa.rating.parts import RatingParts
 from cyoa.rating.research import admin, preview, views
 from cyoa.rating.research.jobs import interrupt_orphans
 from cyoa.rating.service import RatingStudy
+from cyoa.web.parts import SharedParts
 from cyoa.web.ratelimit import RateLimiter
 
 
-def init_app(app: Flask) -> None:
+def models_needed(_app: Flask, _cards: dict[str, ModelCard]) -> list[str]:
+    """None: a rating study's stories are written before it opens (generation jobs load
+    their models when they run)."""
+    return []
+
+
+def init_app(app: Flask, _shared: SharedParts) -> None:
     """Build the wing's parts and register its pages."""
     app.extensions[RatingParts.__module__] = RatingParts(
         ratings=RatingStudy(lambda: store.connect(app.config["DATABASE"])),
