@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from cyoa.cowriting.spec import Experiment
-from cyoa.web.card import quote
+from cyoa.web.card import header, quote
 from cyoa.web.research import format_seconds
 
 
@@ -67,12 +67,7 @@ def evaluation_card(
 def _task(exp: Experiment, now: datetime) -> list[str]:
     """The card's title, where it comes from, and the task the writers did."""
     return [
-        f"# Evaluation card: {exp.title} (`{exp.id}`)",
-        "",
-        f"Generated {now.strftime('%Y-%m-%d %H:%M UTC')} by CYOA from the stored data. The "
-        'sections follow what Karpinska et al. (2021, "The Perils of Using Mechanical Turk to '
-        'Evaluate Open-Ended Text Generation") found papers failing to report.',
-        "",
+        *header(exp.title, exp.id, now),
         "## Task",
         "",
         "Collaborative story writing with paired suggestions (Choose Your Own Adventure; Clark "

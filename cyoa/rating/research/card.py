@@ -33,7 +33,7 @@ from cyoa.rating.analysis.report import RatingReport, rating_report
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import AttentionCheck, QualitySpec, quality_spec, story_words
-from cyoa.web.card import quote
+from cyoa.web.card import header, quote
 
 
 @dataclass(frozen=True)
@@ -308,12 +308,7 @@ def _header_and_instrument(data: RatingCardData, now: datetime) -> list[str]:
     """The card's title and source, the task, the instrument, its items and its scales."""
     instrument = data.instrument
     return [
-        f"# Evaluation card: {data.title} (`{data.experiment_id}`)",
-        "",
-        f"Generated {now.strftime('%Y-%m-%d %H:%M UTC')} by CYOA from the stored data. The "
-        'sections follow what Karpinska et al. (2021, "The Perils of Using Mechanical Turk to '
-        'Evaluate Open-Ended Text Generation") found papers failing to report.',
-        "",
+        *header(data.title, data.experiment_id, now),
         "## Task",
         "",
         *_task_lines(data),
