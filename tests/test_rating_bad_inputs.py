@@ -169,7 +169,8 @@ def test_fei_question_ids_may_repeat_across_stories(app, researcher):
 )  # fmt: skip
 def test_a_stories_file_as_spreadsheets_save_it_is_read(app, researcher, data, name, stored_text):
     reply = researcher.post(
-        "/research/ratings/new", data=form(stories_file=(io.BytesIO(data), name))
+        "/research/ratings/new",
+        data=form(stories_file=(io.BytesIO(data), name), stories_per_rater="1"),
     )
     assert reply.status_code == 302, page_of(reply)
     stored = rows(app, "SELECT story_id, text FROM stories")

@@ -308,13 +308,13 @@ def test_links_print_the_address_the_app_serves_on_unless_told_another(app, runn
     }
     served = runner.invoke(cli, ["--db", app.config["DATABASE"], "links"], env=env)
     assert served.exit_code == 0, served.output
-    assert "fake-ab: http://0.0.0.0:8123/s/fake-ab" in served.output
+    assert "fake-ab (cowriting): http://0.0.0.0:8123/s/fake-ab" in served.output
     told = runner.invoke(
         cli,
         ["--db", app.config["DATABASE"], "links", "--base-url", "https://cyoa.example/"],
         env=env,
     )
-    assert "fake-ab: https://cyoa.example/s/fake-ab" in told.output
+    assert "fake-ab (cowriting): https://cyoa.example/s/fake-ab" in told.output
 
 
 def test_rating_experiments_are_listed_with_the_co_writing_ones(app, runner):

@@ -5,7 +5,7 @@ researcher blueprint registers :func:`template_globals` and
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,10 +29,15 @@ MIMETYPES = {
 CHART_CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 
-def blueprint(name: str, import_name: str, url_prefix: str) -> Blueprint:
+def blueprint(
+    name: str, import_name: str, url_prefix: str, before_csrf: Callable[[], None] | None = None
+) -> Blueprint:
     """A researcher blueprint: every unsafe request must carry the session's CSRF token
-    (checked before the view runs), and its templates get :func:`template_globals`."""
+    (checked before the view runs; ``before_csrf`` runs before that check, e.g. to limit
+    what the check reads), and its templates get :func:`template_globals`."""
     bp = Blueprint(name, import_name, url_prefix=url_prefix)
+    if before_csrf is not None:
+        bp.before_request(before_csrf)
     bp.before_request(auth.check_csrf)
     bp.context_processor(template_globals)
     return bp

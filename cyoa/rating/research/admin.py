@@ -85,7 +85,6 @@ from cyoa.web.realtime import socketio
 
 log = logging.getLogger(__name__)
 
-bp = web.blueprint("research_rating_admin", __name__, "/research/ratings")
 MB = 1024 * 1024
 # The largest file accepted for each upload, in bytes.
 UPLOAD_LIMITS = {"stories": 16 * MB, "questions": 4 * MB, "instrument": SPEC_MAX_BYTES}
@@ -119,7 +118,9 @@ def _limit_request() -> None:
 
 
 # The limit is set before the CSRF check reads the form.
-bp.before_request(_limit_request)
+bp = web.blueprint(
+    "research_rating_admin", __name__, "/research/ratings", before_csrf=_limit_request
+)
 
 
 @dataclass(frozen=True)
