@@ -1,8 +1,9 @@
 """Who took part in an experiment, as a crowd platform needs it to pay them: one row per
 participant with their platform id, where they are (started, finished, returned or timed out,
 excluded), when, the completion code they were shown, and a decision to approve, reject or
-review by hand with its reason; as a page, and as a CSV for the platform's bulk approve and reject (pages
-``/research/ratings/<id>/participants`` and ``/research/experiments/<id>/participants``).
+review by hand with its reason; as a page, and as a CSV for the platform's bulk approve and
+reject (pages ``/research/ratings/<id>/participants`` and
+``/research/experiments/<id>/participants``).
 
 A rater who finished is excluded by the spec's exclusion rules (:mod:`cyoa.rating.quality`,
 as the dashboard and the ``raters`` export count them); a co-writing study has no such rules.
