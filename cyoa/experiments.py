@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cyoa.completion import study_code_problem
+from cyoa.completion import completion_url_problem, study_code_problem
 from cyoa.generation.types import ModelCard, System
 from cyoa.study.flow import Limits, RuleError, normalize_text
 
@@ -182,6 +182,8 @@ def experiment_from_dict(
     completion_code = raw.get("completion_code", "")
     if "completion_code" in raw and study_code_problem(completion_code):
         raise SpecError(f"{where}: {study_code_problem(completion_code)}")
+    if completion_url_problem(completion_url, completion_code):
+        raise SpecError(f"{where}: {completion_url_problem(completion_url, completion_code)}")
     timeout = raw.get("suggestion_timeout_seconds", 60.0)
     low, high = RANGES["suggestion_timeout_seconds"]
     if not _is_number(timeout) or not low <= timeout <= high:

@@ -45,7 +45,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from cyoa.analysis.data import AnalysisError
-from cyoa.completion import study_code_problem
+from cyoa.completion import completion_url_problem, study_code_problem
 from cyoa.experiments import RESERVED_IDS
 from cyoa.instruments import (
     FeiQuestion,
@@ -215,6 +215,9 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
         raise RatingSpecError(f"{where}: completion_url must be a web address (https://…).")
     if "completion_code" in raw and study_code_problem(raw["completion_code"]):
         raise RatingSpecError(f"{where}: {study_code_problem(raw['completion_code'])}")
+    problem = completion_url_problem(completion_url, raw.get("completion_code", ""))
+    if problem:
+        raise RatingSpecError(f"{where}: {problem}")
     return RatingSpec(
         id=exp_id,
         title=_text(raw, "title", where, required=True),
