@@ -264,6 +264,42 @@ def test_a_busy_or_broken_reply_keeps_the_answer_queued_and_resends_it_with_its_
     assert stored["action_id"] == ids[0]
 
 
+def test_an_answer_the_server_keeps_failing_is_given_up_said_so_and_kept_as_a_draft(
+    server,
+    page,  # noqa: F811
+):
+    start(page, server, "ttcw-pilot", "failing1")
+    first = box(page, 1).get_attribute("data-item")
+    tries: list[str] = []
+
+    def broken_for_the_first(route) -> None:
+        payload = json.loads(route.request.post_data)["payload"]
+        if payload.get("item") == first:
+            tries.append(json.loads(route.request.post_data)["action_id"])
+            route.fulfill(status=500, headers={"Retry-After": "1"}, body="<h1>Oops</h1>")
+        else:
+            route.continue_()
+
+    page.route("**/r/ttcw-pilot/action", broken_for_the_first)
+    tick_and_reason(page, 1)
+    expect(page.locator("#error")).to_contain_text("could not be saved", timeout=20_000)
+    expect(page.locator("#error")).to_contain_text("reload the page")
+    expect(page.locator("#error")).to_contain_text("contact the researcher")
+    expect(box(page, 1).locator(".saved")).to_have_text("Not saved")
+    page.wait_for_timeout(2500)
+    assert len(tries) == 5  # given up: no more tries of that action
+    tick_and_reason(page, 2)  # a later answer still goes through
+    saved(page, 2)
+    expect(page.locator("#saving")).to_have_text("1 answer not saved yet")
+    page.unroute("**/r/ttcw-pilot/action")
+    page.reload()  # the draft was kept: the reload sends it, and now it is stored
+    saved(page, 1)
+    assert {event["item"] for event in answer_events(server)} == {
+        first,
+        box(page, 2).get_attribute("data-item"),
+    }
+
+
 def test_ids_with_quotes_are_answered_saved_and_finished(server, page):  # noqa: F811
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
