@@ -223,3 +223,56 @@ def test_a_start_that_meets_a_locked_database_gets_a_sentence_not_a_500(tmp_path
     assert busy.status_code == 503
     assert "Please wait a moment and start again." in busy.get_data(as_text=True)
     assert Rater(app, "?pid=r0").start().status_code == 302
+
+
+def seen(rater: Rater):
+    return rater.client.post("/r/aiss-pilot/seen", headers={"X-CYOA-Action": "1"})
+
+
+def test_a_slow_reader_whose_page_is_open_keeps_their_places_past_the_first_answer_timeout(
+    tmp_path,
+):
+    app = rating_study(tmp_path)
+    reader, gone = Rater(app, "?pid=reader"), Rater(app, "?pid=gone")
+    for rater in (reader, gone, Rater(app, "?pid=r2"), Rater(app, "?pid=r3")):
+        assert rater.start().status_code == 302
+    events = len(rows(app, "SELECT * FROM rating_events"))
+    for rater in (reader, gone):
+        age(app, rater.state()[0], 20)  # started 20 minutes ago, no answer since
+    assert seen(reader).get_json() == {"ok": True}
+    age_seen(app, reader.state()[0], 1)  # the page's last heartbeat: a minute ago
+    assert len(rows(app, "SELECT * FROM rating_events")) == events  # no event recorded
+    late = Rater(app, "?pid=late")
+    assert late.start().status_code == 302
+    # The reader's two stories still have their other raters; the late rater took the
+    # places of the rater whose page went quiet.
+    given = {a["story_id"] for a in rows(app, "SELECT * FROM assignments WHERE rater_id = ?",
+                                         late.state()[0])}  # fmt: skip
+    read = {a["story_id"] for a in rows(app, "SELECT * FROM assignments WHERE rater_id = ?",
+                                        reader.state()[0])}  # fmt: skip
+    left = {a["story_id"] for a in rows(app, "SELECT * FROM assignments WHERE rater_id = ?",
+                                        gone.state()[0])}  # fmt: skip
+    assert len(given) == 2 and given == left and not given & read
+
+
+def age_seen(app, rater_id: str, minutes: int) -> None:
+    """Move only a rater's last sign of life (``raters.updated_at``) ``minutes`` back."""
+    db = store.connect(app.config["DATABASE"])
+    try:
+        with store.write_transaction(db):
+            db.execute(
+                "UPDATE raters SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)"
+                " WHERE rater_id = ?",
+                [f"-{minutes} minutes", rater_id],
+            )
+    finally:
+        db.close()
+
+
+def test_the_heartbeat_needs_the_page_s_header_and_a_rater_and_is_rate_limited(tmp_path):
+    app = rating_study(tmp_path, RATER_ACTION_BURST=2, RATER_ACTIONS_PER_SECOND=0.01)
+    rater = Rater(app, "?pid=r0")
+    assert seen(rater).status_code == 403  # not started: no rater in the cookie
+    rater.start()
+    assert rater.client.post("/r/aiss-pilot/seen").status_code == 400
+    assert [seen(rater).status_code for _ in range(3)] == [200, 200, 429]

@@ -279,6 +279,27 @@ def action(exp_id: str):
     return jsonify(body)
 
 
+@bp.post("/r/<exp_id>/seen")
+def seen(exp_id: str):
+    """The rater's page, open and visible, says the rater is still reading (sent about once
+    a minute): their places are kept as if they had answered, so a slow reader is not timed
+    out by ``first_answer_minutes``. Nothing else is recorded. Same header, cookie and rate
+    limit as :func:`action`."""
+    if request.headers.get(ACTION_HEADER) != "1":
+        return jsonify(ok=False, error="Please reload the page."), 400
+    held = (session.get("cyoa_rater") or {}).get(exp_id)
+    if not held:
+        return jsonify(ok=False, error="Please use your study link again."), 403
+    if wait := current_app.extensions["cyoa"]["rater_limiter"].take(f"{exp_id}/{held}"):
+        return _retry(TOO_FAST_MESSAGE, 429, wait)
+    try:
+        kept = _ratings().seen(exp_id, held)
+    except sqlite3.OperationalError as error:
+        log.warning("database busy for rater %s of %s: %s", held, exp_id, error)
+        return _retry(BUSY_MESSAGE, 503, BUSY_RETRY_SECONDS)
+    return jsonify(ok=kept)
+
+
 def _retry(message: str, status: int, wait: float):
     """The answer to an action that was not stored and should be sent again in ``wait``
     seconds."""

@@ -4,12 +4,16 @@
 // stored, so a reload or a lost connection loses nothing. A queued action keeps its action id
 // through every resend and reload, so the server records it once. In preview mode (a
 // researcher trying the study) nothing is sent to the server or kept in the browser.
+// While the page is visible it tells the server about once a minute that the rater is still
+// reading, so a slow reader keeps their places before their first answer.
 (function () {
   "use strict";
   const form = document.getElementById("questions");
   if (!form) return;
   const story = form.dataset.story; // an opaque alias: only ever compared and sent back
   const endpoint = form.dataset.action;
+  const seenEndpoint = form.dataset.seen;
+  const HEARTBEAT_MS = 60000;
   const preview = form.dataset.preview === "1";
   const prefix = "cyoa-rate:" + form.dataset.experiment + ":" + form.dataset.rater + ":";
   const badge = document.getElementById("saving");
@@ -364,6 +368,17 @@
     enqueue("story_finished", { story: story });
   }
 
+  // Only while the rater can be reading: a hidden tab or a finished story sends nothing, and
+  // a failed heartbeat is simply the next one's to make up.
+  function heartbeat() {
+    if (preview || leaving || document.visibilityState !== "visible") return;
+    fetch(seenEndpoint, {
+      method: "POST",
+      headers: { "X-CYOA-Action": "1" },
+      credentials: "same-origin",
+    }).catch(() => {});
+  }
+
   // --- starting ----------------------------------------------------------------------------
 
   queue = (recall("queue") || []).filter(
@@ -394,6 +409,7 @@
   finishButton.addEventListener("click", finish);
   // Enter on a radio button can still submit the form: answers go through the queue only.
   form.addEventListener("submit", (event) => event.preventDefault());
+  setInterval(heartbeat, HEARTBEAT_MS);
   window.addEventListener("online", () => {
     retryDelay = FIRST_RETRY_MS;
     clearTimeout(retryTimer);
