@@ -9,15 +9,34 @@ import json
 import logging
 import os
 import secrets
+import threading
 from pathlib import Path
 from typing import Any
 
-from flask import Flask
+from flask import Flask, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from cyoa.paths import ROOT
 
 log = logging.getLogger(__name__)
+
+
+def _warn_of_an_unused_proxy():
+    """A check, run before each request, that logs one warning (once per app: once per
+    process) when a request carries ``X-Forwarded-For`` while ``CYOA_PROXIES`` is 0: behind a
+    proxy every client then shares the proxy's address, and the start limit stops them all."""
+    warned = threading.Event()
+
+    def check() -> None:
+        if not warned.is_set() and "X-Forwarded-For" in request.headers:
+            warned.set()
+            log.warning(
+                "A request came through a proxy (it has X-Forwarded-For) but CYOA_PROXIES is 0: "
+                "every client shares the proxy's address, so the start limit counts them "
+                "together. Set CYOA_PROXIES to the number of proxies in front of the app."
+            )
+
+    return check
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
@@ -50,8 +69,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         DRAFT_BURST=10,
         STARTS_PER_MINUTE=2.0,
         START_BURST=10,
-        RATER_ACTIONS_PER_SECOND=5.0,
-        RATER_ACTION_BURST=60,
+        RATER_ACTIONS_PER_SECOND=1.0,
+        RATER_ACTION_BURST=30,
         PROXIES=0,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
@@ -165,6 +184,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         # request.remote_addr, by which starts and logins are limited, is then the client's
         # address as the nearest proxies saw it, not the proxy's own.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies)
+    else:
+        app.before_request(_warn_of_an_unused_proxy())
 
     app.register_blueprint(pages.bp)
     app.register_blueprint(rating_pages.bp)

@@ -276,3 +276,33 @@ def test_the_heartbeat_needs_the_page_s_header_and_a_rater_and_is_rate_limited(t
     rater.start()
     assert rater.client.post("/r/aiss-pilot/seen").status_code == 400
     assert [seen(rater).status_code for _ in range(3)] == [200, 200, 429]
+
+
+def test_the_addresses_of_one_ipv6_64_share_one_start_limit(tmp_path):
+    app = rating_study(tmp_path, START_BURST=2, STARTS_PER_MINUTE=1)
+    codes = [
+        from_address(Rater(app, f"?pid=v{n}"), f"2001:db8:1:2::{n + 1:x}").start().status_code
+        for n in range(3)
+    ]
+    assert codes == [302, 302, 429]
+    other = from_address(Rater(app, "?pid=w0"), "2001:db8:1:3::1")
+    assert other.start().status_code == 302  # another /64 is another client
+
+
+def test_the_default_rater_limit_is_one_action_a_second_with_a_burst_of_30(tmp_path):
+    app = rating_study(tmp_path)
+    rater = Rater(app, "?pid=r0")
+    rater.start()
+    codes = [answer(rater, 3, f"a{n}").status_code for n in range(40)]
+    # The burst of 30 goes through; then at most a token a second comes back, far fewer than
+    # the 10 more answers sent in the time they take.
+    assert codes[:30] == [200] * 30 and 429 in codes
+
+
+def test_a_forwarded_request_without_proxies_set_logs_one_warning(tmp_path, caplog):
+    app = rating_study(tmp_path)
+    client = app.test_client()
+    for _ in range(3):
+        client.get("/", headers={"X-Forwarded-For": "203.0.113.7"})
+    warnings = [r for r in caplog.records if "CYOA_PROXIES is 0" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelname == "WARNING"

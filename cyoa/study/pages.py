@@ -34,6 +34,7 @@ from flask import (
 from cyoa.completion import completion_address, shown_code
 from cyoa.security import csrf_valid
 from cyoa.study.flow import DRAFT_MAX_CHARS, Phase
+from cyoa.study.ratelimit import client_key
 from cyoa.study.service import new_token
 
 bp = Blueprint("study", __name__)
@@ -159,8 +160,10 @@ def too_many_starts(experiment: Any) -> Response | None:
     """None when this client (``request.remote_addr``: behind a proxy, see ``CYOA_PROXIES``)
     may start a new participant now, taking one of its starts; else the page that asks it to
     wait (HTTP 429, with ``Retry-After``). Writers' and raters' starts share one limit per
-    address, so no client can take a study's places faster than ``CYOA_STARTS_PER_MINUTE``."""
-    wait = current_app.extensions["cyoa"]["start_limiter"].take(request.remote_addr or "")
+    address (an IPv6 address's /64), so no client can take a study's places faster than
+    ``CYOA_STARTS_PER_MINUTE``."""
+    key = client_key(request.remote_addr or "")
+    wait = current_app.extensions["cyoa"]["start_limiter"].take(key)
     if not wait:
         return None
     minutes = math.ceil(wait / 60)
