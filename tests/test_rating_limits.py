@@ -4,6 +4,7 @@ without a database write, and a locked database asks the page to send the answer
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import pytest
@@ -306,3 +307,25 @@ def test_a_forwarded_request_without_proxies_set_logs_one_warning(tmp_path, capl
         client.get("/", headers={"X-Forwarded-For": "203.0.113.7"})
     warnings = [r for r in caplog.records if "CYOA_PROXIES is 0" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+
+
+def test_a_story_shown_while_the_database_is_locked_gets_a_sentence_and_503_not_a_500(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
+    app = rating_study(tmp_path)
+    rater = Rater(app)
+    reply = rater.client.get("/r/aiss-pilot")
+    token = re.search(r'name="csrf_token" value="([^"]+)"', reply.get_data(as_text=True))[1]
+    started = rater.client.post("/r/aiss-pilot/start", data={"consent": "yes", "csrf_token": token})
+    assert started.status_code == 302  # the story is not shown yet: the next page shows it
+    lock = sqlite3.connect(app.config["DATABASE"])
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        busy = rater.client.get("/r/aiss-pilot/rate")
+    finally:
+        lock.rollback()
+        lock.close()
+    assert busy.status_code == 503 and busy.headers["Retry-After"] == "2"
+    assert "please wait a few seconds and reload this page" in busy.get_data(as_text=True)
+    assert rater.client.get("/r/aiss-pilot/rate").status_code == 200

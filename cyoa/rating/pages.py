@@ -22,6 +22,7 @@ from flask import (
     abort,
     current_app,
     jsonify,
+    make_response,
     redirect,
     render_template,
     request,
@@ -175,7 +176,13 @@ def rate(exp_id: str):
         return redirect(url_for("rating.done", exp_id=exp_id))
     if not task.shown:
         # Time on task counts from here: the server's clock, when the story is first sent.
-        state = _ratings().act(exp, rater_id, "story_shown", {"story": task.story_id}).state
+        try:
+            state = _ratings().act(exp, rater_id, "story_shown", {"story": task.story_id}).state
+        except sqlite3.OperationalError as error:
+            log.warning("database busy when a rater of %s was shown a story: %s", exp_id, error)
+            response = make_response(render_template("busy.html", experiment=exp), 503)
+            response.headers["Retry-After"] = str(BUSY_RETRY_SECONDS)
+            return response
         task = state.current
     shown_ids = {q: q for q in task.questions} | rater_item_ids(exp, task.story_id)
     return render_template(
