@@ -6,6 +6,7 @@ researcher's preview that records nothing, and a phone screen left to the story.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -298,6 +299,31 @@ def test_an_answer_the_server_keeps_failing_is_given_up_said_so_and_kept_as_a_dr
         first,
         box(page, 2).get_attribute("data-item"),
     }
+
+
+def test_finishing_is_blocked_while_an_edited_answer_cannot_be_saved(server, page):  # noqa: F811
+    page.on("dialog", lambda dialog: dialog.accept())
+    start(page, server, "ttcw-pilot", "editor1")
+    for n in range(1, 15):
+        tick_and_reason(page, n)
+    for n in range(1, 15):
+        saved(page, n)
+    box(page, 3).locator(".rationale textarea").fill("Too short.")  # the saved reason, cut
+    page.click("#finish")
+    expect(page.locator("#error")).to_have_text(
+        "Add your reason (at least a sentence) to save this answer."
+    )
+    expect(box(page, 3)).to_have_class(re.compile(r"\bmissing\b"))
+    expect(box(page, 3)).to_be_in_viewport()
+    page.wait_for_timeout(1000)
+    assert page.url.endswith("/r/ttcw-pilot/rate")  # not sent on with the old answer
+    assert not db_rows(server.db, "SELECT * FROM rating_events WHERE type = 'story_finished'")
+    better = "On second thought the ending came too quickly for me."
+    box(page, 3).locator(".rationale textarea").fill(better)
+    page.click("#finish")
+    page.wait_for_url("**/r/ttcw-pilot/done")
+    rationales = {e["rationale"] for e in answer_events(server)}
+    assert better in rationales and "Too short." not in rationales
 
 
 def test_ids_with_quotes_are_answered_saved_and_finished(server, page):  # noqa: F811

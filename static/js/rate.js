@@ -352,6 +352,15 @@
 
   function finish() {
     boxes.forEach(save); // answers typed a moment ago go first, then the finish
+    // An edit that cannot be saved (a reason cut too short) must not be dropped silently
+    // because an earlier version of the answer was saved: the rater fixes it first.
+    const invalid = unsaved().filter((box) => problem(box, answerOf(box)));
+    boxes.forEach((box) => box.classList.toggle("missing", invalid.includes(box)));
+    if (invalid.length) {
+      showError(problem(invalid[0], answerOf(invalid[0])));
+      invalid[0].scrollIntoView({ behavior: "smooth", block: "center" });
+      return;
+    }
     const missing = boxes.filter((box) => {
       const item = box.dataset.item;
       const open = box.dataset.required === "1" && !saved.has(item) && !queuedAnswer(item);
