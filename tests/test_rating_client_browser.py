@@ -413,3 +413,19 @@ def test_on_a_phone_the_story_has_more_than_two_thirds_of_the_screen(server, pag
     reading = page.evaluate(share)  # under the sticky bar
     assert first_screen > 2 / 3, f"the story has {first_screen:.0%} of the first screen"
     assert reading > 2 / 3, f"the story has {reading:.0%} of the screen while reading"
+
+
+def test_the_rating_form_ticks_the_aiss_check_only_while_the_aiss_is_chosen(server, page):  # noqa: F811
+    page.goto(f"{server.url}/research/ratings/new")
+    page.fill("input[name=name]", "alice")
+    page.fill("input[name=password]", RESEARCHER_PASSWORD)
+    page.click("button[type=submit]")
+    check = page.locator("#aiss_check")
+    expect(check).to_be_checked()
+    expect(check).to_be_enabled()
+    page.check('input[name=instrument][value="ttcw"]')
+    expect(check).not_to_be_checked()
+    expect(check).to_be_disabled()
+    page.check('input[name=instrument][value="aiss-v1"]')
+    expect(check).to_be_checked()
+    expect(check).to_be_enabled()
