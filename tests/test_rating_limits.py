@@ -19,8 +19,9 @@ from cyoa.cli import cli
 
 def rating_study(tmp_path, **config):
     """An app with the AISS rating study (4 stories, 2 raters each, 2 stories per rater)
-    created and opened, under ``config``."""
-    app = create_app({**write_setup(tmp_path), **config})
+    created and opened, under ``config`` (a setting given as None keeps the app's default)."""
+    settings = {**write_setup(tmp_path), **config}
+    app = create_app({key: value for key, value in settings.items() if value is not None})
     runner = CliRunner()
     env = {"CYOA_MODELS_DIR": app.config["MODELS_DIR"], "CYOA_EXPERIMENTS_DIR": "/nonexistent"}
     base = ["--db", app.config["DATABASE"]]
@@ -291,7 +292,7 @@ def test_the_addresses_of_one_ipv6_64_share_one_start_limit(tmp_path):
 
 
 def test_the_default_rater_limit_is_one_action_a_second_with_a_burst_of_30(tmp_path):
-    app = rating_study(tmp_path)
+    app = rating_study(tmp_path, RATER_ACTION_BURST=None)
     rater = Rater(app, "?pid=r0")
     rater.start()
     codes = [answer(rater, 3, f"a{n}").status_code for n in range(40)]
