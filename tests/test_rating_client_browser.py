@@ -429,3 +429,17 @@ def test_the_rating_form_ticks_the_aiss_check_only_while_the_aiss_is_chosen(serv
     page.check('input[name=instrument][value="aiss-v1"]')
     expect(check).to_be_checked()
     expect(check).to_be_enabled()
+
+
+def test_the_open_page_tells_the_server_each_minute_that_the_rater_is_reading(server, page):  # noqa: F811
+    page.clock.install()
+    start(page, server, "ttcw-pilot", "reader1")
+    [before] = db_rows(server.db, "SELECT updated_at FROM raters")
+    events = len(db_rows(server.db, "SELECT * FROM rating_events"))
+    with page.expect_request("**/r/ttcw-pilot/seen") as beat:
+        page.clock.run_for(61_000)
+    assert beat.value.method == "POST" and beat.value.headers["x-cyoa-action"] == "1"
+    beat.value.response().finished()
+    [after] = db_rows(server.db, "SELECT updated_at FROM raters")
+    assert after["updated_at"] > before["updated_at"]
+    assert len(db_rows(server.db, "SELECT * FROM rating_events")) == events  # no event
