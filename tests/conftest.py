@@ -97,6 +97,8 @@ def write_setup(
         "TAG_SENTENCES": False,
         # Every test's participants start from one address; the limit's own tests lower it.
         "START_BURST": 1000,
+        # ... and their raters answer far faster than people do; the limit's own tests too.
+        "RATER_ACTION_BURST": 1000,
     }
 
 

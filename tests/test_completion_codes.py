@@ -4,6 +4,8 @@ default, a code per participant; both kinds of study, and a bad code refused wit
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from click.testing import CliRunner
 from conftest import SURVEY_ANSWERS, Writer
@@ -21,6 +23,8 @@ from cyoa.rating.form import spec_from_form as rating_spec_from_form
 from cyoa.rating.spec import RatingSpecError, parse_rating_spec
 from cyoa.web.parts import shared as shared_parts
 from tests.test_rating_journey import Rater, rows, write_spec
+from tests.test_research_form_fixes import form as cowriting_post
+from tests.test_research_rating_admin import form as rating_post
 
 
 def finish_story(writer: Writer) -> dict:
@@ -157,3 +161,45 @@ def test_the_rating_form_sets_and_shows_a_study_wide_code():
     spec = rating_spec_from_form({**values, "completion_code": "C1ABC2XY"}, files)
     assert spec["completion_code"] == "C1ABC2XY"
     assert rating_form_from_spec(spec, "Short stories")["completion_code"] == "C1ABC2XY"
+
+
+PROLIFIC_URLS = [
+    "https://app.prolific.com/submissions/complete?cc={code}",
+    "https://APP.PROLIFIC.COM/submissions/complete?cc=XYZ",
+    "https://example.org/submissions/complete?cc={code}",
+]
+
+
+@pytest.mark.parametrize("url", PROLIFIC_URLS)
+def test_a_prolific_completion_url_without_a_study_code_is_refused_in_both_kinds_specs(
+    app, tmp_path, url
+):
+    cards = shared_parts(app).cards
+    spec = dict(cowriting_parts(app).study.experiments["fake-ab"].source)
+    spec.pop("completion_code", None)
+    with pytest.raises(SpecError, match="a Prolific completion URL needs the study's completion"):
+        experiment_from_dict({**spec, "completion_url": url}, cards)
+    raw = {
+        "id": "aiss-pilot",
+        "title": "Short stories",
+        "kind": "rating",
+        "instrument": "aiss-v1",
+        "consent": "c",
+        "instructions": "i",
+        "completion_url": url,
+        "stories": {"file": write_spec(tmp_path).parent.joinpath("stories.jsonl").name},
+    }
+    with pytest.raises(RatingSpecError, match="a Prolific completion URL needs the study's"):
+        parse_rating_spec(raw, "spec", tmp_path)
+    assert parse_rating_spec({**raw, "completion_code": "C1ABC2XY"}, "spec", tmp_path)
+
+
+def test_both_forms_refuse_a_prolific_completion_url_without_a_study_code(app, researcher):
+    url = "https://app.prolific.com/submissions/complete?cc={code}"
+    for path, data in (
+        ("/research/experiments/new", cowriting_post(completion_url=url)),
+        ("/research/ratings/new", rating_post(completion_url=url)),
+    ):
+        reply = researcher.post(path, data=data)
+        assert reply.status_code == 400, path
+        assert "a Prolific completion URL needs the study" in html.unescape(reply.text), path

@@ -6,6 +6,7 @@ researcher's preview that records nothing, and a phone screen left to the story.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -264,6 +265,67 @@ def test_a_busy_or_broken_reply_keeps_the_answer_queued_and_resends_it_with_its_
     assert stored["action_id"] == ids[0]
 
 
+def test_an_answer_the_server_keeps_failing_is_given_up_said_so_and_kept_as_a_draft(
+    server,
+    page,  # noqa: F811
+):
+    start(page, server, "ttcw-pilot", "failing1")
+    first = box(page, 1).get_attribute("data-item")
+    tries: list[str] = []
+
+    def broken_for_the_first(route) -> None:
+        payload = json.loads(route.request.post_data)["payload"]
+        if payload.get("item") == first:
+            tries.append(json.loads(route.request.post_data)["action_id"])
+            route.fulfill(status=500, headers={"Retry-After": "1"}, body="<h1>Oops</h1>")
+        else:
+            route.continue_()
+
+    page.route("**/r/ttcw-pilot/action", broken_for_the_first)
+    tick_and_reason(page, 1)
+    expect(page.locator("#error")).to_contain_text("could not be saved", timeout=20_000)
+    expect(page.locator("#error")).to_contain_text("reload the page")
+    expect(page.locator("#error")).to_contain_text("contact the researcher")
+    expect(box(page, 1).locator(".saved")).to_have_text("Not saved")
+    page.wait_for_timeout(2500)
+    assert len(tries) == 5  # given up: no more tries of that action
+    tick_and_reason(page, 2)  # a later answer still goes through
+    saved(page, 2)
+    expect(page.locator("#saving")).to_have_text("1 answer not saved yet")
+    page.unroute("**/r/ttcw-pilot/action")
+    page.reload()  # the draft was kept: the reload sends it, and now it is stored
+    saved(page, 1)
+    assert {event["item"] for event in answer_events(server)} == {
+        first,
+        box(page, 2).get_attribute("data-item"),
+    }
+
+
+def test_finishing_is_blocked_while_an_edited_answer_cannot_be_saved(server, page):  # noqa: F811
+    page.on("dialog", lambda dialog: dialog.accept())
+    start(page, server, "ttcw-pilot", "editor1")
+    for n in range(1, 15):
+        tick_and_reason(page, n)
+    for n in range(1, 15):
+        saved(page, n)
+    box(page, 3).locator(".rationale textarea").fill("Too short.")  # the saved reason, cut
+    page.click("#finish")
+    expect(page.locator("#error")).to_have_text(
+        "Add your reason (at least a sentence) to save this answer."
+    )
+    expect(box(page, 3)).to_have_class(re.compile(r"\bmissing\b"))
+    expect(box(page, 3)).to_be_in_viewport()
+    page.wait_for_timeout(1000)
+    assert page.url.endswith("/r/ttcw-pilot/rate")  # not sent on with the old answer
+    assert not db_rows(server.db, "SELECT * FROM rating_events WHERE type = 'story_finished'")
+    better = "On second thought the ending came too quickly for me."
+    box(page, 3).locator(".rationale textarea").fill(better)
+    page.click("#finish")
+    page.wait_for_url("**/r/ttcw-pilot/done")
+    rationales = {e["rationale"] for e in answer_events(server)}
+    assert better in rationales and "Too short." not in rationales
+
+
 def test_ids_with_quotes_are_answered_saved_and_finished(server, page):  # noqa: F811
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -351,3 +413,33 @@ def test_on_a_phone_the_story_has_more_than_two_thirds_of_the_screen(server, pag
     reading = page.evaluate(share)  # under the sticky bar
     assert first_screen > 2 / 3, f"the story has {first_screen:.0%} of the first screen"
     assert reading > 2 / 3, f"the story has {reading:.0%} of the screen while reading"
+
+
+def test_the_rating_form_ticks_the_aiss_check_only_while_the_aiss_is_chosen(server, page):  # noqa: F811
+    page.goto(f"{server.url}/research/ratings/new")
+    page.fill("input[name=name]", "alice")
+    page.fill("input[name=password]", RESEARCHER_PASSWORD)
+    page.click("button[type=submit]")
+    check = page.locator("#aiss_check")
+    expect(check).to_be_checked()
+    expect(check).to_be_enabled()
+    page.check('input[name=instrument][value="ttcw"]')
+    expect(check).not_to_be_checked()
+    expect(check).to_be_disabled()
+    page.check('input[name=instrument][value="aiss-v1"]')
+    expect(check).to_be_checked()
+    expect(check).to_be_enabled()
+
+
+def test_the_open_page_tells_the_server_each_minute_that_the_rater_is_reading(server, page):  # noqa: F811
+    page.clock.install()
+    start(page, server, "ttcw-pilot", "reader1")
+    [before] = db_rows(server.db, "SELECT updated_at FROM raters")
+    events = len(db_rows(server.db, "SELECT * FROM rating_events"))
+    with page.expect_request("**/r/ttcw-pilot/seen") as beat:
+        page.clock.run_for(61_000)
+    assert beat.value.method == "POST" and beat.value.headers["x-cyoa-action"] == "1"
+    beat.value.response().finished()
+    [after] = db_rows(server.db, "SELECT updated_at FROM raters")
+    assert after["updated_at"] > before["updated_at"]
+    assert len(db_rows(server.db, "SELECT * FROM rating_events")) == events  # no event

@@ -342,3 +342,16 @@ def test_the_dashboard_shows_progress_exclusions_results_and_each_rater_s_answer
     assert "The story had a clear theme." in text and "qc-aiss" in text
     download = researcher.get("/research/ratings/aiss-pilot/download/raters.csv")
     assert download.status_code == 200 and b"failed at least 1 attention check" in download.data
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "²", "①", "٣"])
+def test_an_answer_that_is_no_ascii_whole_number_is_refused_with_a_sentence(study, value):
+    rater = Rater(study)
+    rater.start()
+    task = rater.state()[1].current
+    reply = rater.act(
+        "answer_given", {"story": task.story_id, "item": task.questions[0], "value": value}
+    )
+    assert reply.status_code == 409
+    assert reply.get_json()["error"] == "Please choose one of the answers offered."
+    assert rows(study, "SELECT count(*) AS n FROM judgements")[0]["n"] == 0

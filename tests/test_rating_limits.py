@@ -4,6 +4,7 @@ without a database write, and a locked database asks the page to send the answer
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import pytest
@@ -18,8 +19,9 @@ from cyoa.cli import cli
 
 def rating_study(tmp_path, **config):
     """An app with the AISS rating study (4 stories, 2 raters each, 2 stories per rater)
-    created and opened, under ``config``."""
-    app = create_app({**write_setup(tmp_path), **config})
+    created and opened, under ``config`` (a setting given as None keeps the app's default)."""
+    settings = {**write_setup(tmp_path), **config}
+    app = create_app({key: value for key, value in settings.items() if value is not None})
     runner = CliRunner()
     env = {"CYOA_MODELS_DIR": app.config["MODELS_DIR"], "CYOA_EXPERIMENTS_DIR": "/nonexistent"}
     base = ["--db", app.config["DATABASE"]]
@@ -223,3 +225,108 @@ def test_a_start_that_meets_a_locked_database_gets_a_sentence_not_a_500(tmp_path
     assert busy.status_code == 503
     assert "Please wait a moment and start again." in busy.get_data(as_text=True)
     assert Rater(app, "?pid=r0").start().status_code == 302
+
+
+def seen(rater: Rater):
+    return rater.client.post("/r/aiss-pilot/seen", headers={"X-CYOA-Action": "1"})
+
+
+def test_a_slow_reader_whose_page_is_open_keeps_their_places_past_the_first_answer_timeout(
+    tmp_path,
+):
+    app = rating_study(tmp_path)
+    reader, gone = Rater(app, "?pid=reader"), Rater(app, "?pid=gone")
+    for rater in (reader, gone, Rater(app, "?pid=r2"), Rater(app, "?pid=r3")):
+        assert rater.start().status_code == 302
+    events = len(rows(app, "SELECT * FROM rating_events"))
+    for rater in (reader, gone):
+        age(app, rater.state()[0], 20)  # started 20 minutes ago, no answer since
+    assert seen(reader).get_json() == {"ok": True}
+    age_seen(app, reader.state()[0], 1)  # the page's last heartbeat: a minute ago
+    assert len(rows(app, "SELECT * FROM rating_events")) == events  # no event recorded
+    late = Rater(app, "?pid=late")
+    assert late.start().status_code == 302
+    # The reader's two stories still have their other raters; the late rater took the
+    # places of the rater whose page went quiet.
+    given = {a["story_id"] for a in rows(app, "SELECT * FROM assignments WHERE rater_id = ?",
+                                         late.state()[0])}  # fmt: skip
+    read = {a["story_id"] for a in rows(app, "SELECT * FROM assignments WHERE rater_id = ?",
+                                        reader.state()[0])}  # fmt: skip
+    left = {a["story_id"] for a in rows(app, "SELECT * FROM assignments WHERE rater_id = ?",
+                                        gone.state()[0])}  # fmt: skip
+    assert len(given) == 2 and given == left and not given & read
+
+
+def age_seen(app, rater_id: str, minutes: int) -> None:
+    """Move only a rater's last sign of life (``raters.updated_at``) ``minutes`` back."""
+    db = store.connect(app.config["DATABASE"])
+    try:
+        with store.write_transaction(db):
+            db.execute(
+                "UPDATE raters SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)"
+                " WHERE rater_id = ?",
+                [f"-{minutes} minutes", rater_id],
+            )
+    finally:
+        db.close()
+
+
+def test_the_heartbeat_needs_the_page_s_header_and_a_rater_and_is_rate_limited(tmp_path):
+    app = rating_study(tmp_path, RATER_ACTION_BURST=2, RATER_ACTIONS_PER_SECOND=0.01)
+    rater = Rater(app, "?pid=r0")
+    assert seen(rater).status_code == 403  # not started: no rater in the cookie
+    rater.start()
+    assert rater.client.post("/r/aiss-pilot/seen").status_code == 400
+    assert [seen(rater).status_code for _ in range(3)] == [200, 200, 429]
+
+
+def test_the_addresses_of_one_ipv6_64_share_one_start_limit(tmp_path):
+    app = rating_study(tmp_path, START_BURST=2, STARTS_PER_MINUTE=1)
+    codes = [
+        from_address(Rater(app, f"?pid=v{n}"), f"2001:db8:1:2::{n + 1:x}").start().status_code
+        for n in range(3)
+    ]
+    assert codes == [302, 302, 429]
+    other = from_address(Rater(app, "?pid=w0"), "2001:db8:1:3::1")
+    assert other.start().status_code == 302  # another /64 is another client
+
+
+def test_the_default_rater_limit_is_one_action_a_second_with_a_burst_of_30(tmp_path):
+    app = rating_study(tmp_path, RATER_ACTION_BURST=None)
+    rater = Rater(app, "?pid=r0")
+    rater.start()
+    codes = [answer(rater, 3, f"a{n}").status_code for n in range(40)]
+    # The burst of 30 goes through; then at most a token a second comes back, far fewer than
+    # the 10 more answers sent in the time they take.
+    assert codes[:30] == [200] * 30 and 429 in codes
+
+
+def test_a_forwarded_request_without_proxies_set_logs_one_warning(tmp_path, caplog):
+    app = rating_study(tmp_path)
+    client = app.test_client()
+    for _ in range(3):
+        client.get("/", headers={"X-Forwarded-For": "203.0.113.7"})
+    warnings = [r for r in caplog.records if "CYOA_PROXIES is 0" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+
+
+def test_a_story_shown_while_the_database_is_locked_gets_a_sentence_and_503_not_a_500(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
+    app = rating_study(tmp_path)
+    rater = Rater(app)
+    reply = rater.client.get("/r/aiss-pilot")
+    token = re.search(r'name="csrf_token" value="([^"]+)"', reply.get_data(as_text=True))[1]
+    started = rater.client.post("/r/aiss-pilot/start", data={"consent": "yes", "csrf_token": token})
+    assert started.status_code == 302  # the story is not shown yet: the next page shows it
+    lock = sqlite3.connect(app.config["DATABASE"])
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        busy = rater.client.get("/r/aiss-pilot/rate")
+    finally:
+        lock.rollback()
+        lock.close()
+    assert busy.status_code == 503 and busy.headers["Retry-After"] == "2"
+    assert "please wait a few seconds and reload this page" in busy.get_data(as_text=True)
+    assert rater.client.get("/r/aiss-pilot/rate").status_code == 200

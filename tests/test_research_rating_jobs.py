@@ -4,6 +4,7 @@ interrupted when its server stopped: it never leaves a half-made experiment or i
 from __future__ import annotations
 
 import io
+import os
 import re
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from werkzeug.security import generate_password_hash
 
 from cyoa import store
 from cyoa.rating.parts import parts as rating_parts
+from cyoa.rating.research.jobs import JOBS_KEPT, GenerationJob, forget_old, status_path
 
 PROMPTS = "\n".join(f"Opening number {n} of the tale." for n in range(1, 7))
 
@@ -68,7 +70,9 @@ def test_a_running_job_can_be_cancelled_and_leaves_nothing(slow):
     assert researcher.http.post(job.location + "/cancel").status_code == 400  # no CSRF token
     assert len(attempts(app)) == 1
     cancelled = researcher.post(job.location + "/cancel", follow_redirects=True)
-    assert "the job stops once the story being written is done" in page_of(cancelled)
+    assert "The job stops before its next story (if a model is still loading, once it is ready" in (
+        page_of(cancelled)
+    )
     deadline = time.monotonic() + 60
     while (progress := researcher.get(job.location + ".json").get_json())["state"] == "running":
         assert time.monotonic() < deadline
@@ -147,3 +151,18 @@ def rows_of(database: str) -> list[dict]:
         return list(db.query("SELECT id FROM experiments WHERE kind = 'rating'"))
     finally:
         db.close()
+
+
+def test_forgetting_old_jobs_keeps_every_running_job_s_status(tmp_path):
+    def job(n: int, state: str) -> GenerationJob:
+        saved = GenerationJob(f"job{n}", "x", 1, {}, False, tmp_path, tmp_path / "x", "w", 0, state)
+        saved.save()
+        os.utime(status_path(tmp_path, saved.id), (1000 + n, 1000 + n))
+        return saved
+
+    running = [job(n, "running") for n in range(3)]  # the oldest: other processes' jobs
+    ended = [job(n, "created") for n in range(3, JOBS_KEPT + 5)]
+    forget_old(tmp_path)
+    assert all(status_path(tmp_path, j.id).exists() for j in running)
+    kept = [j for j in ended if status_path(tmp_path, j.id).exists()]
+    assert len(kept) == JOBS_KEPT - 3 and kept == ended[-len(kept) :]  # the newest

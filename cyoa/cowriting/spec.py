@@ -18,7 +18,7 @@ from typing import Any
 from cyoa import store
 from cyoa.cowriting.flow import Limits, RuleError, normalize_text
 from cyoa.generation.types import ModelCard, System
-from cyoa.web.completion import study_code_problem
+from cyoa.web.completion import completion_url_problem, study_code_problem
 
 LIKERT_LABELS = (
     "Strongly disagree",
@@ -176,12 +176,7 @@ def experiment_from_dict(
     if slot_order not in SLOT_ORDERS:
         raise SpecError(f"{where}: 'slot_order' must be one of {', '.join(SLOT_ORDERS)}.")
     prompt = _table(raw, "prompt", where)
-    completion_url = _text(raw, "completion_url", where)
-    if completion_url and not completion_url.startswith(("https://", "http://")):
-        raise SpecError(f"{where}: 'completion_url' must start with https:// (or http://).")
-    completion_code = raw.get("completion_code", "")
-    if "completion_code" in raw and study_code_problem(completion_code):
-        raise SpecError(f"{where}: {study_code_problem(completion_code)}")
+    completion_url, completion_code = _completion(raw, where)
     timeout = raw.get("suggestion_timeout_seconds", 60.0)
     low, high = RANGES["suggestion_timeout_seconds"]
     if not _is_number(timeout) or not low <= timeout <= high:
@@ -206,6 +201,21 @@ def experiment_from_dict(
         target_writers=_whole(raw, "target_writers", 0, where),
         source=raw,
     )
+
+
+def _completion(raw: dict[str, Any], where: str) -> tuple[str, str]:
+    """The spec's ``completion_url`` and study-wide ``completion_code`` (either may be ""),
+    checked: a web address, a code a platform takes, and no Prolific address without the
+    study's code (each writer's own code would be refused there)."""
+    url = _text(raw, "completion_url", where)
+    if url and not url.startswith(("https://", "http://")):
+        raise SpecError(f"{where}: 'completion_url' must start with https:// (or http://).")
+    code = raw.get("completion_code", "")
+    if "completion_code" in raw and study_code_problem(code):
+        raise SpecError(f"{where}: {study_code_problem(code)}")
+    if completion_url_problem(url, code):
+        raise SpecError(f"{where}: {completion_url_problem(url, code)}")
+    return url, code
 
 
 def _is_number(value: Any) -> bool:

@@ -85,8 +85,9 @@ class Generation:
 
 
 def form_defaults() -> dict[str, Any]:
-    """The form's initial values: the AISS with its built-in attention check, stories from
-    a file, the spec's default numbers."""
+    """The form's initial values: the AISS with its built-in attention check (ticked only
+    with the AISS, the one instrument it goes with), stories from a file, the spec's default
+    numbers."""
     values: dict[str, Any] = {
         "id": "",
         "title": "",
@@ -99,7 +100,6 @@ def form_defaults() -> dict[str, Any]:
         "instructions": "",
         "completion_url": "",
         "completion_code": "",
-        "aiss_check": "on",
         "checks": "",
         "exclude_failed_checks": "",
         "exclude_words_per_minute": "",
@@ -120,6 +120,7 @@ def form_defaults() -> dict[str, Any]:
     for operation in OPERATIONS:
         values |= {f"corrupt_{operation}": "", f"corrupt_{operation}_seed": "1"}
         values[f"corrupt_{operation}_fraction"] = "1.0"
+    values["aiss_check"] = "on" if values["instrument"] == "aiss-v1" else ""
     return values
 
 

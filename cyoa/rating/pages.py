@@ -20,6 +20,7 @@ from flask import (
     Blueprint,
     abort,
     jsonify,
+    make_response,
     redirect,
     render_template,
     request,
@@ -147,7 +148,13 @@ def rate(exp_id: str):
         return redirect(url_for("rating.done", exp_id=exp_id))
     if not task.shown:
         # Time on task counts from here: the server's clock, when the story is first sent.
-        state = _ratings().act(exp, rater_id, "story_shown", {"story": task.story_id}).state
+        try:
+            state = _ratings().act(exp, rater_id, "story_shown", {"story": task.story_id}).state
+        except sqlite3.OperationalError as error:
+            log.warning("database busy when a rater of %s was shown a story: %s", exp_id, error)
+            response = make_response(render_template("busy.html", experiment=exp), 503)
+            response.headers["Retry-After"] = str(BUSY_RETRY_SECONDS)
+            return response
         task = state.current
     shown_ids = {q: q for q in task.questions} | rater_item_ids(exp, task.story_id)
     return render_template(
@@ -249,6 +256,27 @@ def action(exp_id: str):
             "rating.done" if state.phase == Phase.DONE else "rating.rate", exp_id=exp_id
         )
     return jsonify(body)
+
+
+@bp.post("/r/<exp_id>/seen")
+def seen(exp_id: str):
+    """The rater's page, open and visible, says the rater is still reading (sent about once
+    a minute): their places are kept as if they had answered, so a slow reader is not timed
+    out by ``first_answer_minutes``. Nothing else is recorded. Same header, cookie and rate
+    limit as :func:`action`."""
+    if request.headers.get(ACTION_HEADER) != "1":
+        return jsonify(ok=False, error="Please reload the page."), 400
+    held = DOOR.cookie_id(exp_id)
+    if not held:
+        return jsonify(ok=False, error="Please use your study link again."), 403
+    if wait := rating_parts().rater_limiter.take(f"{exp_id}/{held}"):
+        return _retry(TOO_FAST_MESSAGE, 429, wait)
+    try:
+        kept = _ratings().seen(exp_id, held)
+    except sqlite3.OperationalError as error:
+        log.warning("database busy for rater %s of %s: %s", held, exp_id, error)
+        return _retry(BUSY_MESSAGE, 503, BUSY_RETRY_SECONDS)
+    return jsonify(ok=kept)
 
 
 def _retry(message: str, status: int, wait: float):

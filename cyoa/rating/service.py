@@ -128,6 +128,17 @@ class RatingStudy:
         finally:
             db.close()
 
+    def seen(self, exp_id: str, rater_id: str) -> bool:
+        """Record that the rater's page is open and they have not finished (their places are
+        kept while they read: :func:`cyoa.rating.assignment.holds_place` counts silence from
+        ``raters.updated_at``); False when they finished or are unknown."""
+        db = self.db()
+        try:
+            with store.write_transaction(db):
+                return rating_store.mark_rater_seen(db, exp_id, rater_id)
+        finally:
+            db.close()
+
     def act(
         self,
         exp: RatingExperiment,

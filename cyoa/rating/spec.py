@@ -64,7 +64,7 @@ from cyoa.rating.stories import StoryRecord
 from cyoa.rating.stories.corrupt import CorruptionError, corrupt
 from cyoa.rating.stories.cowriting import FROM_COWRITING, cowriting_stories
 from cyoa.store import RESERVED_IDS
-from cyoa.web.completion import study_code_problem
+from cyoa.web.completion import completion_url_problem, study_code_problem
 
 ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 RANGES = {
@@ -215,6 +215,9 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = No
         raise RatingSpecError(f"{where}: completion_url must be a web address (https://…).")
     if "completion_code" in raw and study_code_problem(raw["completion_code"]):
         raise RatingSpecError(f"{where}: {study_code_problem(raw['completion_code'])}")
+    problem = completion_url_problem(completion_url, raw.get("completion_code", ""))
+    if problem:
+        raise RatingSpecError(f"{where}: {problem}")
     return RatingSpec(
         id=exp_id,
         title=_text(raw, "title", where, required=True),

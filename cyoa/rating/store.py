@@ -137,6 +137,17 @@ def get_rater(db: Database, exp_id: str, rater_id: str) -> dict[str, Any] | None
     return rows[0] if rows else None
 
 
+def mark_rater_seen(db: Database, exp_id: str, rater_id: str) -> bool:
+    """Set an unfinished rater's ``updated_at`` to now, as their page says they are still
+    reading (no event is recorded); False when there is no such rater or they finished."""
+    cursor = db.execute(
+        "UPDATE raters SET updated_at = ? WHERE experiment_id = ? AND rater_id = ?"
+        " AND phase != 'done'",
+        [now(), exp_id, rater_id],
+    )
+    return cursor.rowcount > 0
+
+
 def load_rating_events(db: Database, exp_id: str, rater_id: str) -> list[dict[str, Any]]:
     """A rater's events in order, payloads decoded."""
     rows = db.query(

@@ -1,12 +1,13 @@
 """Who took part in an experiment, as a crowd platform needs it to pay them: one row per
 participant with their platform id, where they are (started, finished, returned or timed out,
-excluded), when, the completion code they were shown, and a decision to approve or reject
-with its reason; as a page, and as a CSV for the platform's bulk approve and reject (pages
-``/research/ratings/<id>/participants`` and ``/research/experiments/<id>/participants``).
+excluded), when, the completion code they were shown, and a decision to approve, reject or
+review by hand with its reason; as a page, and as a CSV for the platform's bulk approve and
+reject (pages ``/research/ratings/<id>/participants`` and
+``/research/experiments/<id>/participants``).
 
-A rater is excluded by the spec's exclusion rules (:mod:`cyoa.rating.quality`, as the
-dashboard and the ``raters`` export count them); a co-writing study has no such rules. The
-decision is a proposal for the researcher to check, not an action: nothing is sent anywhere.
+A rater who finished is excluded by the spec's exclusion rules (:mod:`cyoa.rating.quality`,
+as the dashboard and the ``raters`` export count them); a co-writing study has no such rules.
+The decision is a proposal for the researcher to check, not an action: nothing is sent anywhere.
 """
 
 from __future__ import annotations
@@ -35,33 +36,51 @@ COLUMNS = (
     Column("status", "string", "started, finished, returned or timed out, or excluded"),
     Column("started_at", "string", "when they started (UTC)"),
     Column("finished_at", "string", "when they finished (UTC; null until then)"),
-    Column("completion_code", "string", "the code they are shown on finishing"),
-    Column("excluded_because", "string", "the exclusion rules they broke ('' if none)"),
-    Column("decision", "string", "approve (finished), reject (excluded), or '' (not finished)"),
+    Column(
+        "completion_code",
+        "string",
+        "the code they were shown on finishing ('' until they finish)",
+    ),
+    Column(
+        "excluded_because",
+        "string",
+        "the exclusion rules a finished participant broke ('' if none)",
+    ),
+    Column(
+        "decision",
+        "string",
+        "approve (finished), reject (excluded for failing 2 or more attention checks), review "
+        "(excluded by another rule: decide by hand on Prolific), or '' (not finished)",
+    ),
     Column("reason", "string", "why: 'finished', or the rules broken"),
 )
+# Prolific lets a researcher reject a submission on attention checks only when it failed at
+# least two of them; any other exclusion is the researcher's call, made on Prolific by hand.
+REJECT_AT_FAILED_CHECKS = 2
 STATUSES = ("started", "finished", "returned or timed out", "excluded")
 
 
 def status(finished: bool, excluded: bool, last_seen: datetime, now: datetime, timeout: timedelta):
-    """Where a participant is: ``excluded`` (the spec's rules exclude them), ``finished``,
-    ``returned or timed out`` (not finished and silent for longer than ``timeout``, the
-    time after which their place is given to someone else), or ``started``."""
-    if excluded:
-        return "excluded"
+    """Where a participant is: ``excluded`` (finished, and the spec's rules exclude them),
+    ``finished``, ``returned or timed out`` (not finished and silent for longer than
+    ``timeout``, the time after which their place is given to someone else), or ``started``.
+    Who has not finished is never excluded: the rules judge a whole submission."""
     if finished:
-        return "finished"
+        return "excluded" if excluded else "finished"
     return "returned or timed out" if now - last_seen > timeout else "started"
 
 
-def decision(state: str, excluded_because: str) -> tuple[str, str]:
-    """The proposed decision on a submission and its reason: approve who finished, reject
-    who was excluded (the reason is the rules they broke), none for who did not finish
-    (Prolific marks them returned or timed out itself)."""
+def decision(state: str, excluded_because: str, failed_checks: int) -> tuple[str, str]:
+    """The proposed decision on a submission and its reason: approve who finished; reject
+    an excluded participant who failed at least :data:`REJECT_AT_FAILED_CHECKS` attention
+    checks (what Prolific allows), review by hand one excluded by any other rule (the reason
+    is the rules they broke); none for who did not finish (Prolific marks them returned or
+    timed out itself)."""
     if state == "finished":
         return "approve", "finished"
     if state == "excluded":
-        return "reject", excluded_because
+        verdict = "reject" if failed_checks >= REJECT_AT_FAILED_CHECKS else "review"
+        return verdict, excluded_because
     return "", ""
 
 
@@ -98,14 +117,14 @@ def rating_participants(
     for row in rater_rows(db, exp_id):
         if row["id_source"] == "import":
             continue
-        excluded_because = row.get("rules_broken") or ""
+        excluded_because = (row.get("rules_broken") or "") if row["finished"] else ""
         updated_at, answered = seen[row["rater_id"]]
         last_seen = _time(updated_at) or now
         silence = timeout
         if not answered and first_answer_timeout is not None:
             silence = min(timeout, first_answer_timeout)
         state = status(row["finished"], bool(row.get("excluded")), last_seen, now, silence)
-        out.append(_row(row, state, excluded_because))
+        out.append(_row(row, state, excluded_because, row.get("failed_checks") or 0))
     return out
 
 
@@ -121,20 +140,25 @@ def cowriting_participants(
             {**row, "external_id": row["participant"]},
             statuses.get(row["status"], "started"),
             "",
+            0,
         )
         for row in session_rows(db, exp_id, now=now, dropout_minutes=minutes)
     ]
 
 
-def _row(row: dict[str, Any], state: str, excluded_because: str) -> dict[str, Any]:
-    verdict, reason = decision(state, excluded_because)
+def _row(
+    row: dict[str, Any], state: str, excluded_because: str, failed_checks: int
+) -> dict[str, Any]:
+    verdict, reason = decision(state, excluded_because, failed_checks)
+    # Only who finished was shown a code; a code beside anyone else reads as owed payment.
+    shown = state in ("finished", "excluded")
     return {
         "platform_id": _platform_id(row["external_id"], row["id_source"]),
         "id_source": row["id_source"],
         "status": state,
         "started_at": row["started_at"],
         "finished_at": row["finished_at"],
-        "completion_code": row["completion_code"],
+        "completion_code": row["completion_code"] if shown else "",
         "excluded_because": excluded_because,
         "decision": verdict,
         "reason": reason,
@@ -143,7 +167,8 @@ def _row(row: dict[str, Any], state: str, excluded_because: str) -> dict[str, An
 
 def prolific_ids(rows: list[dict[str, Any]], verdict: str) -> list[str]:
     """The Prolific ids (PROLIFIC_PID) whose proposed decision is ``verdict``: what
-    Prolific's bulk approve (or reject) box takes, one per line."""
+    Prolific's bulk approve (or reject) box takes, one per line; ``review`` lists the ones
+    to decide by hand."""
     return [
         row["platform_id"]
         for row in rows
@@ -180,6 +205,7 @@ def _page(exp_id: str, kind: str, rows: list[dict[str, Any]]):
         counts={name: sum(1 for row in rows if row["status"] == name) for name in STATUSES},
         approve=prolific_ids(rows, "approve"),
         reject=prolific_ids(rows, "reject"),
+        review=[row for row in rows if row["decision"] == "review"],
     )
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 # Prolific's codes are letters and digits (e.g. C1ABC2XY); - and _ serve other platforms.
 STUDY_CODE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 PROLIFIC_COMPLETION_URL = "https://app.prolific.com/submissions/complete?cc={code}"
+PROLIFIC_HOSTS = ("app.prolific.com", "app.prolific.co")
 
 
 def study_code_problem(value: Any) -> str:
@@ -26,6 +27,30 @@ def study_code_problem(value: Any) -> str:
         return (
             "completion_code must be 1–64 letters, digits, - or _ (e.g. the code on "
             "Prolific's study page, such as C1ABC2XY); leave it out for a code per participant."
+        )
+    return ""
+
+
+def is_prolific_completion(url: str) -> bool:
+    """Whether ``url`` completes a submission on Prolific (its host, or its
+    ``/submissions/complete`` path), which takes only the study's one completion code."""
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        host = ""
+    return host in PROLIFIC_HOSTS or "/submissions/complete" in url
+
+
+def completion_url_problem(url: str, study_code: str) -> str:
+    """Why a spec's ``completion_url`` cannot go with its ``completion_code`` (a sentence),
+    or "" when it can: a Prolific completion URL needs the study-wide code, because Prolific
+    rejects the per-participant code that each participant is otherwise sent back with."""
+    if url and not study_code and is_prolific_completion(url):
+        return (
+            "a Prolific completion URL needs the study's completion code: copy it from your "
+            "Prolific study page into completion_code (e.g. C1ABC2XY), as Prolific rejects "
+            "the per-participant codes this app makes otherwise; or use another completion URL "
+            f"(Prolific's is {PROLIFIC_COMPLETION_URL})."
         )
     return ""
 

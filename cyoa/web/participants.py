@@ -27,6 +27,7 @@ from typing import Any
 from flask import Response, abort, make_response, render_template, request, session
 
 from cyoa.web.parts import shared as shared_parts
+from cyoa.web.ratelimit import client_key
 from cyoa.web.security import csrf_valid
 
 LINK_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "pid")
@@ -195,8 +196,9 @@ def too_many_starts(experiment: Any) -> Response | None:
     """None when this client (``request.remote_addr``: behind a proxy, see ``CYOA_PROXIES``)
     may start a new participant now, taking one of its starts; else the page that asks it to
     wait (HTTP 429, with ``Retry-After``). Writers' and raters' starts share one limit per
-    address, so no client can take a study's places faster than ``CYOA_STARTS_PER_MINUTE``."""
-    wait = shared_parts().start_limiter.take(request.remote_addr or "")
+    address (an IPv6 address's /64), so no client can take a study's places faster than
+    ``CYOA_STARTS_PER_MINUTE``."""
+    wait = shared_parts().start_limiter.take(client_key(request.remote_addr or ""))
     if not wait:
         return None
     minutes = math.ceil(wait / 60)

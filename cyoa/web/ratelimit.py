@@ -11,6 +11,7 @@ thread), so a page that floods the server slows itself down rather than the serv
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,25 @@ from dataclasses import dataclass
 # Sessions whose buckets are kept before the full ones (which hold no information) are
 # dropped.
 BUCKETS_KEPT = 10_000
+
+
+# One IPv6 subscriber usually holds a whole /64 and may use any address in it.
+IPV6_CLIENT_PREFIX = 64
+
+
+def client_key(address: str) -> str:
+    """The key a client address is limited by: an IPv4 address itself (also written as an
+    IPv6-mapped one), an IPv6 address's /64 network, so a client cannot get a fresh bucket by
+    moving to another of its 2**64 addresses; anything else as it is."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 4:
+        return str(ip)
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{ip}/{IPV6_CLIENT_PREFIX}", strict=False))
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,17 @@ CSRF tokens for every form, and spreadsheet-formula neutralisation of exported t
 
 from __future__ import annotations
 
+import logging
 import secrets
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, request, session
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 # Scripts and styles only from this server: nothing typed by a writer can run as code.
+log = logging.getLogger(__name__)
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'"
@@ -75,6 +79,8 @@ def init_app(app: Flask) -> None:
         raise ValueError(f"CYOA_PROXIES is {proxies}; use 0 (no proxy in front) or more.")
     if proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies)
+    else:
+        app.before_request(_warn_of_an_unused_proxy())
     app.jinja_env.globals["csrf_token"] = csrf_token
 
     @app.after_request
@@ -83,3 +89,21 @@ def init_app(app: Flask) -> None:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         return response
+
+
+def _warn_of_an_unused_proxy() -> Callable[[], None]:
+    """A check, run before each request, that logs one warning (once per app: once per
+    process) when a request carries ``X-Forwarded-For`` while ``CYOA_PROXIES`` is 0: behind a
+    proxy every client then shares the proxy's address, and the start limit stops them all."""
+    warned = threading.Event()
+
+    def check() -> None:
+        if not warned.is_set() and "X-Forwarded-For" in request.headers:
+            warned.set()
+            log.warning(
+                "A request came through a proxy (it has X-Forwarded-For) but CYOA_PROXIES is 0: "
+                "every client shares the proxy's address, so the start limit counts them "
+                "together. Set CYOA_PROXIES to the number of proxies in front of the app."
+            )
+
+    return check

@@ -4,12 +4,16 @@
 // stored, so a reload or a lost connection loses nothing. A queued action keeps its action id
 // through every resend and reload, so the server records it once. In preview mode (a
 // researcher trying the study) nothing is sent to the server or kept in the browser.
+// While the page is visible it tells the server about once a minute that the rater is still
+// reading, so a slow reader keeps their places before their first answer.
 (function () {
   "use strict";
   const form = document.getElementById("questions");
   if (!form) return;
   const story = form.dataset.story; // an opaque alias: only ever compared and sent back
   const endpoint = form.dataset.action;
+  const seenEndpoint = form.dataset.seen;
+  const HEARTBEAT_MS = 60000;
   const preview = form.dataset.preview === "1";
   const prefix = "cyoa-rate:" + form.dataset.experiment + ":" + form.dataset.rater + ":";
   const badge = document.getElementById("saving");
@@ -21,10 +25,17 @@
   const SAVE_DELAY_MS = 600;
   const FIRST_RETRY_MS = 1000;
   const MAX_RETRY_MS = 15000;
+  // A server that fails the same action this often will not store it by being asked again:
+  // the rater is told, the draft stays, and the actions after it go through.
+  const MAX_FAILURES = 5;
+  const NOT_SAVED =
+    "An answer could not be saved: the server failed to store it " + MAX_FAILURES + " times. " +
+    "What you typed is kept in this browser: reload the page to try again, and if this " +
+    "keeps happening, contact the researcher.";
   const boxes = Array.from(form.querySelectorAll("fieldset.question"));
   const saved = new Map(); // item id → key of the answer the server stored
   const timers = new Map(); // item id → the pending debounced save
-  let queue = []; // {id, type, payload, tried}: oldest first, not yet stored
+  let queue = []; // {id, type, payload, tried, failures}: oldest first, not yet stored
   let sending = false;
   let link = "ok"; // "ok", "offline" or "retrying": how the last attempt went
   let retryDelay = FIRST_RETRY_MS;
@@ -166,9 +177,10 @@
     return seconds > 0 ? Math.min(seconds * 1000, 60000) : backoff();
   }
 
-  // The reply as {body} when the server answered for good, or {wait, offline} when the action
-  // must be sent again: offline, busy (429/503 with retry), or any reply that is not our JSON,
-  // such as a proxy's HTML error page. Such a reply never counts as saved.
+  // The reply as {body} when the server answered for good, or {wait, offline, failed} when
+  // the action must be sent again: offline, busy (429/503 with retry: tried for as long as it
+  // takes), or failed (a 5xx or any reply that is not our JSON, such as a proxy's HTML error
+  // page: tried MAX_FAILURES times). Such a reply never counts as saved.
   function post(action) {
     return fetch(endpoint, {
       method: "POST",
@@ -180,10 +192,11 @@
         (body) => {
           const ours = body !== null && typeof body === "object" && typeof body.ok === "boolean";
           if (ours && body.ok) return { body: body };
-          if (!ours || body.retry || response.status >= 500) return { wait: retryAfter(response) };
+          if (ours && body.retry) return { wait: retryAfter(response) };
+          if (!ours || response.status >= 500) return { wait: retryAfter(response), failed: true };
           return { body: body };
         },
-        () => ({ wait: retryAfter(response) })
+        () => ({ wait: retryAfter(response), failed: true })
       ),
       () => ({ wait: backoff(), offline: true })
     );
@@ -206,6 +219,11 @@
     refresh();
     (preview ? previewReply : post)(action).then((reply) => {
       sending = false;
+      if (reply.failed) action.failures = (action.failures || 0) + 1;
+      if (reply.failed && action.failures >= MAX_FAILURES) {
+        giveUp(action);
+        return;
+      }
       if (reply.wait !== undefined) {
         link = reply.offline ? "offline" : "retrying";
         refresh();
@@ -220,6 +238,21 @@
       refresh();
       send();
     });
+  }
+
+  // Stops sending an action the server keeps failing: it leaves the queue (its answer's draft
+  // stays, so a reload sends it again), the page says it was not saved, and the next goes.
+  function giveUp(action) {
+    queue.shift();
+    keepQueue();
+    link = "ok";
+    retryDelay = FIRST_RETRY_MS;
+    const box = boxes.find((b) => action.type === "answer_given" && b.dataset.item === action.payload.item);
+    if (box && action.payload.story === story) note(box, "Not saved");
+    if (action.type === "story_finished") finishButton.disabled = false;
+    showError(NOT_SAVED);
+    refresh();
+    send();
   }
 
   function enqueue(type, payload) {
@@ -319,6 +352,15 @@
 
   function finish() {
     boxes.forEach(save); // answers typed a moment ago go first, then the finish
+    // An edit that cannot be saved (a reason cut too short) must not be dropped silently
+    // because an earlier version of the answer was saved: the rater fixes it first.
+    const invalid = unsaved().filter((box) => problem(box, answerOf(box)));
+    boxes.forEach((box) => box.classList.toggle("missing", invalid.includes(box)));
+    if (invalid.length) {
+      showError(problem(invalid[0], answerOf(invalid[0])));
+      invalid[0].scrollIntoView({ behavior: "smooth", block: "center" });
+      return;
+    }
     const missing = boxes.filter((box) => {
       const item = box.dataset.item;
       const open = box.dataset.required === "1" && !saved.has(item) && !queuedAnswer(item);
@@ -333,6 +375,17 @@
     if (queue.some((action) => action.type === "story_finished")) return;
     finishButton.disabled = true;
     enqueue("story_finished", { story: story });
+  }
+
+  // Only while the rater can be reading: a hidden tab or a finished story sends nothing, and
+  // a failed heartbeat is simply the next one's to make up.
+  function heartbeat() {
+    if (preview || leaving || document.visibilityState !== "visible") return;
+    fetch(seenEndpoint, {
+      method: "POST",
+      headers: { "X-CYOA-Action": "1" },
+      credentials: "same-origin",
+    }).catch(() => {});
   }
 
   // --- starting ----------------------------------------------------------------------------
@@ -365,6 +418,7 @@
   finishButton.addEventListener("click", finish);
   // Enter on a radio button can still submit the form: answers go through the queue only.
   form.addEventListener("submit", (event) => event.preventDefault());
+  setInterval(heartbeat, HEARTBEAT_MS);
   window.addEventListener("online", () => {
     retryDelay = FIRST_RETRY_MS;
     clearTimeout(retryTimer);

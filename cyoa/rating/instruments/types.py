@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -207,6 +208,13 @@ class Instrument:
         return number
 
 
+# ASCII digits only (str.isdigit also takes "²" and "①", which int() refuses, and float()
+# takes "٣"), and few enough that int() never meets Python's limit on digits: no scale has a
+# billion points. A number written otherwise ("4.0", "1e3") is at most 32 ASCII characters.
+_WHOLE = re.compile(r"[0-9]{1,9}")
+_LONGEST_NUMBER = 32
+
+
 def _whole_number(raw: object) -> int | None:
     if isinstance(raw, bool):
         return None
@@ -217,8 +225,10 @@ def _whole_number(raw: object) -> int | None:
         return int(number) if number.is_integer() else None
     if isinstance(raw, str):
         text = raw.strip()
-        if text.isdigit():
+        if _WHOLE.fullmatch(text):
             return int(text)
+        if not text.isascii() or len(text) > _LONGEST_NUMBER:
+            return None
         try:
             number = float(text)
         except ValueError:

@@ -66,6 +66,7 @@ from cyoa.rating.form import (
 from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.research.jobs import (
     CANCELLED,
+    CANCELLING,
     JOBS_KEPT,
     GenerationJob,
     forget_old,
@@ -465,7 +466,7 @@ def _start_job(
             worker=shared_parts().worker_id,
         )
         job.save()
-        forget_old(root, {job.id})
+        forget_old(root)
         jobs[job.id] = job
     socketio.start_background_task(
         _generate, current_app._get_current_object(), job, raw, generation, folder
@@ -572,7 +573,8 @@ def generation(job_id: str):
 @bp.post("/new/<job_id>/cancel")
 @auth.login_required
 def cancel_generation(job_id: str):
-    """Ask the job to stop: it ends before its next story, and stores nothing."""
+    """Ask the job to stop: it ends before its next story (after a model it waits for has
+    loaded), and stores nothing."""
     job = _job(job_id)
     if job.state == "running":
         if job_id not in rating_parts().jobs:
@@ -582,7 +584,7 @@ def cancel_generation(job_id: str):
             )
         else:
             job.cancel.set()
-            flash("Cancelling: the job stops once the story being written is done.")
+            flash(CANCELLING)
     return redirect(url_for(".generation", job_id=job.id))
 
 

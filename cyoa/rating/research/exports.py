@@ -77,8 +77,8 @@ RATER_COLUMNS = (
     Column(
         "completion_code",
         "string",
-        "the code the rater is shown on finishing: the spec's study-wide completion_code when "
-        "it sets one, else the rater's own (null if imported)",
+        "the code the rater was shown on finishing: the spec's study-wide completion_code when "
+        "it sets one, else the rater's own (null until they finish, and if imported)",
     ),
     Column("finished", "bool", "whether the rater finished every story (imported: true)"),
     Column("started_at", "string", "when the rater started (UTC; null if imported)"),
@@ -235,8 +235,10 @@ def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
     for row in rows:
         own, phase = row.pop("own_code"), row.pop("phase")
         imported = row["id_source"] == "import"
-        row["completion_code"] = None if imported else shown_code(study_code, own)
         row["finished"] = imported or phase == "done"
+        # Only a rater who finished was shown a code.
+        shown = row["finished"] and not imported
+        row["completion_code"] = shown_code(study_code, own) if shown else None
         out.append({**row, **quality.get(row["rater_id"], {})})
     return out
 

@@ -29,6 +29,12 @@ JOBS_FOLDER = "_jobs"
 JOBS_KEPT = 20
 _JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 CANCELLED = "Cancelled: nothing was stored, and its files were removed."
+# Loading a model cannot be interrupted: a job cancelled while it waits for one stops once
+# the model is ready, before its first story.
+CANCELLING = (
+    "Cancelling: nothing will be stored. The job stops before its next story (if a model is "
+    "still loading, once it is ready: loading cannot be interrupted)."
+)
 INTERRUPTED = (
     "Interrupted: the server stopped while the stories were being generated, so nothing was "
     "stored. Start it again from the form."
@@ -145,10 +151,17 @@ def interrupt_orphans(root: Path) -> None:
         saved_job(root, path.stem)
 
 
-def forget_old(root: Path, running: set[str]) -> None:
-    """Remove the status files of all but the :data:`JOBS_KEPT` newest jobs, never one in
-    ``running``."""
+def forget_old(root: Path) -> None:
+    """Remove the status files of all but the :data:`JOBS_KEPT` newest jobs, never one that
+    says it is running (in any process: its progress page reads it)."""
     paths = sorted((root / JOBS_FOLDER).glob("*.json"), key=lambda p: p.stat().st_mtime)
-    old = [p for p in paths if p.stem not in running][: max(0, len(paths) - JOBS_KEPT)]
-    for path in old:
+    ended = [p for p in paths if not _says_running(p)]
+    for path in ended[: max(0, len(paths) - JOBS_KEPT)]:
         path.unlink(missing_ok=True)
+
+
+def _says_running(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("state") == "running"
+    except (OSError, ValueError, AttributeError):
+        return False
