@@ -41,11 +41,12 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     finally:
         db.close()
     cards = load_model_cards(Path(app.config["MODELS_DIR"]))
-    needed = [name for kind in KINDS.values() for name in kind.models_needed(app, cards)]
+    read = {name: kind.read_at_start(app, cards) for name, kind in KINDS.items()}
+    needed = [model for name, kind in KINDS.items() for model in kind.models_needed(read[name])]
     shared = parts.init_app(app, cards, dict.fromkeys(needed))
     realtime.init_app(app)
-    for kind in KINDS.values():
-        kind.init_app(app, shared)
+    for name, kind in KINDS.items():
+        kind.init_app(app, shared, read[name])
     research.init_app(app)
     security.init_app(app)
     return app

@@ -42,8 +42,9 @@ class Kind:
       sentence that says what to do next;
     - ``report(db, exp_id, fmt, **options)``: the ``analyze`` verb's text;
     - ``serves(app, exp_id)``: whether the app serves the stored experiment;
-    - ``models_needed(app, cards)``: the models the app loads at start for this kind, and
-      ``init_app(app, shared)``: the wing's parts built and its pages registered.
+    - at start, ``read_at_start(app, cards)``: what the kind serves, read once (co-writing:
+      its experiments); ``models_needed(read)``: the models the app loads for them; and
+      ``init_app(app, shared, read)``: the wing's parts built and its pages registered.
     """
 
     name: str
@@ -55,8 +56,9 @@ class Kind:
     create: Callable[..., str]
     report: Callable[..., str]
     serves: Callable[[Flask, str], bool]
-    models_needed: Callable[[Flask, dict[str, ModelCard]], list[str]]
-    init_app: Callable[[Flask, SharedParts], None]
+    read_at_start: Callable[[Flask, dict[str, ModelCard]], Any]
+    models_needed: Callable[[Any], list[str]]
+    init_app: Callable[[Flask, SharedParts, Any], None]
 
 
 KINDS: dict[str, Kind] = {
@@ -70,6 +72,7 @@ KINDS: dict[str, Kind] = {
         create=cowriting_lifecycle.create_from_file,
         report=cowriting_report.report,
         serves=cowriting_parts.serves,
+        read_at_start=cowriting_wing.read_experiments,
         models_needed=cowriting_wing.models_needed,
         init_app=cowriting_wing.init_app,
     ),
@@ -83,6 +86,7 @@ KINDS: dict[str, Kind] = {
         create=rating_experiment.create_from_file,
         report=rating_report.report_text,
         serves=lambda _app, _exp_id: True,  # a rating study needs no model to be served
+        read_at_start=rating_wing.read_at_start,
         models_needed=rating_wing.models_needed,
         init_app=rating_wing.init_app,
     ),

@@ -14,7 +14,7 @@ from conftest import SURVEY_ANSWERS, Researcher, Writer
 
 from cyoa import store
 from cyoa.cli import cli
-from cyoa.research.participants import decision, status
+from cyoa.web.approvals import decision, status
 from tests.test_rating_journey import Rater, rows, write_spec
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)

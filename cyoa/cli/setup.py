@@ -9,7 +9,6 @@ from flask import Flask
 
 from cyoa import store
 from cyoa.cli.context import get_app
-from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.kinds import KINDS
 from cyoa.web import experiments
 
@@ -31,7 +30,9 @@ def prepare_models_command(ctx: click.Context) -> None:
     app = get_app(ctx)
     cards = load_model_cards(Path(app.config["MODELS_DIR"]))
     used = {
-        s.model.name for e in cowriting_parts(app).study.experiments.values() for s in e.systems
+        model
+        for kind in KINDS.values()
+        for model in kind.models_needed(kind.read_at_start(app, cards))
     }
     prepare_models(
         {n: c for n, c in cards.items() if n in used},

@@ -14,8 +14,8 @@ from sqlite_utils import Database
 from cyoa import store
 from cyoa.cowriting import pages, sockets
 from cyoa.cowriting.parts import CowritingParts
+from cyoa.cowriting.research import participants, views
 from cyoa.cowriting.research import sockets as research_sockets
-from cyoa.cowriting.research import views
 from cyoa.cowriting.research.dashboard import ResultsCache
 from cyoa.cowriting.research.opening import Openings
 from cyoa.cowriting.research.progress import DROPOUT_MINUTES
@@ -58,17 +58,16 @@ def stored_experiments(db: Database, cards: dict[str, ModelCard]) -> dict[str, E
     return experiments
 
 
-def models_needed(app: Flask, cards: dict[str, ModelCard]) -> list[str]:
+def models_needed(experiments: dict[str, Experiment]) -> list[str]:
     """The models of the experiments the app will serve (loaded at start), in their order."""
-    experiments = read_experiments(app, cards).values()
-    return [system.model.name for exp in experiments for system in exp.systems]
+    return [system.model.name for exp in experiments.values() for system in exp.systems]
 
 
-def init_app(app: Flask, shared: SharedParts) -> None:
-    """Build the wing's parts and register its pages and events; every committed writer
-    action reaches the live dashboards and (unless ``TAG_SENTENCES`` is off) the background
-    tagging of new sentences."""
-    experiments = read_experiments(app, shared.cards)
+def init_app(app: Flask, shared: SharedParts, experiments: dict[str, Experiment]) -> None:
+    """Build the wing's parts for the ``experiments`` read at start (:func:`read_experiments`)
+    and register its pages and events; every committed writer action reaches the live
+    dashboards and (unless ``TAG_SENTENCES`` is off) the background tagging of new
+    sentences."""
     study = Study(Path(app.config["DATABASE"]), experiments, str(app.config["SEED_SALT"]))
     runner = SuggestionRunner(
         study,
@@ -99,5 +98,6 @@ def init_app(app: Flask, shared: SharedParts) -> None:
     )
     app.register_blueprint(pages.bp)
     app.register_blueprint(views.bp)
+    app.register_blueprint(participants.bp)
     sockets.register(socketio)
     research_sockets.register(socketio)

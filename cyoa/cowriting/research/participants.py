@@ -1,0 +1,59 @@
+"""The participants table of a co-writing experiment, at
+``/research/experiments/<id>/participants`` (and ``.csv``): its writers as
+:mod:`cyoa.web.approvals` lays them out. A co-writing study has no exclusion rules."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from flask import abort, url_for
+from sqlite_utils import Database
+
+from cyoa.cowriting.parts import parts as cowriting_parts
+from cyoa.cowriting.research.exports import session_rows
+from cyoa.web import approvals, auth
+from cyoa.web import research as web
+from cyoa.web.approvals import row_for
+
+bp = web.blueprint("research_cowriting_participants", __name__, "/research/experiments")
+
+
+def cowriting_participants(
+    db: Database, exp_id: str, timeout: timedelta, now: datetime
+) -> list[dict[str, Any]]:
+    """One row (:data:`cyoa.web.approvals.COLUMNS`) per writer of a co-writing experiment
+    (no exclusion rules: every writer who finished is proposed for approval)."""
+    minutes = timeout.total_seconds() / 60
+    statuses = {"finished": "finished", "dropped": "returned or timed out"}
+    return [
+        row_for(
+            {**row, "external_id": row["participant"]},
+            statuses.get(row["status"], "started"),
+            "",
+            0,
+        )
+        for row in session_rows(db, exp_id, now=now, dropout_minutes=minutes)
+    ]
+
+
+def _rows(exp_id: str) -> list[dict[str, Any]]:
+    if cowriting_parts().study.experiment(exp_id) is None:
+        abort(404)
+    timeout = timedelta(minutes=cowriting_parts().dropout_minutes)
+    with web.db() as db:
+        return cowriting_participants(db, exp_id, timeout, datetime.now(UTC))
+
+
+@bp.get("/<exp_id>/participants")
+@auth.login_required
+def participants_page(exp_id: str):
+    back = url_for("research_cowriting.experiment", exp_id=exp_id)
+    csv_url = url_for("research_cowriting_participants.participants_csv", exp_id=exp_id)
+    return approvals.page(exp_id, _rows(exp_id), back, csv_url)
+
+
+@bp.get("/<exp_id>/participants.csv")
+@auth.login_required
+def participants_csv(exp_id: str):
+    return approvals.download(exp_id, _rows(exp_id))
