@@ -37,7 +37,8 @@ class Kind:
     - ``participants``: the table with one row per participant (``sessions``, ``raters``);
     - ``tables``: the names of its export tables, and ``export(db, row, fmt, **options)``:
       the stored experiment's ``row`` in a format of
-      :data:`cyoa.cowriting.research.exports.FORMATS`;
+      :data:`cyoa.cowriting.research.exports.FORMATS` (a rating experiment takes all but
+      ``cyoa-tsv``);
     - ``create(db, raw, path, cards)``: a spec file stored as a paused experiment, and the
       sentence that says what to do next;
     - ``report(db, exp_id, fmt, **options)``: the ``analyze`` verb's text;

@@ -31,6 +31,7 @@ from flask_socketio import SocketIO, emit, join_room
 
 from cyoa.cowriting import messages
 from cyoa.cowriting.flow import RuleError
+from cyoa.cowriting.pages import DOOR
 from cyoa.cowriting.parts import parts
 from cyoa.cowriting.service import client_view
 from cyoa.web.parts import shared as shared_parts
@@ -72,7 +73,7 @@ def on_join(*args: Any) -> dict[str, Any]:
         exp_id = messages.join_experiment(args)
     except RuleError as exc:
         return {"ok": False, "error": str(exc)}
-    session_id = (session.get("cyoa") or {}).get(exp_id)
+    session_id = DOOR.cookie_id(exp_id)
     if not session_id or parts().study.session_row(session_id) is None:
         return {"ok": False, "error": "No story found for this browser. Please open your link."}
     if too_fast := _over_rate(parts().limiter, session_id):

@@ -1,5 +1,5 @@
-"""What a researcher does to an experiment of any kind: open, pause or close it, read a spec
-file of a bounded size, and hand out its participant links."""
+"""What a researcher does to an experiment of any kind: open, pause or close it, and hand out
+its participant links; and the largest spec file any kind reads."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ class LifecycleError(ValueError):
 
 def set_status(db: Database, exp_id: str, status: str) -> None:
     """Open, pause or close an experiment (the caller makes sure its models are ready before
-    opening it: :func:`models_not_ready`)."""
+    opening it)."""
     if status not in STATUS_VERBS:
         raise LifecycleError("The status must be open, paused or closed.")
     try:

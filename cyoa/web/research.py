@@ -1,7 +1,7 @@
-"""What every researcher page shares: the app's parts, a database handle for one request, the
-template globals (CSRF token, the logged-in researcher) and the response constants. Each
-researcher blueprint registers :func:`template_globals` and
-:func:`cyoa.web.auth.check_csrf`."""
+"""What every researcher page shares: its blueprint (:func:`blueprint`: the CSRF check and
+the template globals), a database handle for one request, the template globals (CSRF token,
+the logged-in researcher), the response constants, and model cards added while the app
+runs."""
 
 from __future__ import annotations
 

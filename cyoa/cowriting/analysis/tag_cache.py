@@ -104,7 +104,7 @@ def tag_experiment(db: Database, experiment: str, workers: int = 1) -> int:
     :func:`~cyoa.cowriting.analysis.tables.writer_texts`),
     split as they split them, so the next ``analyze`` finds them all. ``workers``: processes
     for the tagging. Returns how many sentences were tagged (0 when the table is unusable:
-    a read-only database). Raises :class:`~cyoa.cowriting.analysis.data.AnalysisError` for an
+    a read-only database). Raises :class:`~cyoa.errors.AnalysisError` for an
     experiment that does not exist.
     """
     cache = SentenceTagCache(db)

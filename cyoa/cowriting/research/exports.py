@@ -339,7 +339,7 @@ def table_rows(
 def export_table(
     db: Database, exp_id: str, table: str, fmt: str, now: datetime | None = None
 ) -> bytes:
-    """One table in one of :data:`TABLE_FORMATS`."""
+    """One table in one of :data:`cyoa.web.tables.TABLE_FORMATS`."""
     if table not in TABLES:
         raise ExportError(f"Unknown table '{table}': use one of {', '.join(TABLES)}.")
     return write_table(table_rows(db, exp_id, table, now), TABLES[table], fmt)

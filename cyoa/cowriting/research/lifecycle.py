@@ -1,5 +1,6 @@
-"""Creating, opening, pausing and closing experiments, and what a researcher needs to run
-one: participant links and whether the server can generate with its models.
+"""Co-writing experiments made by researchers: spec files read, experiments created, cloned and
+edited, and whether the server can generate with their models before one opens (opening,
+pausing and closing, and participant links, are every kind's: :mod:`cyoa.web.experiments`).
 
 A new experiment (from a spec file, the web form or ``experiment create``) is stored
 ``paused``, so nobody writes in it before the researcher has checked it and opened it. An

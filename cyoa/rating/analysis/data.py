@@ -56,7 +56,7 @@ def experiment_kind(db: Database, experiment: str) -> str:
 def load_ratings(db: Database, experiment: str) -> RatingData:
     """The rating experiment ``experiment`` with every stored judgement."""
     if experiment_kind(db, experiment) != "rating":
-        raise AnalysisError(f"'{experiment}' is a co-writing experiment, not a rating one.")
+        raise AnalysisError(f"'{experiment}' is not a rating experiment.")
     row = store.get_experiment(db, experiment)
     definition = db.execute(
         "SELECT definition FROM instruments WHERE experiment_id = ?", [experiment]

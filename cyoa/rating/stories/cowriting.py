@@ -38,7 +38,7 @@ def cowriting_stories(db: Database, experiment: str) -> list[StoryRecord]:
     ``"edited"`` (whether the writer changed it) on system turns. A turn is usually one
     sentence (the study asks for one), but is stored as written.
 
-    Raises :class:`cyoa.cowriting.analysis.data.AnalysisError` when the experiment does not exist.
+    Raises :class:`cyoa.errors.AnalysisError` when the experiment does not exist.
     """
     stories = []
     for pair in experiment_pairs(db, experiment):
