@@ -167,6 +167,20 @@ def test_mcdonald_omega_of_three_items_by_hand():
     assert omega == pytest.approx(0.952461, abs=1e-4)
 
 
+def test_omega_is_the_same_every_time_whatever_the_random_state():
+    # statsmodels draws the fit's starting values at random; from some it stops in a local
+    # optimum (ω ≈ .987 here) or does not converge. ω must not depend on the draw.
+    wide = pd.DataFrame(
+        [(4, 4, 5), (3, 3, 3), (5, 5, 5), (4, 5, 4), (2, 2, 1), (1, 1, 2), (2, 3, 2), (3, 2, 2)],
+        columns=list("abc"),
+        dtype=float,
+    )
+    omegas = {mcdonald_omega(wide) for _ in range(60)}
+    assert omegas == {mcdonald_omega(wide)}
+    ((omega, reason),) = omegas
+    assert reason is None and omega == pytest.approx(0.952461, abs=1e-6)
+
+
 def test_omega_is_not_estimated_for_two_items_or_constant_items():
     two = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": [2.0, 2, 3, 5]})
     assert mcdonald_omega(two) == (None, "fewer than 3 items: a one-factor model is not identified")

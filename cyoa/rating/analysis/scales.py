@@ -45,6 +45,8 @@ from cyoa.stats import holm, mann_whitney
 CONFIDENCE = 0.95
 # Below this uniqueness an item's one-factor loading is (nearly) 1: a Heywood case.
 HEYWOOD_UNIQUENESS = 0.01
+# One-factor fits from this many fixed starting values (seeds 0, 1, …); the best is kept.
+FACTOR_STARTS = 5
 
 
 @dataclass(frozen=True)
@@ -331,9 +333,9 @@ def mcdonald_omega(scores: pd.DataFrame) -> tuple[float | None, str | None]:
 
     The model is fitted by maximum likelihood to the items' correlation matrix
     (``statsmodels.multivariate.factor.Factor(n_factor=1, method="ml")`` on the complete
-    rows), giving standardised loadings λ_i and uniquenesses ψ_i = 1 − λ_i²; then
-    ω = (Σ λ_i)² / ((Σ λ_i)² + Σ ψ_i), the share of the variance of the sum of the
-    *standardised* items that the common factor explains.
+    rows, the best of several fixed starts: :func:`_one_factor_fit`), giving standardised
+    loadings λ_i and uniquenesses ψ_i = 1 − λ_i²; then ω = (Σ λ_i)² / ((Σ λ_i)² + Σ ψ_i), the
+    share of the variance of the sum of the *standardised* items that the common factor explains.
 
     Not estimated (``None``) with fewer than three items (a one-factor model of two items is
     not identified: the AISS paper reports none for its 2-item factor either), with no more
@@ -349,17 +351,48 @@ def mcdonald_omega(scores: pd.DataFrame) -> tuple[float | None, str | None]:
         return None, f"{complete.shape[0]} complete answers for {items} items: too few"
     if (complete.var() == 0).any():
         return None, "an item has the same answer everywhere"
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit = Factor(complete.to_numpy(dtype=float), n_factor=1, method="ml").fit()
-    if caught:
-        return None, f"the one-factor model could not be fitted ({caught[0].message})"
-    loadings = np.asarray(fit.loadings, dtype=float).ravel()
-    uniqueness = np.asarray(fit.uniqueness, dtype=float)
+    fit = _one_factor_fit(complete.to_numpy(dtype=float))
+    if fit is None:
+        return None, "the one-factor model could not be fitted (fitting did not converge)"
+    loadings, uniqueness = fit
     if (uniqueness < HEYWOOD_UNIQUENESS).any():
         return None, "Heywood case: an item's uniqueness is (nearly) zero"
     common = float(loadings.sum()) ** 2
     return common / (common + float(uniqueness.sum())), None
+
+
+def _one_factor_fit(data: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The loadings and uniquenesses of the one-factor maximum-likelihood fit of ``data``'s
+    correlation matrix, or None when no fit converges. statsmodels draws its starting values
+    at random, and from some it stops in a local optimum or not at all; so the fit is made
+    from :data:`FACTOR_STARTS` fixed starts and the converged one of highest likelihood is
+    kept: the same data always give the same ω."""
+    correlation = np.corrcoef(data, rowvar=False)
+    best: tuple[float, np.ndarray, np.ndarray] | None = None
+    for seed in range(FACTOR_STARTS):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit = Factor(data, n_factor=1, method="ml").fit(rng=seed)
+        if caught:
+            continue
+        loadings = np.asarray(fit.loadings, dtype=float).ravel()
+        uniqueness = np.asarray(fit.uniqueness, dtype=float)
+        likelihood = _factor_likelihood(correlation, loadings, uniqueness)
+        if best is None or likelihood > best[0] + 1e-12:
+            best = (likelihood, loadings, uniqueness)
+    return None if best is None else (best[1], best[2])
+
+
+def _factor_likelihood(
+    correlation: np.ndarray, loadings: np.ndarray, uniqueness: np.ndarray
+) -> float:
+    """The normal log-likelihood of a factor model, up to constants: −log|Σ| − tr(Σ⁻¹R) with
+    Σ = λλᵀ + diag(ψ) and R the items' correlation matrix (Lawley & Maxwell 1971)."""
+    implied = np.outer(loadings, loadings) + np.diag(uniqueness)
+    sign, log_det = np.linalg.slogdet(implied)
+    if sign <= 0:
+        return -math.inf
+    return float(-log_det - np.trace(np.linalg.solve(implied, correlation)))
 
 
 def _wide(
