@@ -16,8 +16,8 @@ from test_rating_journey import Rater, study  # noqa: F401 - the fixture, used b
 from test_research_rating_admin import form, page_of, rows
 
 from cyoa.cli import cli
-from cyoa.cowriting.research.lifecycle import parse_spec
 from cyoa.cowriting.spec import SpecError, experiment_from_dict
+from cyoa.web.experiments import parse_spec
 
 LONG_STORY = "Once upon a time. " * 12_000  # 216,000 characters: over csv's 131,072
 DEEP_JSON = "[" * 100_000 + "]" * 100_000

@@ -14,11 +14,10 @@ import click
 
 from cyoa import kinds
 from cyoa.cli.context import get_app, open_existing, open_or_create
-from cyoa.cowriting.research.lifecycle import parse_spec
 from cyoa.cowriting.spec import SpecError
 from cyoa.rating.spec import RatingSpecError
 from cyoa.web.auth import AccountError, create_researcher
-from cyoa.web.experiments import LifecycleError, set_status
+from cyoa.web.experiments import LifecycleError, SpecFileError, parse_spec, set_status
 from cyoa.web.parts import shared as shared_parts
 
 
@@ -62,7 +61,7 @@ def experiment_create_command(ctx: click.Context, file: Path) -> None:
     try:
         raw = parse_spec(file.read_text(encoding="utf-8"), str(file))
         done = kinds.of_spec(raw).create(db, raw, file, cards)
-    except (SpecError, RatingSpecError) as exc:
+    except (SpecFileError, SpecError, RatingSpecError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         db.close()

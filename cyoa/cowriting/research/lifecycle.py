@@ -26,64 +26,7 @@ from cyoa import store
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.spec import Experiment, SpecError, experiment_from_dict
 from cyoa.generation.types import ModelCard
-from cyoa.web.experiments import SPEC_MAX_BYTES, LifecycleError
-
-# A spec needs four levels (the spec, systems, a system, its sampling); more is a mistake.
-SPEC_MAX_DEPTH = 16
-
-
-def parse_spec(text: str, filename: str) -> dict[str, Any]:
-    """A spec file's contents as a dict: TOML (``.toml``) or JSON (``.json``). Anything that
-    is not a readable spec of at most :data:`SPEC_MAX_BYTES` and :data:`SPEC_MAX_DEPTH`
-    levels of nesting, in real Unicode text, is a SpecError that says what to fix. A leading
-    byte-order mark (some editors write one) is skipped."""
-    text = text.removeprefix("\ufeff")
-    if len(text.encode("utf-8", "surrogatepass")) > SPEC_MAX_BYTES:
-        raise SpecError(f"{filename}: the spec is larger than {SPEC_MAX_BYTES // 1024} KB.")
-    try:
-        is_json = filename.lower().endswith(".json")
-        raw = json.loads(text) if is_json else tomllib.loads(text)
-    except RecursionError:
-        raise SpecError(_too_deep(filename)) from None
-    except ValueError as exc:  # also TOMLDecodeError, JSONDecodeError, a 5,000-digit number
-        raise SpecError(f"{filename}: cannot read the spec ({exc}).") from exc
-    if not isinstance(raw, dict):
-        raise SpecError(f"{filename}: a spec is a table of fields (TOML) or an object (JSON).")
-    _check_shape(raw, filename)
-    try:
-        json.dumps(raw)
-    except TypeError as exc:
-        raise SpecError(f"{filename}: use only text, numbers and lists (no dates).") from exc
-    return raw
-
-
-def _too_deep(filename: str) -> str:
-    return (
-        f"{filename}: the spec is nested too deeply (at most {SPEC_MAX_DEPTH} levels of tables "
-        "and lists)."
-    )
-
-
-def _check_shape(raw: dict[str, Any], filename: str) -> None:
-    """Refuse nesting deeper than :data:`SPEC_MAX_DEPTH` and text that is not Unicode (a
-    lone surrogate, which JSON's ``\ud800`` can write and nothing can store or show).
-    Iterative: no recursion, whatever the depth."""
-    pending: list[tuple[Any, int]] = [(raw, 0)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict | list):
-            if depth + 1 > SPEC_MAX_DEPTH:
-                raise SpecError(_too_deep(filename))
-            children = [*item, *item.values()] if isinstance(item, dict) else item
-            pending.extend((child, depth + 1) for child in children)
-        elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise SpecError(
-                    f"{filename}: the text {ascii(item[:40])} holds a lone surrogate (half of "
-                    "a character); write the character itself."
-                ) from None
+from cyoa.web.experiments import LifecycleError
 
 
 def require_writer_texts(exp: Experiment, where: str) -> None:

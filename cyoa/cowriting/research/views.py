@@ -54,6 +54,8 @@ from cyoa.web.experiments import (
     SPEC_MAX_BYTES,
     STATUS_VERBS,
     LifecycleError,
+    SpecFileError,
+    parse_spec,
     participant_links,
 )
 from cyoa.web.experiments import set_status as set_experiment_status
@@ -177,12 +179,12 @@ def upload_experiment():
     web.read_new_cards()
     try:
         text = data.decode("utf-8")
-        raw = lifecycle.parse_spec(text, upload.filename)
+        raw = parse_spec(text, upload.filename)
         with web.db() as db:
             exp = lifecycle.create_experiment(db, raw, shared_parts().cards, where=upload.filename)
     except UnicodeDecodeError:
         return _form_page(form_defaults(), f"{upload.filename}: the file is not UTF-8 text.", 400)
-    except SpecError as exc:
+    except (SpecFileError, SpecError) as exc:
         return _form_page(form_defaults(), str(exc), 400)
     return _created(exp)
 
