@@ -104,22 +104,29 @@ def test_without_a_study_wide_code_each_rater_gets_their_own(rating_app):
     assert f"https://example.org/done?cc={own}" in thanks
 
 
-@pytest.mark.parametrize("code", ["", "has space", "x" * 65, 1234, "C1<b>"])
-def test_a_bad_study_wide_code_is_refused_with_a_sentence_in_both_kinds(app, tmp_path, code):
-    cards = shared_parts(app).cards
-    spec = dict(cowriting_parts(app).study.experiments["fake-ab"].source)
-    with pytest.raises(SpecError, match="completion_code must be 1–64 letters, digits"):
-        experiment_from_dict({**spec, "completion_code": code}, cards)
-    raw = {
+def rating_spec(tmp_path, **fields) -> dict:
+    """A minimal raw AISS rating spec (its stories file written in ``tmp_path``) with
+    ``fields`` added."""
+    stories = write_spec(tmp_path).parent.joinpath("stories.jsonl").name
+    return {
         "id": "aiss-pilot",
         "title": "Short stories",
         "kind": "rating",
         "instrument": "aiss-v1",
         "consent": "c",
         "instructions": "i",
-        "completion_code": code,
-        "stories": {"file": write_spec(tmp_path).parent.joinpath("stories.jsonl").name},
+        "stories": {"file": stories},
+        **fields,
     }
+
+
+@pytest.mark.parametrize("code", ["", "has space", "x" * 65, 1234, "C1<b>"])
+def test_a_bad_study_wide_code_is_refused_with_a_sentence_in_both_kinds(app, tmp_path, code):
+    cards = shared_parts(app).cards
+    spec = dict(cowriting_parts(app).study.experiments["fake-ab"].source)
+    with pytest.raises(SpecError, match="completion_code must be 1–64 letters, digits"):
+        experiment_from_dict({**spec, "completion_code": code}, cards)
+    raw = rating_spec(tmp_path, completion_code=code)
     with pytest.raises(RatingSpecError, match="completion_code must be 1–64 letters, digits"):
         parse_rating_spec(raw, "spec", tmp_path)
 
@@ -179,16 +186,7 @@ def test_a_prolific_completion_url_without_a_study_code_is_refused_in_both_kinds
     spec.pop("completion_code", None)
     with pytest.raises(SpecError, match="a Prolific completion URL needs the study's completion"):
         experiment_from_dict({**spec, "completion_url": url}, cards)
-    raw = {
-        "id": "aiss-pilot",
-        "title": "Short stories",
-        "kind": "rating",
-        "instrument": "aiss-v1",
-        "consent": "c",
-        "instructions": "i",
-        "completion_url": url,
-        "stories": {"file": write_spec(tmp_path).parent.joinpath("stories.jsonl").name},
-    }
+    raw = rating_spec(tmp_path, completion_url=url)
     with pytest.raises(RatingSpecError, match="a Prolific completion URL needs the study's"):
         parse_rating_spec(raw, "spec", tmp_path)
     assert parse_rating_spec({**raw, "completion_code": "C1ABC2XY"}, "spec", tmp_path)
