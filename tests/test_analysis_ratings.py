@@ -270,4 +270,5 @@ def test_ttcw_and_fei_render():
     markdown = render_rating_analysis(analyze_ratings(fei, frame, bootstrap=10), "markdown")
     assert "## Fabula Entropy Indexing (bits; lower is more coherent)" in markdown
     assert "| EWC | – | – |" not in markdown
-    assert "1.000 (1)" in markdown and "0.000 (1)" in markdown
+    assert "1.000 (1 stories, 1 questions)" in markdown
+    assert "0.000 (1 stories, 1 questions)" in markdown

@@ -6,7 +6,7 @@ from xml.etree import ElementTree
 import pandas as pd
 import pytest
 
-from cyoa.rating.analysis.fei import IndexSummary
+from cyoa.rating.analysis.fei import EntropyMean, IndexSummary
 from cyoa.rating.analysis.ratings import analyze_ratings
 from cyoa.rating.analysis.scales import FactorSummary, mean_interval
 from cyoa.rating.analysis.ttcw import pass_rates
@@ -70,16 +70,21 @@ def test_the_factor_profile_shows_each_source_s_mean_score_per_factor():
 
 
 def test_the_entropy_chart_shows_etc_and_ewc_per_source_in_bits():
+    def summary(index, source, mean, low, high, readers=4):
+        equal = EntropyMean(mean, low, high, 2, 4)
+        return IndexSummary(index, source, equal, equal, readers, readers, readers, readers)
+
     summaries = [
-        IndexSummary("ETC", "original", mean_interval([0.0, 0.0]), 4),
-        IndexSummary("ETC", "original (shuffled)", mean_interval([1.0, 0.5]), 4),
-        IndexSummary("EWC", "original", mean_interval([0.25, 0.75]), 4),
+        summary("ETC", "original", 0.0, 0.0, 0.0),
+        summary("ETC", "original (shuffled)", 0.75, 0.5, 1.0),
+        summary("EWC", "original", 0.5, 0.25, 0.75, readers=3),
     ]
     shown = texts(entropy_chart(summaries))
     assert "original" in shown and "original (shuffled)" in shown
     assert "ETC" in shown and "EWC" in shown
     assert [t for t in shown if t in ("0.00", "0.75", "0.50")] == ["0.00", "0.50", "0.75"]
     assert any("lower is more coherent" in t for t in shown)
+    assert any("readers per question: ETC 4, EWC 3; 95% bootstrap" in t for t in shown)
 
 
 def test_each_instrument_gets_the_charts_that_fit_it():

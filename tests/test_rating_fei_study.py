@@ -102,3 +102,13 @@ def test_corrupted_stories_get_the_higher_entropy(app, tmp_path):
     means = {(s["index"], s["source"]): s["mean"]["mean"] for s in fei["summaries"]}
     for index in ("ETC", "EWC"):
         assert means[index, "model (shuffled)"] > means[index, "model"] == 0
+    # Each shuffled copy is paired with its own original, not tested as a second source.
+    paired = {(p["index"], p["copies"], p["originals"]): p for p in fei["paired"]}
+    assert set(paired) == {
+        ("ETC", "model (shuffled)", "model"),
+        ("EWC", "model (shuffled)", "model"),
+    }
+    assert all(p["pairs"] == 2 and p["mean_difference"] > 0 for p in paired.values())
+    assert fei["tests"] == []
+    markdown = runner.invoke(cli, [*base, "analyze", "aiss-pilot"]).output
+    assert "Corrupted copies against their originals" in markdown

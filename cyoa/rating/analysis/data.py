@@ -31,7 +31,7 @@ from cyoa.rating.quality import (
 )
 from cyoa.store import experiment_row
 
-JUDGEMENT_COLUMNS = ("story_id", "source", "rater_id", "item", "value", "rationale")
+JUDGEMENT_COLUMNS = ("story_id", "source", "rater_id", "item", "value", "rationale", "family")
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ class RatingData:
     """A rating experiment as its analysis reads it: ``judgements`` has one row per rater ×
     story × item with the columns of :data:`JUDGEMENT_COLUMNS` (``value`` as stored: Likert
     points before reverse coding, 1.0/0.0 for Yes/No and true/false, NaN for text items;
-    ``rationale`` the written reason, or a text item's answer)."""
+    ``rationale`` the written reason, or a text item's answer; ``family`` the original a
+    corrupted copy was made from, or the story itself)."""
 
     experiment: str
     spec: dict[str, Any]
@@ -66,7 +67,8 @@ def load_ratings(db: Database, experiment: str) -> RatingData:
     judgements = pd.DataFrame(
         db.execute(
             "SELECT j.story_id, s.source, j.rater_id, j.item_id AS item, j.value,"
-            " COALESCE(j.value_text, j.rationale) AS rationale"
+            " COALESCE(j.value_text, j.rationale) AS rationale,"
+            " COALESCE(s.family, s.story_id) AS family"
             " FROM judgements j JOIN stories s"
             " ON s.experiment_id = j.experiment_id AND s.story_id = j.story_id"
             " WHERE j.experiment_id = ? ORDER BY j.story_id, j.rater_id, j.item_id",

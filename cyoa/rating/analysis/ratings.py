@@ -31,7 +31,7 @@ from cyoa.rating.analysis.scales import ScaleAnalysis, analyze_scales
 from cyoa.rating.analysis.ttcw import TtcwAnalysis, analyze_tests
 from cyoa.rating.instruments.types import Instrument, InstrumentError
 
-COLUMNS = ("story_id", "source", "rater_id", "item", "value", "rationale")
+COLUMNS = ("story_id", "source", "rater_id", "item", "value", "rationale", "family")
 REQUIRED = ("story_id", "source", "rater_id", "item", "value")
 
 
@@ -176,8 +176,11 @@ def _notes(instrument: Instrument, kinds: set[str], likert_level: Level) -> list
         )
     if "true_false" in kinds:
         notes.append(
-            "FEI: entropy in bits of each question's true/false answers; ETC and EWC are "
-            "the story means over transitional and world questions; lower is more coherent."
+            "FEI: entropy in bits of each question's true/false answers; a source's ETC and "
+            "EWC are E(Q), the mean over all its transitional or world questions, with a "
+            "percentile bootstrap interval over stories; sources are compared, and corrupted "
+            "copies paired with their originals, at an equal number of readers per question; "
+            "lower is more coherent."
         )
     notes.append(
         f"Agreement: Krippendorff's α ({likert_level} for Likert, nominal for yes/no and "
@@ -204,9 +207,11 @@ def analyze_ratings(
     answered, *not* reverse-coded; 1.0/0.0 for yes/no and true/false, as
     :meth:`~cyoa.rating.instruments.types.Instrument.parse_value` returns; NaN for no answer and for
     text items) and ``rationale`` (str or None: the written reason, and the answer itself for
-    a text item; optional column).
+    a text item; optional column) and ``family`` (str: the story a corrupted copy was made
+    from, or the story's own id; optional: without it no copy is paired with its original).
 
-    ``bootstrap`` replicates (seeded with ``seed``) give each Krippendorff's α its interval;
+    ``bootstrap`` replicates (seeded with ``seed``) give each Krippendorff's α and each FEI
+    E(Q) its interval;
     ``likert_level`` is the level of α for Likert items (``"ordinal"`` or ``"interval"``).
     Raises ``ValueError``/:class:`InstrumentError` for rows that cannot be analysed (see
     :func:`validate_judgements`).
@@ -241,7 +246,7 @@ def analyze_ratings(
         item_texts={item.id: item.category or item.text for item in instrument.items},
         scales=analyze_scales(instrument, scored) if "likert" in kinds else None,
         tests=analyze_tests(instrument, scored) if "yes_no" in kinds else None,
-        fei=analyze_fei(instrument, scored) if has_fei else None,
+        fei=analyze_fei(instrument, scored, bootstrap=bootstrap, seed=seed) if has_fei else None,
         agreement=agreement_table(
             instrument, scored, bootstrap=bootstrap, seed=seed, likert_level=likert_level
         ),

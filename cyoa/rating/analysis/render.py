@@ -18,7 +18,7 @@ import math
 from typing import Any, Literal
 
 from cyoa.rating.analysis.agreement import ItemAgreement
-from cyoa.rating.analysis.fei import FeiAnalysis
+from cyoa.rating.analysis.fei import EntropyMean, FeiAnalysis, PairedComparison
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.scales import MeanInterval, ScaleAnalysis, SourceTest
 from cyoa.rating.analysis.ttcw import TtcwAnalysis
@@ -103,18 +103,37 @@ def _ttcw_rows(tests: TtcwAnalysis) -> list[tuple]:
     return rows
 
 
+def _entropy_rows(table: str, row: str, prefix: str, mean: EntropyMean) -> list[tuple]:
+    return [
+        (table, row, f"{prefix}{field}", getattr(mean, field))
+        for field in ("mean", "ci_low", "ci_high", "n", "questions")
+    ]
+
+
 def _fei_rows(fei: FeiAnalysis) -> list[tuple]:
     rows: list[tuple] = []
     for summary in fei.summaries:
-        rows += _mean_rows("fei", f"{summary.index} {summary.source}", "", summary.mean)
+        row = f"{summary.index} {summary.source}"
+        rows += _entropy_rows("fei", row, "", summary.mean)
+        rows += _entropy_rows("fei", row, "equal readers ", summary.equal)
+        for field in ("readers", "readers_min", "readers_median", "readers_max"):
+            rows.append(("fei", row, field, getattr(summary, field)))
     for story in fei.stories:
-        for field in ("etc", "ewc", "etc_questions", "ewc_questions"):
+        for field in ("etc", "ewc", "etc_questions", "ewc_questions", "etc_equal", "ewc_equal"):
             rows.append(
                 ("fei_stories", f"{story.story_id} {story.source}", field, getattr(story, field))
             )
     for test in fei.tests:
         rows += _test_rows("fei_tests", test)
+    for paired in fei.paired:
+        row = f"{paired.index} {paired.copies} vs {paired.originals}"
+        for field in (
+            "pairs", "mean_difference", "ci_low", "ci_high", "statistic", "p_value", "p_holm",
+            "effect", "method", "reason",
+        ):  # fmt: skip
+            rows.append(("fei_paired", row, field, getattr(paired, field)))
     rows.append(("fei", "questions with fewer than 2 answers", "count", fei.skipped_questions))
+    rows += [("fei_warnings", str(n), "warning", text) for n, text in enumerate(fei.warnings, 1)]
     return rows
 
 
@@ -229,8 +248,6 @@ def _means(analysis: RatingAnalysis) -> list[MeanInterval]:
     if analysis.tests is not None:
         for passed in analysis.tests.tests_passed:
             means += [passed.majority, passed.per_rater]
-    if analysis.fei is not None:
-        means += [summary.mean for summary in analysis.fei.summaries]
     return means
 
 
@@ -362,25 +379,83 @@ def _ttcw_lines(analysis: RatingAnalysis, tests: TtcwAnalysis) -> list[str]:
     return lines
 
 
+def _entropy(mean: EntropyMean) -> str:
+    if mean.mean is None:
+        return "–"
+    counts = f"({mean.n} stories, {mean.questions} questions)"
+    return f"{_num(mean.mean, 3)}{_interval(mean.ci_low, mean.ci_high, 3)} {counts}"
+
+
+def _paired_cells(paired: PairedComparison) -> list[str]:
+    difference = _num(paired.mean_difference, 3) + _interval(paired.ci_low, paired.ci_high, 3)
+    cells = [paired.index, paired.copies, paired.originals, str(paired.pairs), difference]
+    if paired.p_value is None:
+        return [*cells, paired.reason or "–", "–", "–", "–"]
+    return [
+        *cells,
+        _num(paired.statistic, 1),
+        _p(paired.p_value),
+        _p(paired.p_holm),
+        _num(paired.effect, 2),
+    ]
+
+
 def _fei_lines(analysis: RatingAnalysis, fei: FeiAnalysis) -> list[str]:
     sources = list(analysis.sources)
-    lines = ["## Fabula Entropy Indexing (bits; lower is more coherent)", ""]
     by_key = {(summary.index, summary.source): summary for summary in fei.summaries}
-    tests = {test.what: test for test in fei.tests}
-    head = ["Index", *(f"{s} mean [95% CI] (stories)" for s in sources)]
-    head += ["statistic", "p", "p (Holm)", "effect"]
+    indices = [index for index in ("ETC", "EWC") if any(s.index == index for s in fei.summaries)]
+    lines = [
+        "## Fabula Entropy Indexing (bits; lower is more coherent)",
+        "",
+        f"E(Q) over each source's questions [95% percentile bootstrap interval over stories, "
+        f"{fei.bootstrap:,} replicates, seed {fei.seed}] (stories, questions).",
+        "",
+    ]
     body = [
         [
             index,
-            *(_mean(by_key[(index, s)].mean, 3) if (index, s) in by_key else "–" for s in sources),
-            *_test_cells(tests.get(index)),
+            *(_entropy(by_key[(index, s)].mean) if (index, s) in by_key else "–" for s in sources),
         ]
-        for index in ("ETC", "EWC")
+        for index in indices
     ]
+    lines += _table(["Index", *sources], body)
+    lines += [
+        "At an equal number of readers per question (each question's entropy averaged over "
+        "every subset of that many of its readers): the figures the tests compare. Readers "
+        "per question as answered in brackets (fewest–most).",
+        "",
+    ]
+    tests = {test.what: test for test in fei.tests}
+    body = []
+    for index in indices:
+        own = [by_key.get((index, s)) for s in sources]
+        readers = next(summary.readers for summary in own if summary is not None)
+        cells = [
+            f"{_entropy(summary.equal)} [{summary.readers_min}–{summary.readers_max}]"
+            if summary
+            else "–"
+            for summary in own
+        ]
+        body.append([index, str(readers), *cells, *_test_cells(tests.get(index))])
+    head = ["Index", "readers", *sources, "statistic", "p", "p (Holm)", "effect"]
     lines += _table(head, body) + _test_method(list(fei.tests))
+    if fei.paired:
+        lines += [
+            "### Corrupted copies against their originals (copy − original, bits, at equal "
+            "readers; 95% bootstrap interval over pairs)",
+            "",
+        ]
+        head = ["Index", "copies", "originals", "pairs", "mean difference [95% CI]", "W+"]
+        lines += _table([*head, "p", "p (Holm)", "r"], [_paired_cells(p) for p in fei.paired])
+        lines += [
+            f"Paired test: {fei.paired[0].method}, zero differences dropped; effect: "
+            "matched-pairs rank-biserial r (positive: the copies have the higher entropy).",
+            "",
+        ]
     if fei.skipped_questions:
         lines += [f"{fei.skipped_questions} questions had fewer than 2 answers: left out.", ""]
-    return lines
+    lines += [f"Warning: {warning}" for warning in fei.warnings]
+    return lines + ([""] if fei.warnings else [])
 
 
 def alpha_cell(entry: ItemAgreement) -> str:

@@ -11,8 +11,9 @@ recomputed here:
 - :func:`factor_chart` (``factors``): per factor of a Likert scale (the AISS's five), each
   source's mean factor score with its 95% Student t interval over stories
   (:func:`cyoa.rating.analysis.scales.analyze_scales`);
-- :func:`entropy_chart` (``entropy``): FEI's ETC and EWC per source, in bits, with the 95%
-  Student t interval over stories (:func:`cyoa.rating.analysis.fei.analyze_fei`; Castricato et
+- :func:`entropy_chart` (``entropy``): FEI's ETC and EWC per source, E(Q) in bits at the
+  number of readers per question every source is compared at, with the 95% percentile
+  bootstrap interval over stories (:func:`cyoa.rating.analysis.fei.analyze_fei`; Castricato et
   al. 2021).
 
 Every function returns the SVG document as bytes. An axis of means spans the values a mean
@@ -42,7 +43,7 @@ from cyoa.web.charts import COLOURS, RC, empty_chart, new_figure, svg_bytes
 CHARTS = {
     "pass-rates": "Pass rate of each test per source, as a heat map of % Yes with n",
     "factors": "Mean factor score per source with 95% t intervals over stories",
-    "entropy": "FEI entropies ETC and EWC per source with 95% t intervals over stories",
+    "entropy": "FEI entropies ETC and EWC per source with 95% bootstrap intervals over stories",
 }
 NO_DATA = "No judgements yet."
 CLIPPED_NOTE = "† interval cut at the bound of the scale (docs/analysis.md)"
@@ -251,15 +252,20 @@ def factor_chart(
 
 
 def entropy_chart(summaries: Sequence[IndexSummary], caption: str = "") -> bytes:
-    """FEI's ETC and EWC per source: the mean over stories of the story's entropy in bits
-    (0–1, lower is more coherent), with the 95% Student t interval over stories as whiskers
-    (none with one story) and the mean written beside it; one colour per source, sorted."""
-    summaries = [s for s in summaries if s.mean.mean is not None]
+    """FEI's ETC and EWC per source: E(Q), the mean entropy in bits over the source's
+    questions (0–1, lower is more coherent), each question rarefied to the number of readers
+    every source is compared at (``IndexSummary.equal``), with the 95% percentile bootstrap
+    interval over stories as whiskers (none with one story) and the value written beside
+    it; one colour per source, sorted."""
+    summaries = [s for s in summaries if s.equal.mean is not None]
     if not summaries:
         return empty_chart(NO_DATA)
     sources = sorted({s.source for s in summaries})
     by_key = {(s.index, s.source): s for s in summaries}
     indices = [index for index in ("ETC", "EWC") if any(s.index == index for s in summaries)]
+    readers = ", ".join(
+        f"{index} {next(s.readers for s in summaries if s.index == index)}" for index in indices
+    )
     figure = new_figure(1.6 + 1.8 * len(indices), 3.2)
     with matplotlib.rc_context(RC):
         axes = figure.add_subplot()
@@ -270,7 +276,9 @@ def entropy_chart(summaries: Sequence[IndexSummary], caption: str = "") -> bytes
                 summary = by_key.get((index, source))
                 if summary is None:
                     continue
-                _errorbar(axes, x + _dodged(len(sources), number), summary.mean, colour, label)
+                equal = summary.equal
+                interval = MeanInterval(equal.mean, equal.ci_low, equal.ci_high, None, equal.n)
+                _errorbar(axes, x + _dodged(len(sources), number), interval, colour, label)
                 label = None
         axes.set_ylim(-MARGIN, 1 + MARGIN)
         axes.set_xticks(range(len(indices)), indices)
@@ -278,8 +286,8 @@ def entropy_chart(summaries: Sequence[IndexSummary], caption: str = "") -> bytes
         axes.set_ylabel("entropy (bits; lower is more coherent)")
         axes.legend(title="source", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         axes.set_title(
-            "Mean over stories with 95% t interval" + (f"; {caption}" if caption else ""),
+            f"E(Q) at readers per question: {readers}; 95% bootstrap over stories"
+            + (f"; {caption}" if caption else ""),
             loc="left",
         )
-        _note_clipped(figure, [s.mean for s in summaries])
     return svg_bytes(figure)
