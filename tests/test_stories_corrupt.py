@@ -10,12 +10,17 @@ import pytest
 from cyoa.metrics.text import split_sentences
 from cyoa.rating.stories import StoryRecord
 from cyoa.rating.stories.corrupt import (
+    ANTONYM_SWAPS,
+    ANTONYMS,
     OPERATIONS,
+    PAPER_OPERATIONS,
     CorruptionError,
     corrupt,
     negate,
     shuffle_sentences,
+    shuffle_span,
     swap_adjectives,
+    swap_antonyms,
     swap_sentences,
 )
 
@@ -228,3 +233,74 @@ def test_corrupt_refuses_what_it_cannot_do_and_says_what_to_do():
         corrupt([STORIES[0], taken], "negate", seed=0, fraction=1.0)
     with pytest.raises(CorruptionError, match="appear more than once"):
         corrupt([STORIES[0], STORIES[0]], "negate", seed=0)
+
+
+# --- FEI §5's own corruptions, the defaults -------------------------------------------------
+
+
+def test_the_papers_corruptions_come_first_and_the_stronger_ones_stay_as_options():
+    assert list(OPERATIONS)[:2] == ["shuffle_span", "swap_antonyms"]
+    assert PAPER_OPERATIONS == {"transitional": "shuffle_span", "world": "swap_antonyms"}
+    assert {"shuffle_sentences", "swap_sentences", "negate", "swap_adjectives"} <= set(OPERATIONS)
+    assert "FEI §5.2" in OPERATIONS["shuffle_span"].summary
+    assert "FEI §5.1" in OPERATIONS["swap_antonyms"].summary
+
+
+def test_a_span_shuffle_reorders_three_consecutive_sentences_and_leaves_the_rest_in_place():
+    original = split_sentences(LIGHTHOUSE)
+    starts = set()
+    for seed in range(30):
+        result = shuffle_span(LIGHTHOUSE, random.Random(seed))
+        (change,) = result.changes
+        start, end = change["span"]
+        starts.add(start)
+        assert end - start == 3
+        now = split_sentences(result.text)
+        assert now[:start] == original[:start] and now[end:] == original[end:]
+        assert now[start:end] != original[start:end]
+        assert sorted(now[start:end]) == sorted(original[start:end])
+        assert [original[i] for i in change["order"]] == now
+    # Any of the 6 spans of an 8-sentence story can be drawn.
+    assert starts == set(range(6))
+
+
+def test_a_span_shuffle_of_a_short_story_uses_what_there_is():
+    assert shuffle_span("It rained. We stayed in.", random.Random(0)).text == (
+        "We stayed in. It rained."
+    )
+    assert shuffle_span("Only one sentence here.", random.Random(0)) is None
+
+
+def test_a_span_shuffle_keeps_the_paragraphs_and_their_number_of_sentences():
+    result = shuffle_span(LIGHTHOUSE, random.Random(2))
+    assert [len(split_sentences(p)) for p in result.text.split("\n\n")] == [4, 4]
+
+
+def test_antonyms_replace_a_few_adjectives_and_the_article_follows():
+    result = swap_antonyms("The old man saw an old tree by a tall house.", random.Random(0))
+    assert result.text == "The young man saw a young tree by a short house."
+    assert [c["new"] for c in result.changes] == ["young", "a", "young", "short"]
+
+
+def test_antonyms_reach_adverbs_and_keep_a_capital():
+    result = swap_antonyms("Slowly the dark water rose.", random.Random(1))
+    assert result.text == "Quickly the light water rose."
+
+
+def test_at_most_a_few_words_of_a_story_are_turned_into_their_antonyms():
+    result = swap_antonyms(LIGHTHOUSE, random.Random(4))
+    words_changed = [c for c in result.changes if c["old"].lower() not in ("a", "an")]
+    assert 1 <= len(words_changed) <= ANTONYM_SWAPS == 3
+    for change in words_changed:
+        assert ANTONYMS[change["old"].lower()] == change["new"].lower()
+    before, after = LIGHTHOUSE.split(), result.text.split()
+    assert len(before) == len(after)
+
+
+def test_the_antonym_list_names_a_different_word_for_each():
+    assert len(ANTONYMS) > 100
+    assert all(word != opposite and opposite for word, opposite in ANTONYMS.items())
+
+
+def test_a_story_without_a_listed_adjective_or_adverb_has_no_antonym_to_swap():
+    assert swap_antonyms("Mara ran to the door.", random.Random(0)) is None

@@ -26,7 +26,8 @@ links = false                   # true: a story whose text is only a URL is show
 file = "questions.jsonl"
 
 [[corrupt]]                     # corrupted controls (FEI §5), each its own source
-operation = "shuffle_sentences" # or swap_sentences, negate, swap_adjectives
+operation = "shuffle_span"      # FEI §5.2; or swap_antonyms (§5.1); stronger: shuffle_sentences,
+                                # swap_sentences, negate, swap_adjectives
 seed = 1
 fraction = 1.0                  # the share of the stories copied
 ```

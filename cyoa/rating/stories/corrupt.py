@@ -7,24 +7,22 @@ is labelled as its own source (``"<source> (shuffled)"``) and names its original
 so a rater never reads both.
 
 Operations (:data:`OPERATIONS`), each a pure function of the text and a seeded
-:class:`random.Random`:
+:class:`random.Random`. First the paper's own, the defaults (:data:`PAPER_OPERATIONS`): the
+smallest change that should break coherence, "a single corruption per story" (§6):
 
-- ``shuffle_sentences``: the story's sentences in another order (FEI §5.2 shuffles the order
-  of plot points within a span of three);
-- ``swap_sentences``: a third of the story's sentences replaced by sentences of other stories
-  of the set ("swapping events from different stories", FEI §5);
-- ``negate``: a third of the sentences change polarity: "not" inserted after the main
-  clause's first auxiliary or copula ("was walking" → "was not walking"; a main verb alone
-  takes "do": "walked" → "did not walk"), or the negation removed where there is one
-  ("could not see" → "could see"); the template "The [Adjective] → The not [Adjective]" of
-  FEI's appendix A.1, applied to clauses;
-- ``swap_adjectives``: the story's adjectives shuffled among their positions. FEI's
-  participants swapped adjectives for antonyms (§5.1); no antonym dictionary can be installed
-  here, and moving the story's own descriptors to other nouns makes them contradict what the
-  story says elsewhere in the same way.
+- ``shuffle_span`` (transitional coherence, FEI §5.2): the order of the sentences (plot points)
+  within one randomly chosen span of three consecutive ones is shuffled. The paper's stories
+  had five plot points; a longer story still gets one span of three, so the corruption stays
+  as small as the paper's whatever the length (a story of two sentences has them swapped);
+- ``swap_antonyms`` (world coherence, FEI §5.1): a few (:data:`ANTONYM_SWAPS`) of the story's
+  adjectives and adverbs, drawn at random, replaced by their antonyms
+  (:data:`cyoa.rating.stories.antonyms.ANTONYMS`), as the paper's participants did.
 
+Then stronger ones, kept as named options:
+
+- ``shuffle_sentences``: all of the story's sentences in another order;
 The sentence operations split with :func:`cyoa.metrics.text.split_sentences_many` and keep
-the story's paragraphs (each keeps its number of sentences). ``negate`` and
+the story's paragraphs (each keeps its number of sentences). ``swap_antonyms``, ``negate`` and
 ``swap_adjectives`` edit the text in place, by the tags, sentences and dependency parse of
 the analysis's spaCy pipeline (``en_core_web_sm``, loaded once per process).
 
@@ -43,12 +41,17 @@ from typing import TYPE_CHECKING, Any
 
 from cyoa.metrics.text import _tagger, split_sentences_many
 from cyoa.rating.stories import StoryRecord
+from cyoa.rating.stories.antonyms import ANTONYMS
 
 if TYPE_CHECKING:
     from spacy.tokens import Span, Token
 
 # The share of a story's sentences that swap_sentences replaces and negate negates.
 SHARE = 1 / 3
+# Consecutive sentences (plot points) whose order shuffle_span shuffles (FEI §5.2).
+SPAN = 3
+# Adjectives and adverbs swap_antonyms turns into their antonyms, at most (FEI §5.1: "a subset").
+ANTONYM_SWAPS = 3
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _NEGATORS = frozenset({"not", "n't", "never"})
 # Auxiliaries spelled otherwise once their "n't" is gone ("can't" is "ca" + "n't").
@@ -102,16 +105,54 @@ def shuffle_sentences(text: str, rng: random.Random) -> Corruption | None:
     sentences = [sentence for paragraph in layout for sentence in paragraph]
     if len(set(sentences)) < 2:
         return None
-    order = list(range(len(sentences)))
-    rng.shuffle(order)
-    if [sentences[i] for i in order] == sentences:
-        # The draw gave the original text back: swap two different sentences.
-        first = rng.randrange(len(order))
-        others = [p for p in range(len(order)) if sentences[order[p]] != sentences[order[first]]]
-        second = rng.choice(others)
-        order[first], order[second] = order[second], order[first]
+    order = _differing_order(sentences, rng)
     shuffled = [sentences[i] for i in order]
     return Corruption(_join(_refill(layout, shuffled)), ({"order": order},))
+
+
+def _differing_order(items: list[str], rng: random.Random) -> list[int]:
+    """A random order of ``items`` (indices) that reads differently from the original; at
+    least two different items are needed."""
+    order = list(range(len(items)))
+    rng.shuffle(order)
+    if [items[i] for i in order] == items:
+        # The draw gave the original back: swap two different items.
+        first = rng.randrange(len(order))
+        others = [p for p in range(len(order)) if items[order[p]] != items[order[first]]]
+        second = rng.choice(others)
+        order[first], order[second] = order[second], order[first]
+    return order
+
+
+def shuffle_span(text: str, rng: random.Random) -> Corruption | None:
+    """``text`` with the order of :data:`SPAN` consecutive sentences shuffled, the span drawn
+    at random among those holding at least two different sentences (the whole story when it
+    has fewer sentences), so that the order read differs; every other sentence stays in
+    place, and paragraphs keep their number of sentences.
+
+    ``changes`` holds one entry, ``{"span": [start, end], "order": [...]}``: the span's
+    positions [start, end) and, for each position of the story, the index of the original
+    sentence now there (0-based, reading order). ``None`` for a story of fewer than two
+    different sentences. Castricato et al. (2021), §5.2: "randomly choose a span of 3
+    vertices. Within that span, we shuffle their order."
+    """
+    layout = _layout(text)
+    sentences = [sentence for paragraph in layout for sentence in paragraph]
+    width = min(SPAN, len(sentences))
+    starts = [
+        start
+        for start in range(len(sentences) - width + 1)
+        if len(set(sentences[start : start + width])) >= 2
+    ]
+    if not starts:
+        return None
+    start = rng.choice(starts)
+    span = sentences[start : start + width]
+    order = list(range(len(sentences)))
+    order[start : start + width] = [start + i for i in _differing_order(span, rng)]
+    shuffled = [sentences[i] for i in order]
+    change = {"span": [start, start + width], "order": order}
+    return Corruption(_join(_refill(layout, shuffled)), (change,))
 
 
 def swap_sentences(
@@ -287,28 +328,91 @@ def swap_adjectives(text: str, rng: random.Random) -> Corruption | None:
     return Corruption(_apply(text, edits), tuple(changes))
 
 
+def _article_edit(token: Token, new: str) -> Edit | None:
+    """The edit that makes an "a"/"an" just before ``token`` fit ``new``, if one is needed."""
+    if token.i == 0:
+        return None
+    article = token.doc[token.i - 1]
+    if article.lower_ not in ("a", "an") or not article.whitespace_:
+        return None
+    wanted = "an" if new[:1].lower() in "aeiou" else "a"
+    if article.lower_ == wanted:
+        return None
+    return article.idx, article.idx + len(article.text), _capitalized(wanted, article.text)
+
+
+def swap_antonyms(text: str, rng: random.Random) -> Corruption | None:
+    """``text`` with at most :data:`ANTONYM_SWAPS` of its adjectives and adverbs (at least
+    one), drawn at random, replaced by their antonyms.
+
+    Candidates are the tokens spaCy tags ``JJ`` (adjective, positive degree) or ``RB``
+    (adverb) whose lower-cased text is in :data:`~cyoa.rating.stories.antonyms.ANTONYMS`. A
+    capital is kept; an "a"/"an" just before a changed word follows the new word's first
+    letter. ``changes``: ``{"at", "old", "new"}`` per changed word (``at`` a character
+    offset in the original text). ``None`` when no word has a listed antonym. Castricato et
+    al. (2021), §5.1: participants "select a subset of the adjectives and adverbs from a
+    story and swap them for their antonyms".
+    """
+    doc = _tagger()(text)
+    candidates = [token for token in doc if token.tag_ in ("JJ", "RB") and token.lower_ in ANTONYMS]
+    if not candidates:
+        return None
+    chosen = rng.sample(candidates, min(ANTONYM_SWAPS, len(candidates)))
+    edits: list[Edit] = []
+    for token in sorted(chosen, key=lambda token: token.i):
+        new = _capitalized(ANTONYMS[token.lower_], token.text)
+        edits.append((token.idx, token.idx + len(token.text), new))
+        article = _article_edit(token, new)
+        if article is not None:
+            edits.append(article)
+    edits.sort()
+    changes = tuple({"at": start, "old": text[start:end], "new": new} for start, end, new in edits)
+    return Corruption(_apply(text, edits), changes)
+
+
 @dataclass(frozen=True)
 class Operation:
     """A corruption as :func:`corrupt` applies it: ``label`` goes into the copy's source
     (``"<source> (<label>)"``), ``suffix`` into its id (``"<story_id>-<suffix>"``),
-    ``cannot`` says why a story could not be changed."""
+    ``cannot`` says why a story could not be changed, ``summary`` what it does (for the
+    researcher's form)."""
 
     name: str
     label: str
     suffix: str
     cannot: str
     apply: Callable[[StoryRecord, Mapping[str, Sequence[str]], random.Random], Corruption | None]
+    summary: str
 
 
 OPERATIONS: dict[str, Operation] = {
     operation.name: operation
     for operation in (
         Operation(
+            "shuffle_span",
+            "span shuffled",
+            "span",
+            "it has fewer than two different sentences",
+            lambda story, donors, rng: shuffle_span(story.text, rng),
+            "FEI §5.2, transitional coherence (default): the order of 3 consecutive "
+            "sentences shuffled",
+        ),
+        Operation(
+            "swap_antonyms",
+            "antonyms",
+            "antonyms",
+            "none of its adjectives or adverbs has an antonym in the list",
+            lambda story, donors, rng: swap_antonyms(story.text, rng),
+            f"FEI §5.1, world coherence (default): up to {ANTONYM_SWAPS} adjectives or "
+            "adverbs turned into their antonyms",
+        ),
+        Operation(
             "shuffle_sentences",
             "shuffled",
             "shuffled",
             "it has fewer than two different sentences",
             lambda story, donors, rng: shuffle_sentences(story.text, rng),
+            "stronger: every sentence in another order",
         ),
         Operation(
             "swap_sentences",
@@ -316,6 +420,7 @@ OPERATIONS: dict[str, Operation] = {
             "swapped",
             "it has fewer than two sentences, or no other story has a different one",
             lambda story, donors, rng: swap_sentences(story.text, donors, rng),
+            "stronger: a third of the sentences replaced by other stories' sentences",
         ),
         Operation(
             "negate",
@@ -323,6 +428,7 @@ OPERATIONS: dict[str, Operation] = {
             "negated",
             "no sentence has a verb or auxiliary to negate",
             lambda story, donors, rng: negate(story.text, rng),
+            "stronger: a third of the sentences negated",
         ),
         Operation(
             "swap_adjectives",
@@ -330,9 +436,12 @@ OPERATIONS: dict[str, Operation] = {
             "adjectives",
             "it has fewer than two different adjectives",
             lambda story, donors, rng: swap_adjectives(story.text, rng),
+            "stronger: every adjective moved to another adjective's place",
         ),
     )
 }
+# The paper's corruption for each kind of coherence (Castricato et al. 2021, §5.1–5.2).
+PAPER_OPERATIONS = {"transitional": "shuffle_span", "world": "swap_antonyms"}
 
 
 def _checked_request(stories: list[StoryRecord], operation: str, fraction: float) -> Operation:
