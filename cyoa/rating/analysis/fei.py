@@ -44,8 +44,13 @@ counted.
 
 Reference: Castricato, L. et al. (2021). Fabula Entropy Indexing: Objective Measures of Story
 Coherence. Third Workshop on Narrative Understanding. Shannon, C. E. (1948). A mathematical
-theory of communication. Bell System Technical Journal 27. Hurlbert, S. H. (1971). The
-nonconcept of species diversity: a critique and alternative parameters. Ecology 52(4).
+theory of communication. Bell System Technical Journal 27. Sanders, H. L. (1968). Marine
+benthic diversity: a comparative study. The American Naturalist 102. Hurlbert, S. H. (1971).
+The nonconcept of species diversity: a critique and alternative parameters. Ecology 52(4).
+Wilcoxon, F. (1945). Individual comparisons by ranking methods. Biometrics Bulletin 1(6).
+Kerby, D. S. (2014). The simple difference formula: an approach to teaching nonparametric
+correlation. Comprehensive Psychology 3. Efron, B. and Tibshirani, R. J. (1993). An
+Introduction to the Bootstrap, ch. 13.
 """
 
 from __future__ import annotations
