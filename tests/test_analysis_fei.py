@@ -13,6 +13,8 @@ from cyoa.rating.analysis.fei import (
     question_entropies,
     story_indices,
 )
+from cyoa.rating.analysis.ratings import analyze_ratings
+from cyoa.rating.analysis.render import render_rating_analysis
 from cyoa.rating.instruments import FeiQuestion, fei_instrument
 
 H_QUARTER = 0.8112781244591328  # H(1/4) = −¼·log₂¼ − ¾·log₂¾ = 0.5 + 0.311278
@@ -290,3 +292,21 @@ def test_a_copy_without_its_original_in_the_data_is_named_and_left_out_of_the_pa
     (paired,) = result.paired
     assert paired.pairs == 5
     assert any("s1-shuffled" in warning for warning in result.warnings)
+
+
+def test_the_report_shows_readers_the_equal_reader_figures_the_pairs_and_the_warnings():
+    probes = ORIGINALS + CORRUPTED_2 + PAIRED_ORIGINALS + PAIRED_COPIES
+    analysis = analyze_ratings(
+        instrument_of(probes), frame_of(probes, PAIR_FAMILIES), bootstrap=200
+    )
+    markdown = render_rating_analysis(analysis, "markdown")
+    assert "E(Q) over each source's questions [95% percentile bootstrap" in markdown
+    assert "0.179 [" in markdown and "(3 stories, 11 questions)" in markdown
+    assert "| EWC | 2 | 0.104 [" in markdown and "[7–7]" in markdown and "[2–2]" in markdown
+    assert "| ETC | model (shuffled) | model | 6 | 0.604 [" in markdown
+    assert "| 15.0 | 0.0625 | 0.0625 | 1.00 |" in markdown
+    assert "Warning: EWC: questions had different numbers of readers" in markdown
+    csv_text = render_rating_analysis(analysis, "csv")
+    assert "fei_paired,ETC model (shuffled) vs model,p_value,0.0625" in csv_text
+    assert "fei,EWC human (corrupted),readers_max,2" in csv_text
+    assert "fei_warnings,1,warning," in csv_text
