@@ -6,6 +6,10 @@
 - Q2 edit metrics: Mann–Whitney U with the rank-biserial effect size (:func:`mann_whitney`), the
   one-sided p-value that scipy returned by default in 2021 (:func:`mann_whitney_scipy_2021`),
   and Holm's correction across a family of tests (:func:`holm`).
+- Rank tests of rating studies: Kruskal–Wallis H for three or more samples
+  (:func:`kruskal_wallis`) and Cliff's δ with its confidence interval (:func:`cliffs_delta`).
+  Both rank tests give an exact or permutation p-value for small samples and the normal (χ²)
+  approximation for large ones, and name which (:data:`EXACT_SPLITS`, :data:`SMALL_SAMPLE`).
 - Likert answers: counts per level, mean and median (:func:`likert_summary`).
 
 Shares, intervals and p-values are fractions in [0, 1] throughout.
@@ -19,6 +23,16 @@ References:
     correlation. Comprehensive Psychology 3.
     Holm, S. (1979). A simple sequentially rejective multiple test procedure. Scandinavian
     Journal of Statistics 6(2).
+    Kruskal, W. H. and Wallis, W. A. (1952). Use of ranks in one-criterion variance analysis.
+    JASA 47(260).
+    Tomczak, M. and Tomczak, E. (2014). The need to report effect size estimates revisited.
+    Trends in Sport Sciences 21(1).
+    Cliff, N. (1993). Dominance statistics: ordinal analyses to answer ordinal questions.
+    Psychological Bulletin 114(3).
+    Feng, D. and Cliff, N. (2004). Monte Carlo evaluation of ordinal d with improved confidence
+    interval. Journal of Modern Applied Statistical Methods 3(2).
+    Phipson, B. and Smyth, G. K. (2010). Permutation p-values should never be zero.
+    Statistical Applications in Genetics and Molecular Biology 9(1).
     Davison, A. C. and Hinkley, D. V. (1997). Bootstrap Methods and their Application,
     section 3.8 (resampling clustered data). Cambridge University Press.
     Donner, A. and Klar, N. (2000). Design and Analysis of Cluster Randomization Trials in Health
@@ -316,28 +330,40 @@ def _p_method(sizes: Sequence[int], ties: bool, method: RankMethod) -> str:
     return PERMUTATION_MONTE_CARLO if min(sizes) < SMALL_SAMPLE else "asymptotic"
 
 
+def _first_group_splits(n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every way to pick ``size`` of positions 0 … n − 1: the picked positions (one row per
+    way) and, in the same rows, the positions left, in order."""
+    picked = np.array(list(itertools.combinations(range(n), size)), dtype=np.intp)
+    picked = picked.reshape(-1, size)
+    chosen = np.zeros((len(picked), n), dtype=bool)
+    chosen[np.arange(len(picked))[:, None], picked] = True
+    return picked, np.argsort(chosen, axis=1, kind="stable")[:, : n - size]
+
+
 def _label_splits(sizes: Sequence[int]) -> np.ndarray:
     """Every way to deal positions 0 … n − 1 into groups of ``sizes``: one row per split, the
     group (0, 1, …) of each position."""
     n = sum(sizes)
     if len(sizes) == 1:
         return np.zeros((1, n), dtype=np.int16)
-    combos = np.array(list(itertools.combinations(range(n), sizes[0])), dtype=np.intp)
-    combos = combos.reshape(-1, sizes[0])
+    picked, left = _first_group_splits(n, sizes[0])
     rest = _label_splits(sizes[1:]) + 1
-    first = np.zeros((len(combos), n), dtype=bool)
-    first[np.arange(len(combos))[:, None], combos] = True
-    others = np.argsort(first, axis=1, kind="stable")[:, : n - sizes[0]]
-    labels = np.zeros((len(combos), len(rest), n), dtype=np.int16)
-    rows = np.arange(len(combos))[:, None, None]
-    labels[rows, np.arange(len(rest))[None, :, None], others[:, None, :]] = rest[None, :, :]
+    labels = np.zeros((len(picked), len(rest), n), dtype=np.int16)
+    rows = np.arange(len(picked))[:, None, None]
+    labels[rows, np.arange(len(rest))[None, :, None], left[:, None, :]] = rest[None, :, :]
     return labels.reshape(-1, n)
 
 
 def _all_split_sums(ranks: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
-    """Rank sums of each group (columns) for every split of ``ranks`` into ``sizes`` (rows)."""
-    labels = _label_splits(sizes)
-    return np.column_stack([(labels == group) @ ranks for group in range(len(sizes))])
+    """Rank sums of each group (columns) for every split of ``ranks`` into ``sizes`` (rows):
+    the first group's picks, times every split of the values left among the other groups (as
+    a product of the left values with each group's indicator, to keep memory to the splits)."""
+    picked, left = _first_group_splits(ranks.size, sizes[0])
+    first = ranks[picked].sum(axis=1)
+    rest = _label_splits(sizes[1:])
+    others = [ranks[left] @ (rest == group).T for group in range(len(sizes) - 1)]
+    sums = np.stack([np.repeat(first[:, None], len(rest), axis=1), *others], axis=2)
+    return sums.reshape(-1, len(sizes))
 
 
 def _rank_sum_distribution(ranks: np.ndarray, n_x: int) -> tuple[np.ndarray, np.ndarray]:
