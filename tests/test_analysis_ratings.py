@@ -272,3 +272,69 @@ def test_ttcw_and_fei_render():
     assert "| EWC | – | – |" not in markdown
     assert "1.000 (1 stories, 1 questions)" in markdown
     assert "0.000 (1 stories, 1 questions)" in markdown
+
+
+def test_three_sources_print_every_pair_with_holm_and_cliffs_delta():
+    frame = aiss_study({"a": 1.0, "b": 0.0, "c": -1.0}, stories=4, raters=2)
+    result = analyze_ratings(AISS_V1, frame, bootstrap=20)
+    markdown = render_rating_analysis(result, "markdown")
+    assert "## Pairwise comparisons between sources" in markdown
+    assert "| Coherence | a vs b | 4, 4 |" in markdown
+    assert "Holm-adjusted within each factor's 3 pairs" in markdown
+    assert "p: permutation (exact enumeration)" in markdown
+    table = list(csv.reader(io.StringIO(render_rating_analysis(result, "csv"))))
+    pairs = {(row[1], row[2]): row[3] for row in table if row[0] == "factor_pairs"}
+    columns = {column for (_, column) in pairs}
+    assert columns == {
+        "n_first", "n_second", "u", "p_value", "p_method", "p_holm",
+        "delta", "delta_ci_low", "delta_ci_high",
+    }  # fmt: skip
+    assert {row for (row, _) in pairs} >= {"Coherence: a vs b", "Pace: b vs c"}
+    coherence = next(t for t in result.scales.tests if t.what == "Coherence")
+    first = coherence.pairs[0]
+    assert float(pairs[("Coherence: a vs b", "delta")]) == first.delta
+    assert float(pairs[("Coherence: a vs b", "p_holm")]) == first.p_holm
+    assert ["factor_tests", "Coherence", "p_method", coherence.p_method] in table
+
+
+def test_two_sources_print_cliffs_delta_with_its_interval():
+    result = analyze_ratings(AISS_V1, aiss_study({"good": 1.0, "poor": -1.0}, 3, 2), bootstrap=20)
+    markdown = render_rating_analysis(result, "markdown")
+    coherence = next(t for t in result.scales.tests if t.what == "Coherence")
+    (pair,) = coherence.pairs
+    cell = f"{pair.delta:.2f} [{pair.delta_ci_low:.2f}, {pair.delta_ci_high:.2f}]"
+    assert cell in markdown
+    assert "effect: Cliff's δ = rank-biserial r (good vs poor) [95% CI]" in markdown
+    assert "## Pairwise comparisons" not in markdown
+    assert "factor_pairs,Coherence: good vs poor,delta_ci_low," in render_rating_analysis(
+        result, "csv"
+    )
+
+
+def test_ttcw_and_fei_with_three_sources_print_their_pairs():
+    rows = [
+        (f"{source}-{n}", source, f"e{rater}", item.id, float(int(item.id) % (k + 2) > n), "ok")
+        for k, source in enumerate(("A", "B", "C"))
+        for n in range(3)
+        for rater in range(3)
+        for item in TTCW.items
+    ]
+    ttcw = analyze_ratings(TTCW, pd.DataFrame(rows, columns=COLUMNS), bootstrap=10)
+    assert [(p.first, p.second) for p in ttcw.tests.test.pairs] == [
+        ("A", "B"), ("A", "C"), ("B", "C"),
+    ]  # fmt: skip
+    assert "tests_passed_pairs,tests passed per rater: A vs C,delta," in render_rating_analysis(
+        ttcw, "csv"
+    )
+    assert "## Pairwise comparisons between sources" in render_rating_analysis(ttcw, "markdown")
+    questions = [FeiQuestion(f"s{n}", f"q{n}", "world", "?") for n in range(6)]
+    frame = pd.DataFrame(
+        [
+            (f"s{n}", "ABC"[n % 3], f"r{r}", f"q{n}", float(r < n % 3 + 1), None)
+            for n in range(6)
+            for r in range(4)
+        ],
+        columns=COLUMNS,
+    )
+    fei = analyze_ratings(fei_instrument(questions), frame, bootstrap=10)
+    assert "fei_pairs,EWC: A vs B,p_holm," in render_rating_analysis(fei, "csv")

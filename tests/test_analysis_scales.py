@@ -19,6 +19,7 @@ from cyoa.rating.analysis.scales import (
     with_holm,
 )
 from cyoa.rating.instruments import AISS_V1, instrument_from_spec
+from cyoa.stats import cliffs_delta
 
 COLUMNS = ["story_id", "source", "rater_id", "item", "value"]
 
@@ -194,20 +195,60 @@ def test_mann_whitney_between_two_sources_by_hand():
     # exact two-sided p = 2 · 1/C(4,2) = 1/3.
     test = compare_sources({"Y": [1.5, 7 / 3], "X": [11 / 3, 14 / 3]}, "F")
     assert test.method == "Mann–Whitney U (two-sided)"
+    assert test.p_method == "exact"
     assert test.sources == ("X", "Y")
     assert (test.statistic, test.effect) == (4.0, 1.0)
     assert test.p_value == pytest.approx(1 / 3)
     assert test.n == {"X": 2, "Y": 2}
 
 
+def test_two_sources_get_cliffs_delta_with_its_interval_beside_the_test():
+    # Cliff's δ of X against Y is the rank-biserial r, 1 here; the samples do not overlap, so
+    # the interval's upper end is 1 (cyoa.stats.cliffs_delta).
+    test = compare_sources({"Y": [1.5, 7 / 3, 2.0], "X": [11 / 3, 14 / 3, 4.0]}, "F")
+    assert test.effect_name == "Cliff's δ = rank-biserial r (X vs Y)"
+    ((pair,),) = [test.pairs]
+    assert (pair.first, pair.second, pair.n_first, pair.n_second) == ("X", "Y", 3, 3)
+    assert pair.delta == test.effect == 1.0
+    assert pair.p_value == pair.p_holm == test.p_value == pytest.approx(2 / 20)
+    expected = cliffs_delta([11 / 3, 14 / 3, 4.0], [1.5, 7 / 3, 2.0])
+    assert (pair.delta_ci_low, pair.delta_ci_high) == (expected.ci_low, expected.ci_high)
+    assert pair.delta_ci_high == 1.0
+
+
+def test_three_sources_get_pairwise_mann_whitney_with_holm_and_cliffs_delta():
+    # A = 1, 2, 3; B = 4, 5, 6; C = 2.5, 7, 8 (no ties: exact U distribution over the
+    # C(6, 3) = 20 rank sets, whose counts for U = 0…9 are 1, 1, 2, 3, 3, 3, 3, 2, 1, 1).
+    # A vs B: U_A = 0, δ = −1, p = 2 · 1/20 = .1.
+    # A vs C: U_A = 1 (3 > 2.5), δ = 2/9 − 1 = −7/9, p = 2 · 2/20 = .2.
+    # B vs C: U_B = 3 (4, 5, 6 > 2.5), δ = 6/9 − 1 = −1/3, p = 2 · 7/20 = .7.
+    # Holm over the three pairs: .1 · 3 = .3, max(.3, .2 · 2) = .4, max(.4, .7) = .7.
+    groups = {"A": [1, 2, 3], "B": [4, 5, 6], "C": [2.5, 7, 8]}
+    test = compare_sources(groups, "F")
+    assert test.method == "Kruskal–Wallis H"
+    assert test.p_method == "permutation (exact enumeration)"
+    pairs = {(pair.first, pair.second): pair for pair in test.pairs}
+    assert list(pairs) == [("A", "B"), ("A", "C"), ("B", "C")]
+    assert [pairs[key].u for key in pairs] == [0.0, 1.0, 3.0]
+    assert [pairs[key].delta for key in pairs] == pytest.approx([-1, -7 / 9, -1 / 3])
+    assert [pairs[key].p_value for key in pairs] == pytest.approx([0.1, 0.2, 0.7])
+    assert [pairs[key].p_holm for key in pairs] == pytest.approx([0.3, 0.4, 0.7])
+    assert {pair.p_method for pair in test.pairs} == {"exact"}
+    for (first, second), pair in pairs.items():
+        expected = cliffs_delta(groups[first], groups[second])
+        assert (pair.delta_ci_low, pair.delta_ci_high) == (expected.ci_low, expected.ci_high)
+        assert -1 <= pair.delta_ci_low <= pair.delta <= pair.delta_ci_high <= 1
+
+
 def test_kruskal_wallis_between_three_sources_by_hand():
     # Ranks 1–6 in groups (1,2) (3,4) (5,6): rank sums 3, 7, 11, n = 6, no ties.
-    # H = 12/(6·7) · (3² + 7² + 11²)/2 − 3·7 = (12/42) · 89.5 − 21 = 4.571429;
-    # p = P(χ²₂ > H) = exp(−H/2) = 0.101701; ε² = H / (n − 1) = 0.914286.
+    # H = 12/(6·7) · (3² + 7² + 11²)/2 − 3·7 = (12/42) · 89.5 − 21 = 4.571429, the largest H;
+    # of the 6!/(2!·2!·2!) = 90 splits, the 3! = 6 that keep the pairs together reach it:
+    # exact p = 6/90 (the χ² approximation would say exp(−H/2) = .102). ε² = H / (n − 1).
     test = compare_sources({"A": [1, 2], "B": [3, 4], "C": [5, 6]}, "F")
     assert test.method == "Kruskal–Wallis H"
     assert test.statistic == pytest.approx(4.571429, abs=1e-6)
-    assert test.p_value == pytest.approx(math.exp(-4.571429 / 2), abs=1e-6)
+    assert test.p_value == pytest.approx(6 / 90)
     assert test.effect == pytest.approx(4.571429 / 5, abs=1e-6)
 
 

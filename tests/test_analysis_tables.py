@@ -139,7 +139,12 @@ def test_edit_distance_per_model_and_overall(analysis):
     assert ed.overall[OVERALL].mean == pytest.approx(85 / 15)
     reference = stats.mannwhitneyu(alpha, beta, alternative="two-sided")
     assert ed.test.u == reference.statistic
-    assert ed.test.p_value == pytest.approx(reference.pvalue)
+    # 11 and 4 values with ties: the exact permutation p over the C(15, 4) = 1,365 splits.
+    # Midranks: alpha 2, 2, 2, 5, 5, 5, 7.5, 7.5, 9.5, 9.5, 11 (sum 66), beta 12, 13, 14.5,
+    # 14.5; the null mean of alpha's sum is 11·16/2 = 88. No other split lies 22 from it (the
+    # other extreme, alpha on the 11 largest midranks, sums to 109, 21 away): p = 1/1365.
+    assert ed.test.p_value == pytest.approx(1 / 1365)
+    assert ed.test.method == "permutation (exact enumeration)"
     # alpha's values are all below beta's: r = 2U/(nx·ny) − 1 = −1.
     assert ed.test.rank_biserial == -1.0
 

@@ -271,3 +271,35 @@ def test_over_long_pay_is_refused_with_a_sentence_and_the_typed_text_kept(ttcw):
     db = store.connect(ttcw.app.config["DATABASE"])
     assert store.get_evaluation_details(db, "ttcw-import").get("pay") in (None, "")
     db.close()
+
+
+def test_with_three_sources_the_dashboard_compares_every_pair_of_sources(app):
+    rnd = random.Random(2)
+    sources = ("alpha", "beta", "gamma")
+    judgements = [
+        Judgement(
+            f"{source}-{n}", source, f"e{rater}", item.id, float(rnd.random() < 0.3 + 0.2 * k),
+            None, "Why.",
+        )
+        for k, source in enumerate(sources)
+        for n in range(3)
+        for rater in range(3)
+        for item in TTCW.items
+    ]  # fmt: skip
+    db = store.connect(app.config["DATABASE"])
+    import_rating_experiment(db, "ttcw-three", TTCW, judgements)
+    db.close()
+    researcher = Researcher(app)
+    researcher.login()
+    url = "/research/ratings/ttcw-three"
+    tables = researcher.get(f"{url}/progress.json").get_json()["tables"]
+    pairs = next(t for t in tables if t["name"] == "tests_passed_pairs" and t["raters"] == "all")
+    assert [row[0] for row in pairs["rows"]] == [
+        "tests passed per rater: alpha vs beta",
+        "tests passed per rater: alpha vs gamma",
+        "tests passed per rater: beta vs gamma",
+    ]
+    assert pairs["columns"][-3:] == ["delta", "delta_ci_low", "delta_ci_high"]
+    delta = pairs["columns"].index("delta") + 1
+    assert all(re.fullmatch(r"-?[01]\.\d\d", row[delta]) for row in pairs["rows"])
+    assert "tests passed pairs" in researcher.get(url).get_data(as_text=True)

@@ -3,6 +3,7 @@
 import itertools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -67,9 +68,10 @@ def test_mann_whitney_refuses_empty_or_missing_values():
     st.lists(st.integers(0, 20), min_size=1, max_size=15),
 )
 def test_rank_biserial_is_antisymmetric_and_bounded(x, y):
-    forward = mann_whitney(x, y).rank_biserial
+    # The effect size does not depend on how p is found: the fast approximation suffices here.
+    forward = mann_whitney(x, y, method="asymptotic").rank_biserial
     assert -1.0 <= forward <= 1.0
-    assert mann_whitney(y, x).rank_biserial == pytest.approx(-forward)
+    assert mann_whitney(y, x, method="asymptotic").rank_biserial == pytest.approx(-forward)
 
 
 def test_holm_hand_computed():
@@ -92,3 +94,57 @@ def test_holm_adjusts_upwards_and_keeps_the_order(p_values):
     for i, j in itertools.product(range(len(p_values)), repeat=2):
         if p_values[i] <= p_values[j]:
             assert adjusted[i] <= adjusted[j]
+
+
+def test_small_samples_with_ties_get_the_exact_permutation_p_not_the_normal_approximation():
+    # Pooled midranks 1, 2.5, 2.5, 4.5, 4.5, 6.5, 6.5, 8; x holds 4.5, 6.5, 6.5, 8 (sum 25.5,
+    # 7.5 above its null mean 18). Of the C(8, 4) = 70 splits, 4 lie as far from 18 or
+    # further (the sums 25.5 and 10.5, twice each): p = 4/70 = .057, where the normal
+    # approximation said .040.
+    x = [4, 4.33, 4.33, 5]
+    y = [2.33, 3.33, 3.33, 4]
+    result = mann_whitney(x, y)
+    assert result.p_value == pytest.approx(4 / 70)
+    assert result.method == "permutation (exact enumeration)"
+    assert result.u == 15.5
+    asymptotic = mann_whitney(x, y, method="asymptotic")
+    assert asymptotic.p_value == pytest.approx(0.0396087, abs=1e-6)
+    assert asymptotic.method == "normal approximation"
+
+
+def test_small_samples_without_ties_get_the_exact_distribution_of_u():
+    result = mann_whitney([1.5, 2.5, 9.0, 11.0, 12.0], [3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
+    expected = stats.mannwhitneyu(
+        [1.5, 2.5, 9.0, 11.0, 12.0], [3.0, 4.0, 5.0, 6.0, 7.0, 8.0], method="exact"
+    )
+    assert result.p_value == pytest.approx(expected.pvalue)
+    assert result.method == "exact"
+
+
+def test_one_sided_exact_permutation_p_counts_one_tail():
+    # Rank sums of x at least 25.5: {4.5, 6.5, 6.5, 8} with either 4.5: 2 of 70 splits.
+    result = mann_whitney([4, 4.33, 4.33, 5], [2.33, 3.33, 3.33, 4], alternative="greater")
+    assert result.p_value == pytest.approx(2 / 70)
+
+
+def test_a_small_sample_beside_a_large_one_gets_a_seeded_monte_carlo_permutation_p():
+    # 3 beside 120 values: C(123, 3) = 302,621 splits, more than are enumerated, and a sample
+    # of 3 is too small for the normal approximation.
+    rng = np.random.default_rng(5)
+    x = [3.0, 4.0, 4.0]
+    y = list(rng.integers(1, 6, size=120).astype(float))
+    result = mann_whitney(x, y)
+    assert result.method == "permutation (Monte Carlo, 20,000 random splits, seed 0)"
+    assert mann_whitney(x, y).p_value == result.p_value
+    exact = mann_whitney(x, y, method="exact")
+    assert exact.method == "permutation (exact enumeration)"
+    assert result.p_value == pytest.approx(exact.p_value, abs=0.01)
+
+
+def test_large_samples_get_the_normal_approximation_with_tie_and_continuity_correction():
+    rng = np.random.default_rng(3)
+    x = rng.integers(1, 6, size=25).astype(float)
+    y = rng.integers(1, 6, size=30).astype(float)
+    result = mann_whitney(x, y)
+    assert result.method == "normal approximation"
+    assert result.p_value == pytest.approx(stats.mannwhitneyu(x, y, method="asymptotic").pvalue)

@@ -219,7 +219,8 @@ def edit_table(
         systems=(first, second),
         rows=tuple(rows),
         method=(
-            f"Mann–Whitney U (scipy, method auto), x = {first}, y = {second}, {alternative}; "
+            f"Mann–Whitney U (exact or permutation p for small samples, else the normal "
+            f"approximation; cyoa.stats.mann_whitney), x = {first}, y = {second}, {alternative}; "
             f"rank-biserial r = 2U/(n_x·n_y) − 1 (positive: {first} larger); Holm across "
             f"{len(tested)} metrics"
         ),

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from cyoa.rating.analysis.agreement import ItemAgreement
 from cyoa.rating.analysis.fei import EntropyMean, FeiAnalysis, PairedComparison
 from cyoa.rating.analysis.ratings import RatingAnalysis
-from cyoa.rating.analysis.scales import MeanInterval, ScaleAnalysis, SourceTest
+from cyoa.rating.analysis.scales import MeanInterval, PairComparison, ScaleAnalysis, SourceTest
 from cyoa.rating.analysis.ttcw import TtcwAnalysis
 
 Format = Literal["markdown", "csv", "json"]
@@ -50,9 +50,25 @@ def _mean_rows(table: str, row: str, prefix: str, mean: MeanInterval) -> list[tu
 
 def _test_rows(table: str, test: SourceTest) -> list[tuple]:
     rows = [(table, test.what, "method", test.method)]
-    for field in ("statistic", "p_value", "p_holm", "effect", "effect_name", "reason"):
+    for field in ("statistic", "p_value", "p_holm", "effect", "effect_name", "reason", "p_method"):
         rows.append((table, test.what, field, getattr(test, field)))
     return rows
+
+
+_PAIR_FIELDS = (
+    "n_first", "n_second", "u", "p_value", "p_method", "p_holm",
+    "delta", "delta_ci_low", "delta_ci_high",
+)  # fmt: skip
+
+
+def _pair_rows(table: str, tests: tuple[SourceTest, ...] | list[SourceTest]) -> list[tuple]:
+    """Each pair of sources of each test, one row ``what: first vs second`` per pair."""
+    return [
+        (table, f"{test.what}: {pair.first} vs {pair.second}", field, getattr(pair, field))
+        for test in tests
+        for pair in test.pairs
+        for field in _PAIR_FIELDS
+    ]
 
 
 def _scale_rows(scales: ScaleAnalysis) -> list[tuple]:
@@ -75,7 +91,7 @@ def _scale_rows(scales: ScaleAnalysis) -> list[tuple]:
                 rows.append(("reliability", reliability.factor, field, value))
     for test in scales.tests:
         rows += _test_rows("factor_tests", test)
-    return rows
+    return rows + _pair_rows("factor_pairs", scales.tests)
 
 
 def _ttcw_rows(tests: TtcwAnalysis) -> list[tuple]:
@@ -98,6 +114,7 @@ def _ttcw_rows(tests: TtcwAnalysis) -> list[tuple]:
         rows.append(("rater_correlation", "tests passed", field, value))
     if tests.test is not None:
         rows += _test_rows("tests_passed_test", tests.test)
+        rows += _pair_rows("tests_passed_pairs", [tests.test])
     rows.append(("rationales", "given", "count", tests.rationales))
     rows.append(("rationales", "asked", "count", tests.rationale_asked))
     return rows
@@ -132,6 +149,7 @@ def _fei_rows(fei: FeiAnalysis) -> list[tuple]:
             "effect", "method", "reason",
         ):  # fmt: skip
             rows.append(("fei_paired", row, field, getattr(paired, field)))
+    rows += _pair_rows("fei_pairs", fei.tests)
     rows.append(("fei", "questions with fewer than 2 answers", "count", fei.skipped_questions))
     rows += [("fei_warnings", str(n), "warning", text) for n, text in enumerate(fei.warnings, 1)]
     return rows
@@ -257,19 +275,75 @@ def _table(head: list[str], body: list[list[str]]) -> list[str]:
     return lines + [""]
 
 
+def _effect_cell(test: SourceTest) -> str:
+    """The effect, with Cliff's δ's interval when two sources were compared."""
+    cell = _num(test.effect, 2)
+    if len(test.sources) == 2 and len(test.pairs) == 1:
+        cell += _interval(test.pairs[0].delta_ci_low, test.pairs[0].delta_ci_high)
+    return cell
+
+
 def _test_cells(test: SourceTest | None) -> list[str]:
     if test is None:
         return ["–", "–", "–", "–"]
     if test.p_value is None:
         return [test.reason or "–", "–", "–", "–"]
-    return [_num(test.statistic, 1), _p(test.p_value), _p(test.p_holm), _num(test.effect, 2)]
+    return [_num(test.statistic, 1), _p(test.p_value), _p(test.p_holm), _effect_cell(test)]
+
+
+def _p_methods(tests: list[SourceTest]) -> str:
+    """How the p-values were found: one method, or each with what it was used for."""
+    by_method: dict[str, list[str]] = {}
+    for test in tests:
+        if test.p_method:
+            by_method.setdefault(test.p_method, []).append(test.what)
+    if len(by_method) == 1:
+        return next(iter(by_method))
+    return "; ".join(f"{method} ({', '.join(whats)})" for method, whats in by_method.items())
 
 
 def _test_method(tests: list[SourceTest]) -> list[str]:
     if not tests:
         return []
     test = tests[0]
-    return [f"Test between sources: {test.method}; effect: {test.effect_name}.", ""]
+    interval = " [95% CI]" if len(test.sources) == 2 else ""
+    p = f"; p: {_p_methods(tests)}" if _p_methods(tests) else ""
+    return [f"Test between sources: {test.method}{p}; effect: {test.effect_name}{interval}.", ""]
+
+
+def _pair_cells(pair: PairComparison) -> list[str]:
+    delta = _num(pair.delta) + _interval(pair.delta_ci_low, pair.delta_ci_high)
+    return [
+        f"{pair.first} vs {pair.second}",
+        f"{pair.n_first}, {pair.n_second}",
+        _num(pair.u, 1),
+        _p(pair.p_value),
+        _p(pair.p_holm),
+        delta,
+        pair.p_method,
+    ]
+
+
+def _pair_lines(tests: list[SourceTest], unit: str) -> list[str]:
+    """The post-hoc table: every pair of sources of each test, when a test has more than one
+    pair (three or more sources); with two sources the test itself is the pair."""
+    tests = [test for test in tests if len(test.pairs) > 1]
+    if not tests:
+        return []
+    lines = ["## Pairwise comparisons between sources", ""]
+    head = [unit.capitalize(), "Pair", "n", "U", "p", "p (Holm)", "Cliff's δ [95% CI]", "p from"]
+    body = [[test.what, *_pair_cells(pair)] for test in tests for pair in test.pairs]
+    count = len(tests[0].pairs)
+    return (
+        lines
+        + _table(head, body)
+        + [
+            f"Two-sided Mann–Whitney U of the first source against the second (U of the first); "
+            f"p (Holm): Holm-adjusted within each {unit}'s {count} pairs. Cliff's δ = P(first > "
+            "second) − P(first < second), with the 95% interval of Feng & Cliff (2004).",
+            "",
+        ]
+    )
 
 
 def _scale_lines(analysis: RatingAnalysis, scales: ScaleAnalysis) -> list[str]:
@@ -288,6 +362,7 @@ def _scale_lines(analysis: RatingAnalysis, scales: ScaleAnalysis) -> list[str]:
         for factor in factors
     ]
     lines += _table(head, body) + _test_method(list(scales.tests))
+    lines += _pair_lines(list(scales.tests), "factor")
     lines += ["## Reliability (all sources)", ""]
     body = [
         [
@@ -363,9 +438,10 @@ def _ttcw_lines(analysis: RatingAnalysis, tests: TtcwAnalysis) -> list[str]:
         statistic, p, _, effect = _test_cells(tests.test)
         lines += [
             f"Tests passed per rater between sources: {tests.test.method}, statistic "
-            f"{statistic}, p = {p}, {tests.test.effect_name} = {effect}.",
+            f"{statistic}, p = {p} ({tests.test.p_method}), {tests.test.effect_name} = {effect}.",
             "",
         ]
+        lines += _pair_lines([tests.test], "measure")
     correlation = tests.correlation
     lines += [
         f"Agreement on tests passed: pairwise Pearson r = {_num(correlation.pairwise_r)} over "
@@ -452,6 +528,7 @@ def _fei_lines(analysis: RatingAnalysis, fei: FeiAnalysis) -> list[str]:
             "matched-pairs rank-biserial r (positive: the copies have the higher entropy).",
             "",
         ]
+    lines += _pair_lines(list(fei.tests), "index")
     if fei.skipped_questions:
         lines += [f"{fei.skipped_questions} questions had fewer than 2 answers: left out.", ""]
     lines += [f"Warning: {warning}" for warning in fei.warnings]

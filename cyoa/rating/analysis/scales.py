@@ -5,8 +5,10 @@ The unit of a story-generation comparison is the **story**: a source is judged b
 it wrote, and the raters of one story share that story, so their answers are not independent.
 So every mean per source here is a mean over stories of the story's mean over its raters, with
 a 95% Student t interval over those story means (:func:`mean_interval`), and the tests between
-sources compare story means (:func:`compare_sources`). With the same number of raters per story
-the mean equals the mean of all answers. Answer counts per point are over all answers.
+sources compare story means (:func:`compare_sources`), with every pair of sources compared on
+its own (Mann–Whitney U, Holm within the pairs, Cliff's δ with its interval). With the same
+number of raters per story the mean equals the mean of all answers. Answer counts per point are
+over all answers.
 
 Factor scores follow the AISS's scoring (reverse-keyed items coded ``points + 1 − answer``,
 then the mean of the factor's items) and are computed per rater × story
@@ -24,10 +26,14 @@ References:
     Tomczak, M. and Tomczak, E. (2014). The need to report effect size estimates revisited.
     Trends in Sport Sciences 21(1) (ε² for Kruskal–Wallis).
     Holm, S. (1979).
+    Cliff, N. (1993). Dominance statistics: ordinal analyses to answer ordinal questions.
+    Psychological Bulletin 114(3); Feng, D. and Cliff, N. (2004). Monte Carlo evaluation of
+    ordinal d with improved confidence interval. JMASM 3(2) (Cliff's δ and its interval).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -40,7 +46,7 @@ from scipy import stats as scipy_stats
 from statsmodels.multivariate.factor import Factor
 
 from cyoa.rating.instruments.types import Instrument
-from cyoa.stats import holm, mann_whitney
+from cyoa.stats import cliffs_delta, holm, kruskal_wallis, mann_whitney
 
 CONFIDENCE = 0.95
 # Below this uniqueness an item's one-factor loading is (nearly) 1: a Heywood case.
@@ -98,12 +104,36 @@ def mean_interval(
 
 
 @dataclass(frozen=True)
+class PairComparison:
+    """Two sources compared on their own (see :func:`compare_sources`): Mann–Whitney U of
+    ``first`` against ``second`` with its p-value (found as ``p_method`` says; ``None`` when
+    every value of the two is the same), ``p_holm`` Holm-adjusted across the pairs of the
+    same test, and Cliff's δ of ``first`` against ``second`` with its 95% interval (``None``
+    when a source has fewer than two values)."""
+
+    first: str
+    second: str
+    n_first: int
+    n_second: int
+    u: float
+    p_value: float | None
+    p_method: str
+    p_holm: float | None
+    delta: float
+    delta_ci_low: float | None
+    delta_ci_high: float | None
+
+
+@dataclass(frozen=True)
 class SourceTest:
     """A test of whether ``what`` differs between sources (see :func:`compare_sources`).
 
-    ``effect``: the rank-biserial r of the first source against the second (Mann–Whitney) or
-    ε² (Kruskal–Wallis), named by ``effect_name``. ``p_holm``: Holm-adjusted across the family
-    of tests it was reported with. ``reason``: why the test has no p-value.
+    ``effect``: Cliff's δ (= the rank-biserial r) of the first source against the second
+    (Mann–Whitney) or ε² (Kruskal–Wallis), named by ``effect_name``. ``p_holm``: Holm-adjusted
+    across the family of tests it was reported with. ``reason``: why the test has no p-value.
+    ``p_method``: how the p-value was found ("exact", "permutation (exact enumeration)",
+    "permutation (Monte Carlo, …)", "normal approximation" or "chi-squared approximation").
+    ``pairs``: every pair of sources compared on its own, Holm-adjusted within the pairs.
     """
 
     what: str
@@ -116,6 +146,34 @@ class SourceTest:
     effect_name: str
     p_holm: float | None = None
     reason: str | None = None
+    p_method: str | None = None
+    pairs: tuple[PairComparison, ...] = ()
+
+
+def compare_pairs(samples: Mapping[str, np.ndarray]) -> tuple[PairComparison, ...]:
+    """Every pair of sources (in the order given, first against later): two-sided Mann–Whitney
+    U (:func:`cyoa.stats.mann_whitney`) and Cliff's δ with its 95% interval
+    (:func:`cyoa.stats.cliffs_delta`), the p-values Holm-adjusted across the pairs. A pair
+    whose values are all the same has no p-value. Reference: Mann & Whitney (1947); Cliff
+    (1993); Feng & Cliff (2004); Holm (1979)."""
+    pairs = []
+    for first, second in itertools.combinations(samples, 2):
+        x, y = samples[first], samples[second]
+        test = mann_whitney(x, y)
+        delta = cliffs_delta(x, y, CONFIDENCE)
+        constant = np.all(np.concatenate([x, y]) == x[0])
+        p_value = None if constant or math.isnan(test.p_value) else test.p_value
+        pairs.append(
+            PairComparison(
+                first, second, int(x.size), int(y.size), test.u, p_value, test.method, None,
+                delta.delta, delta.ci_low, delta.ci_high,
+            )
+        )  # fmt: skip
+    tested = [index for index, pair in enumerate(pairs) if pair.p_value is not None]
+    adjusted = holm([pairs[index].p_value for index in tested])
+    for index, p in zip(tested, adjusted, strict=True):
+        pairs[index] = replace(pairs[index], p_holm=p)
+    return tuple(pairs)
 
 
 def compare_sources(groups: Mapping[str, Sequence[float]], what: str) -> SourceTest | None:
@@ -123,12 +181,16 @@ def compare_sources(groups: Mapping[str, Sequence[float]], what: str) -> SourceT
     two sources that have values.
 
     Two sources: two-sided Mann–Whitney U (:func:`cyoa.stats.mann_whitney`; the
-    statistic is U of the first source in sorted order) with the rank-biserial r. More:
-    Kruskal–Wallis H (``scipy.stats.kruskal``, tie-corrected, χ² approximation with k − 1
-    degrees of freedom) with ε² = H / (n − 1). When every value is the same there is nothing
-    to test and ``p_value`` is ``None``. Units: p-values are fractions; r lies in [−1, 1],
-    ε² in [0, 1].
-    Reference: Mann & Whitney (1947); Kruskal & Wallis (1952); Tomczak & Tomczak (2014).
+    statistic is U of the first source in sorted order) with Cliff's δ, which for two groups
+    is the rank-biserial r = 2U/(n₁n₂) − 1. More: Kruskal–Wallis H
+    (:func:`cyoa.stats.kruskal_wallis`, tie-corrected) with ε² = H / (n − 1). Either way the
+    p-value is exact or a permutation p for small samples and the normal (χ²) approximation
+    for large ones, as ``p_method`` says, and ``pairs`` compares every pair of sources
+    (:func:`compare_pairs`: the post-hoc comparisons after Kruskal–Wallis, and δ's interval
+    with two sources). When every value is the same there is nothing to test and ``p_value``
+    is ``None``. Units: p-values are fractions; δ lies in [−1, 1], ε² in [0, 1].
+    Reference: Mann & Whitney (1947); Kruskal & Wallis (1952); Tomczak & Tomczak (2014);
+    Cliff (1993).
     """
     samples = {}
     for source in sorted(groups):
@@ -142,21 +204,26 @@ def compare_sources(groups: Mapping[str, Sequence[float]], what: str) -> SourceT
     n = {source: int(values.size) for source, values in samples.items()}
     two = len(samples) == 2
     method = "Mann–Whitney U (two-sided)" if two else "Kruskal–Wallis H"
-    effect_name = f"rank-biserial r ({names[0]} vs {names[1]})" if two else "epsilon squared"
+    effect_name = (
+        f"Cliff's δ = rank-biserial r ({names[0]} vs {names[1]})" if two else "epsilon squared"
+    )
     pooled = np.concatenate(list(samples.values()))
     if np.all(pooled == pooled[0]):
         return SourceTest(
             what, method, names, n, None, None, None, effect_name, reason="every value is the same"
         )
+    pairs = compare_pairs(samples)
     if two:
-        result = mann_whitney(samples[names[0]], samples[names[1]])
+        (pair,) = pairs
         return SourceTest(
-            what, method, names, n, result.u, result.p_value, result.rank_biserial, effect_name
-        )
-    h, p = scipy_stats.kruskal(*samples.values())
+            what, method, names, n, pair.u, pair.p_value, pair.delta, effect_name,
+            p_method=pair.p_method, pairs=pairs,
+        )  # fmt: skip
+    omnibus = kruskal_wallis(list(samples.values()))
     return SourceTest(
-        what, method, names, n, float(h), float(p), float(h) / (pooled.size - 1), effect_name
-    )
+        what, method, names, n, omnibus.h, omnibus.p_value, omnibus.epsilon_squared,
+        effect_name, p_method=omnibus.method, pairs=pairs,
+    )  # fmt: skip
 
 
 def with_holm(tests: Sequence[SourceTest]) -> tuple[SourceTest, ...]:
@@ -480,6 +547,8 @@ def analyze_scales(
             "Means per source are over stories (each story's mean over its raters) with a "
             f"{int(confidence * 100)}% t interval; item means as answered, factor scores "
             "after reverse coding; tests compare story means between sources (Mann–Whitney U "
-            "for two, Kruskal–Wallis H for more), Holm-adjusted across factors."
+            "for two, Kruskal–Wallis H for more; exact or permutation p for small samples), "
+            "Holm-adjusted across factors; every pair of sources is compared too (Mann–Whitney "
+            "U, Holm within the pairs, Cliff's δ with its 95% interval)."
         ),
     )
