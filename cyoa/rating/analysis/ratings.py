@@ -88,11 +88,11 @@ def _domain_errors(instrument: Instrument, rows: pd.DataFrame) -> None:
         item = instrument.item(item_id)
         if item.kind == "text":
             continue
-        allowed = range(1, item.points + 1) if item.kind == "likert" else (0, 1)
+        allowed = item.scale if item.kind == "likert" else (0, 1)
         wrong = values[~values.isin([float(v) for v in allowed])]
         if not wrong.empty:
             accepted = (
-                f"whole numbers from 1 to {item.points}"
+                f"whole numbers from {item.low} to {item.high}"
                 if item.kind == "likert"
                 else "1.0 (yes/true) or 0.0 (no/false)"
             )
