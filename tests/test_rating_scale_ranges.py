@@ -121,3 +121,14 @@ def test_the_export_reverse_codes_a_0_to_10_item_on_its_own_ends_and_stores_its_
     finally:
         db.close()
     assert stored == [(0, 11)]
+
+
+def test_a_rubric_without_factors_reports_one_scale_with_its_test_and_reliability(tmp_path):
+    db_path = tmp_path / "cyoa.sqlite"
+    imported_analysis(db_path, "rubric-0-10")
+    text = run(db_path, "analyze", "rubric-0-10").output
+    factors = text.split("## Factors", 1)[1].split("## Reliability", 1)[0]
+    reliability = text.split("## Reliability", 1)[1].split("## Items", 1)[0]
+    assert "| all items | 8.50 [" in factors and "Mann–Whitney" in factors  # human, model
+    assert "| all items | 3 | 12 |" in reliability
+    assert "declares no factors: its Likert items are analysed as one scale" in text
