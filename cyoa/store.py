@@ -471,6 +471,13 @@ def _story_aliases(db: Database) -> None:
         )
 
 
+def _item_lowest_points(db: Database) -> None:
+    """A Likert item's lowest point (a 0–10 rubric starts at 0); items stored before it
+    could be set started at 1."""
+    db.execute("ALTER TABLE instrument_items ADD COLUMN low INTEGER")
+    db.execute("UPDATE instrument_items SET low = 1 WHERE kind = 'likert'")
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -478,6 +485,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _rating_journeys,
     _suggestion_waits,
     _story_aliases,
+    _item_lowest_points,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from cyoa.rating.analysis.scales import (
+    ALL_ITEMS_SCALE,
     SourceTest,
     analyze_scales,
     coded_values,
@@ -295,3 +296,66 @@ def test_analyze_scales_of_the_mini_study():
     assert item_b.counts == {1: 2, 2: 1, 3: 1, 4: 0, 5: 0}
     assert item_b.mean.mean == pytest.approx(1.75)
     assert (item_b.answers, item_b.stories) == (4, 2)
+
+
+def shifted(instrument, low: int, drop_factors: bool = False):
+    """``instrument`` with every Likert item starting at ``low`` (and, if asked, no factors)."""
+    items = tuple(
+        dataclasses.replace(
+            item,
+            low=low,
+            labels=(),
+            factor=None if drop_factors else item.factor,
+        )
+        for item in instrument.items
+    )
+    return dataclasses.replace(instrument, items=items)
+
+
+def test_a_scale_from_zero_is_reverse_coded_summarised_and_bounded_on_its_own_points():
+    zero_based = shifted(MINI, low=0)  # points 0 … 4; b codes to 0 + 4 − b
+    answers = mini_judgements().assign(value=lambda frame: frame["value"] - 1)
+    assert coded_values(zero_based, answers).iloc[:3].tolist() == [3.0, 3.0, 4.0]
+    result = analyze_scales(zero_based, answers)
+    by_source = {factor.source: factor for factor in result.factors}
+    # Every answer one lower than in the 1–5 mini study: each mean is one lower too.
+    assert by_source["X"].mean.mean == pytest.approx(25 / 6 - 1)
+    assert by_source["Y"].mean.mean == pytest.approx(23 / 12 - 1)
+    x_mean = by_source["X"].mean
+    assert (x_mean.ci_low, x_mean.ci_high, x_mean.clipped) == (0, 4, True)
+    item_b = next(i for i in result.items if (i.item_id, i.source) == ("b", "X"))
+    assert item_b.counts == {0: 2, 1: 1, 2: 1, 3: 0, 4: 0}
+    assert item_b.mean.mean == pytest.approx(0.75)
+    assert all(0 <= i.mean.ci_low <= i.mean.ci_high <= 4 for i in result.items)
+
+
+def test_an_instrument_without_factors_is_analysed_as_one_scale_of_all_its_likert_items():
+    unfactored = shifted(MINI, low=1, drop_factors=True)
+    assert unfactored.factors() == {}
+    result = analyze_scales(unfactored, mini_judgements())
+    with_factor = analyze_scales(MINI, mini_judgements())
+    # The same figures as when the three items form one declared factor (worked above).
+    assert {(f.factor, f.source) for f in result.factors} == {
+        (ALL_ITEMS_SCALE, "X"),
+        (ALL_ITEMS_SCALE, "Y"),
+    }
+    assert [f.mean for f in result.factors] == [f.mean for f in with_factor.factors]
+    assert [f.items for f in result.factors] == [("a", "b", "c")] * 2
+    (test,) = result.tests
+    assert test.what == ALL_ITEMS_SCALE and test.p_value == pytest.approx(1 / 3)
+    (reliability,) = result.reliability
+    assert reliability.factor == ALL_ITEMS_SCALE
+    assert reliability.cronbach_alpha == pytest.approx(1.5 * 74 / 116.875)
+    assert len(result.items) == 6  # and each item per source, as before
+
+
+def test_items_on_different_scales_without_factors_are_not_averaged_into_one():
+    mixed = shifted(MINI, low=1, drop_factors=True)
+    mixed = dataclasses.replace(
+        mixed, items=(dataclasses.replace(mixed.items[0], low=0), *mixed.items[1:])
+    )
+    answers = mini_judgements()
+    answers.loc[answers["item"] == "a", "value"] -= 1
+    result = analyze_scales(mixed, answers)
+    assert result.factors == () and result.reliability == () and result.tests == ()
+    assert len(result.items) == 6

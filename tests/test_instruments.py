@@ -18,6 +18,7 @@ from cyoa.rating.instruments import (
     load_instrument,
 )
 from cyoa.rating.instruments.aiss import parse_aiss
+from cyoa.rating.instruments.definition import instrument_from_dict, instrument_to_dict
 from cyoa.rating.instruments.ttcw import parse_ttcw
 
 DATA = resources.files("cyoa.rating.instruments").joinpath("data")
@@ -316,6 +317,74 @@ def test_custom_spec_errors_name_the_spec_and_the_item(spec, message):
     with pytest.raises(InstrumentError, match=message) as error:
         instrument_from_spec(spec, "spec.toml")
     assert str(error.value).startswith("spec.toml")
+
+
+RUBRIC = {
+    "id": "rubric",
+    "name": "A 0–10 rubric",
+    "items": [
+        {"id": "plot", "text": "How good is the plot?", "kind": "likert", "low": 0, "points": 11},
+        {
+            "id": "flat",
+            "text": "How flat are the characters?",
+            "kind": "likert",
+            "low": 0,
+            "points": 11,
+            "reverse": True,
+        },
+    ],
+}
+
+
+def test_a_likert_item_may_start_at_zero_and_answers_are_read_on_its_own_scale():
+    rubric = instrument_from_spec(RUBRIC, "rubric.toml")
+    plot = rubric.item("plot")
+    assert (plot.low, plot.high, plot.points) == (0, 10, 11)
+    assert plot.labels == tuple(str(point) for point in range(0, 11))
+    assert rubric.parse_value("plot", "0") == 0.0
+    assert rubric.parse_value("plot", 10) == 10.0
+    with pytest.raises(
+        InstrumentError, match="Item plot of rubric takes a whole number from 0 to 10"
+    ):
+        rubric.parse_value("plot", 11)
+    # Reverse coding turns the scale round on its own ends: 0 + 10 − 3 = 7.
+    assert rubric.coded("flat", 3.0) == 7.0
+    assert rubric.coded("flat", 0.0) == 10.0
+    with pytest.raises(InstrumentError, match="whole number from 0 to 10"):
+        rubric.coded("flat", -1.0)
+
+
+def test_a_scale_may_run_below_zero():
+    spec = _spec(kind="likert", low=-3, points=7)
+    item = instrument_from_spec(spec, "spec.toml").item("a")
+    assert (item.low, item.high) == (-3, 3)
+    assert instrument_from_spec(spec, "spec.toml").parse_value("a", "-3") == -3.0
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ({"kind": "yes_no", "low": 0}, "low belongs to Likert items only"),
+        ({"kind": "likert", "points": 5, "low": 0.5}, "low must be a whole number"),
+        ({"kind": "likert", "points": 5, "low": True}, "low must be a whole number"),
+        ({"kind": "likert", "points": 5, "low": 1000}, "low must be a whole number from -100"),
+    ],
+)
+def test_a_bad_lowest_point_is_refused_naming_the_item(item, message):
+    with pytest.raises(InstrumentError, match=message) as error:
+        instrument_from_spec(_spec(**item), "spec.toml")
+    assert str(error.value).startswith("spec.toml: item 1 ('a')")
+
+
+def test_an_instrument_stored_before_scales_had_a_lowest_point_still_loads_from_1():
+    stored = instrument_to_dict(AISS_V1)
+    for item in stored["items"]:
+        del item["low"]
+    old = instrument_from_dict(json.loads(json.dumps(stored)))
+    assert old == AISS_V1
+    assert (old.item("1").low, old.item("1").high) == (1, 5)
+    rubric = instrument_from_spec(RUBRIC, "rubric.toml")
+    assert instrument_from_dict(json.loads(json.dumps(instrument_to_dict(rubric)))) == rubric
 
 
 def test_load_instrument_by_name():

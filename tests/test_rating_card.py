@@ -1,6 +1,7 @@
 """The evaluation card of a rating study: every section Karpinska et al. (2021) ask for, with
 the numbers of a small study worked out by hand."""
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -96,9 +97,8 @@ def report() -> RatingReport:
     )
 
 
-@pytest.fixture(scope="module")
-def card() -> str:
-    data = RatingCardData(
+def card_data() -> RatingCardData:
+    return RatingCardData(
         experiment_id="mini-study",
         title="A mini study",
         spec=SPEC,
@@ -118,8 +118,14 @@ def card() -> str:
         raters_per_story={"s1": 2, "s2": 3, "s3": 1},
         report=report(),
     )
-    details = {"pay": "£2 per story", "qualifications": "Prolific, UK, approval ≥ 98%"}
-    return rating_card(data, details, NOW)
+
+
+DETAILS = {"pay": "£2 per story", "qualifications": "Prolific, UK, approval ≥ 98%"}
+
+
+@pytest.fixture(scope="module")
+def card() -> str:
+    return rating_card(card_data(), DETAILS, NOW)
 
 
 def section(card: str, title: str) -> str:
@@ -150,6 +156,21 @@ def test_the_card_names_the_instrument_its_items_scale_and_texts(card):
     assert "> Read each story, then answer." in instructions
     assert "> Think of the story you just read." in instructions
     assert "> You will read two very short stories." in instructions
+
+
+def test_the_card_numbers_a_0_to_10_scale_from_0():
+    rubric = instrument_from_spec(
+        {"id": "rubric", "name": "Rubric", "items": [
+            {"id": "plot", "text": "Plot?", "kind": "likert", "low": 0, "points": 11},
+            {"id": "tone", "text": "Tone?", "kind": "likert", "low": 0, "points": 3,
+             "labels": ["Flat", "Even", "Vivid"]},
+        ]},
+        "test",
+    )  # fmt: skip
+    card = rating_card(dataclasses.replace(card_data(), instrument=rubric), DETAILS, NOW)
+    scale = section(card, "Scale and labels")
+    assert "1 item: 11-point Likert scale from 0 to 10, numbered points." in scale
+    assert "1 item: 3-point Likert scale from 0 to 2, 0 = Flat, 1 = Even, 2 = Vivid." in scale
 
 
 def test_the_card_gives_story_lengths_and_raters_per_story(card):

@@ -10,7 +10,13 @@ from cyoa.rating.analysis.fei import EntropyMean, IndexSummary
 from cyoa.rating.analysis.ratings import analyze_ratings
 from cyoa.rating.analysis.scales import FactorSummary, mean_interval
 from cyoa.rating.analysis.ttcw import pass_rates
-from cyoa.rating.instruments import AISS_V1, TTCW, FeiQuestion, fei_instrument
+from cyoa.rating.instruments import (
+    AISS_V1,
+    TTCW,
+    FeiQuestion,
+    fei_instrument,
+    instrument_from_spec,
+)
 from cyoa.rating.research.charts import (
     NO_DATA,
     chart_names,
@@ -61,7 +67,7 @@ def test_the_factor_profile_shows_each_source_s_mean_score_per_factor():
         summary("Coherence", "model", [2.0, 3.0, 4.0]),  # mean 3.0
         summary("Pace", "model", [3.5]),  # one story: a point without whiskers
     ]
-    shown = texts(factor_chart(factors, tuple(AISS_V1.factors()), 5, "all 3 raters"))
+    shown = texts(factor_chart(factors, tuple(AISS_V1.factors()), (1, 5), "all 3 raters"))
     assert "human" in shown and "model" in shown
     assert "Coherence" in shown and "Pace" in shown
     assert not any("Repetition" in t for t in shown)  # factors without scores are left out
@@ -116,3 +122,26 @@ def test_the_dispatch_draws_the_analysis_of_the_judgements():
     shown = texts(rating_chart("pass-rates", TTCW, analysis, "all 2 raters"))
     # Every test: 2 of 4 judgements are Yes, for both sources.
     assert shown.count("50%") == 28 and shown.count("n=4") == 28
+
+
+def test_a_0_to_10_rubric_without_factors_charts_its_one_scale_on_0_to_10():
+    rubric = instrument_from_spec(
+        {"id": "rubric", "name": "Rubric", "items": [
+            {"id": "plot", "text": "Plot?", "kind": "likert", "low": 0, "points": 11},
+            {"id": "tone", "text": "Tone?", "kind": "likert", "low": 0, "points": 11},
+        ]},
+        "test",
+    )  # fmt: skip
+    rows = [
+        (f"{source}-{n}", source, f"r{rater}", item, float(value + rater), None)
+        for source, value in (("model", 0), ("human", 8))
+        for n in range(2)
+        for rater in range(2)
+        for item in ("plot", "tone")
+    ]
+    analysis = analyze_ratings(rubric, pd.DataFrame(rows, columns=COLUMNS), bootstrap=10)
+    assert chart_names(rubric) == ("factors",)
+    shown = texts(rating_chart("factors", rubric, analysis, "all 2 raters"))
+    assert "all items" in shown and "0.50" in shown and "8.50" in shown
+    assert any("0–10" in t for t in shown)
+    assert "0" in shown and "10" in shown  # the axis runs over the scale's own points

@@ -138,7 +138,7 @@ def test_a_mean_whose_interval_was_cut_at_the_scale_is_marked_on_the_chart():
             "Coherence", "human", ("a",), 4, 2, mean_interval([3, 3.25, 3.5], bounds=(1, 5)), 3
         ),
     ]
-    shown = svg_texts(factor_chart(summaries, ["Coherence"], 5))
+    shown = svg_texts(factor_chart(summaries, ["Coherence"], (1, 5)))
     assert "4.50†" in shown and "3.25" in shown
     assert CLIPPED_NOTE in shown
 

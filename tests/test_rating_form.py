@@ -161,6 +161,17 @@ def test_a_stored_custom_instrument_is_kept_as_its_table():
     assert instrument_from_spec(custom_instrument_table(instrument), "again") == instrument
 
 
+def test_a_stored_custom_instrument_keeps_a_scale_that_starts_at_zero():
+    table = {
+        "id": "rubric",
+        "name": "Rubric",
+        "items": [{"id": "plot", "text": "Plot?", "kind": "likert", "low": 0, "points": 11}],
+    }
+    instrument = instrument_from_spec(table, "test")
+    kept = instrument_from_spec(custom_instrument_table(instrument), "again")
+    assert kept == instrument and (kept.item("plot").low, kept.item("plot").high) == (0, 10)
+
+
 def test_generated_stories_need_two_loaded_models_and_a_prompt():
     chosen = form(generate_models=["fake-a", "fake-b"], prompts="Once.\n\nTwice.", seed="3")
     generation = generation_from_form(chosen, {"fake-a", "fake-b"})

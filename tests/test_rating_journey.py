@@ -355,3 +355,31 @@ def test_an_answer_that_is_no_ascii_whole_number_is_refused_with_a_sentence(stud
     assert reply.status_code == 409
     assert reply.get_json()["error"] == "Please choose one of the answers offered."
     assert rows(study, "SELECT count(*) AS n FROM judgements")[0]["n"] == 0
+
+
+def test_a_rater_answers_a_0_to_10_rubric_on_its_own_points(app, tmp_path):
+    rubric = {
+        "id": "rubric",
+        "name": "Rubric",
+        "items": [{"id": "plot", "text": "How good is the plot?", "kind": "likert", "low": 0,
+                   "points": 11}],
+    }  # fmt: skip
+    runner = CliRunner()
+    base = ["--db", app.config["DATABASE"]]
+    spec = write_spec(tmp_path, instrument=rubric)
+    for args in (["experiment", "create", str(spec)], ["experiment", "open", "aiss-pilot"]):
+        result = runner.invoke(cli, [*base, *args])
+        assert result.exit_code == 0, result.output
+    rater = Rater(app)
+    rater.start()
+    page = rater.page()
+    points = re.findall(r'<input type="radio" name="answer-1" value="(\d+)"', page)
+    assert points == [str(point) for point in range(0, 11)]
+    rater_id, state = rater.state()
+    story = state.current.story_id
+    reply = rater.act("answer_given", {"story": story, "item": "plot", "value": "0"})
+    assert reply.get_json() == {"ok": True, "duplicate": False}
+    off = rater.act("answer_given", {"story": story, "item": "plot", "value": "11"})
+    assert off.status_code == 409 and "choose one of the answers" in off.get_json()["error"]
+    stored = rows(app, "SELECT value FROM judgements WHERE rater_id = ?", rater_id)
+    assert stored == [{"value": 0.0}]

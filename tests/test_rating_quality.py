@@ -237,11 +237,11 @@ def test_a_raters_quality_record_by_hand():
     assert quality.words_per_minute() == 650.0
     assert quality.words_per_minute("max") == 1000.0
     assert quality.seconds_per_story("min") == 60.0
-    # The check is a Likert item of the page too: s1 has 4 answers (4, 2, 5, 2), s2 has
-    # 3, 3, 3 and the check's 4.
+    # Only the instrument's items make up a page: s1 has 4, 2, 5; s2 has 3, 3, 3 (the
+    # checks' answers are left out).
     assert [(p.story_id, p.likert_answers, p.distinct_values) for p in quality.pages] == [
-        ("s1", 4, 3),
-        ("s2", 4, 2),
+        ("s1", 3, 3),
+        ("s2", 3, 1),
     ]
 
 
@@ -253,6 +253,19 @@ def test_the_same_answer_to_every_item_of_a_page_reversed_ones_included_is_strai
     assert quality.straight_lined_pages(min_items=23) == 0
     one_differs = aiss_page("s1", {**every_item, "5": 3.0}, at=100)
     assert rater_quality("r", one_differs, [], AISS_V1).straight_lined_pages() == 0
+
+
+def test_a_correctly_answered_attention_check_does_not_hide_straight_lining():
+    checks = quality_spec({"attention_checks": [{"builtin": "aiss"}]}, "pilot.toml").checks
+    every_item = aiss_page("s1", {item.id: 4.0 for item in AISS_V1.items}, at=100)
+    passed_check = Answer("s1", AISS_CHECK_ID, 2.0, seconds(101))  # "Somewhat disagree"
+
+    with_check = rater_quality("r", [*every_item, passed_check], [], AISS_V1, checks)
+    without_check = rater_quality("r", every_item, [], AISS_V1)
+
+    assert with_check.failed_checks == 0
+    assert with_check.straight_lined_pages() == without_check.straight_lined_pages() == 1
+    assert [(p.likert_answers, p.distinct_values) for p in with_check.pages] == [(22, 1)]
 
 
 def test_pages_of_one_story_are_judged_apart_and_yes_no_items_never_straight_line():

@@ -173,6 +173,7 @@ def item_rows(instrument: Instrument) -> list[dict[str, Any]]:
             "kind": item.kind,
             "text": item.text,
             "points": item.points,
+            "low": item.low if item.kind == "likert" else None,
             "labels": json.dumps(list(item.labels), ensure_ascii=False) if item.labels else None,
             "reverse": int(item.reverse),
             "factor": item.factor,

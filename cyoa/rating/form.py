@@ -423,7 +423,12 @@ def custom_instrument_table(instrument: Instrument) -> dict[str, Any]:
     for item in instrument.items:
         table: dict[str, Any] = {"id": item.id, "text": item.text, "kind": item.kind}
         if item.kind == "likert":
-            table |= {"points": item.points, "labels": list(item.labels), "reverse": item.reverse}
+            table |= {
+                "points": item.points,
+                "low": item.low,
+                "labels": list(item.labels),
+                "reverse": item.reverse,
+            }
         if item.factor:
             table["factor"] = item.factor
         if item.rationale:

@@ -16,8 +16,10 @@ and filtering on it; the AISS study added instructed-response and story-content 
   minute. Answering time is included, so the speed is a lower bound on how fast the rater
   read: a rater above a plausible reading speed (skilled readers manage some 200–400 words
   per minute) did not read the whole story.
-- **Straight-lining**: the same answer to every Likert item of a page, reverse-keyed items
-  included (where a scale has reversed items, that is a contradiction).
+- **Straight-lining**: the same answer to every Likert item of the instrument on a page,
+  reverse-keyed items included (where a scale has reversed items, that is a contradiction).
+  Attention checks do not count: a careless rater who passes a Likert check would otherwise
+  never straight-line.
 - **Exclusion rules** (:class:`ExclusionRule`), evaluated per rater; excluded raters are
   reported with the rules they broke, and their judgements split off, never dropped unseen.
 
@@ -514,8 +516,9 @@ def rater_quality(
     - ``checks``: one :class:`CheckResult` per answer to a check, in answer order;
     - ``stories``: one :class:`StoryTime` per story shown, in the order given; the last
       answer is the latest ``answered_at`` among the story's answers, checks included;
-    - ``pages``: one :class:`PageAnswers` per story and page with a Likert answer (the
-      instrument's Likert items and Likert checks), in order of first answer.
+    - ``pages``: one :class:`PageAnswers` per story and page with a Likert answer to the
+      instrument, in order of first answer. Attention checks are left out: a check has a
+      right answer, so answering it correctly must not break a run of identical answers.
 
     Raises :class:`ValueError` for an answer to an item that is neither the instrument's
     nor a check's.
@@ -551,7 +554,7 @@ def rater_quality(
             latest = last_answer.get(answer.story_id)
             if latest is None or answer.answered_at > latest:
                 last_answer[answer.story_id] = answer.answered_at
-        if item.kind == "likert" and answer.value is not None:
+        if check is None and item.kind == "likert" and answer.value is not None:
             page_values[(answer.story_id, answer.page)].append(float(answer.value))
     times = []
     for story in shown:

@@ -266,7 +266,7 @@ def _item_units(rows: pd.DataFrame) -> list[list[float]]:
 def _domain(item: Item) -> list[float]:
     """The values an item's answers take: its points, or 0/1."""
     if item.kind == "likert":
-        return [float(point) for point in range(1, item.points + 1)]
+        return [float(point) for point in item.scale]
     return [0.0, 1.0]
 
 
@@ -321,7 +321,7 @@ def agreement_table(
     sources = sorted(judgements["source"].unique())
     scopes = [ALL_SOURCES] + (sources if len(sources) > 1 else [])
     rows: list[ItemAgreement] = []
-    shapes = {(item.kind, item.points) for item in scored}
+    shapes = {(item.kind, item.points, item.low) for item in scored}
     for scope in scopes:
         subset = judgements if scope == ALL_SOURCES else judgements[judgements["source"] == scope]
         by_item = dict(tuple(subset.groupby("item", sort=False)))

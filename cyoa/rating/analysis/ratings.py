@@ -27,7 +27,12 @@ import pandas as pd
 
 from cyoa.rating.analysis.agreement import ItemAgreement, Level, agreement_table
 from cyoa.rating.analysis.fei import FeiAnalysis, analyze_fei
-from cyoa.rating.analysis.scales import ScaleAnalysis, analyze_scales
+from cyoa.rating.analysis.scales import (
+    ALL_ITEMS_SCALE,
+    ScaleAnalysis,
+    analyze_scales,
+    likert_scales,
+)
 from cyoa.rating.analysis.ttcw import TtcwAnalysis, analyze_tests
 from cyoa.rating.instruments.types import Instrument, InstrumentError
 
@@ -88,11 +93,11 @@ def _domain_errors(instrument: Instrument, rows: pd.DataFrame) -> None:
         item = instrument.item(item_id)
         if item.kind == "text":
             continue
-        allowed = range(1, item.points + 1) if item.kind == "likert" else (0, 1)
+        allowed = item.scale if item.kind == "likert" else (0, 1)
         wrong = values[~values.isin([float(v) for v in allowed])]
         if not wrong.empty:
             accepted = (
-                f"whole numbers from 1 to {item.points}"
+                f"whole numbers from {item.low} to {item.high}"
                 if item.kind == "likert"
                 else "1.0 (yes/true) or 0.0 (no/false)"
             )
@@ -156,6 +161,23 @@ def validate_judgements(instrument: Instrument, judgements: pd.DataFrame) -> pd.
     return rows
 
 
+def _unfactored_note(instrument: Instrument) -> list[str]:
+    """What an instrument whose Likert items declare no factor is scored as."""
+    if any(item.factor for item in instrument.items if item.kind == "likert"):
+        return []
+    if ALL_ITEMS_SCALE in likert_scales(instrument):
+        return [
+            f"{instrument.id} declares no factors: its Likert items are analysed as one "
+            f"scale, '{ALL_ITEMS_SCALE}' (score, test between sources, Cronbach's α and "
+            "McDonald's ω), and each item on its own."
+        ]
+    return [
+        f"{instrument.id} declares no factors and its Likert items run over different "
+        "ranges: they are not averaged into one scale, and each item is summarised on its "
+        "own. Give items a factor to score them together."
+    ]
+
+
 def _notes(instrument: Instrument, kinds: set[str], likert_level: Level) -> list[str]:
     notes = []
     if instrument.id == "aiss-v1":
@@ -169,6 +191,7 @@ def _notes(instrument: Instrument, kinds: set[str], likert_level: Level) -> list
             "with 95% t intervals over stories; factor scores are the mean of the factor's "
             "items after reverse coding, per rater × story that answered them all."
         )
+        notes += _unfactored_note(instrument)
     if "yes_no" in kinds:
         notes.append(
             "Pass rate = Yes judgements ÷ judgements of the test (Chakrabarty et al. 2024, "

@@ -224,7 +224,8 @@ def _p(value: float | None) -> str:
 CLIPPED = "†"
 CLIPPED_NOTE = (
     f"{CLIPPED} The t interval reached past the scale and is cut at its bound (0 and the "
-    "number of tests, 1 and the points of a Likert scale, 0 and 1 bit); docs/analysis.md."
+    "number of tests, the lowest and highest points of a Likert scale, 0 and 1 bit); "
+    "docs/analysis.md."
 )
 # Columns of the CSV holding shares (0–1), shown to 3 decimals; other numbers get 2.
 _SHARE_COLUMNS = ("rate", "exact agreement")

@@ -10,9 +10,12 @@ its own (Mann–Whitney U, Holm within the pairs, Cliff's δ with its interval).
 number of raters per story the mean equals the mean of all answers. Answer counts per point are
 over all answers.
 
-Factor scores follow the AISS's scoring (reverse-keyed items coded ``points + 1 − answer``,
-then the mean of the factor's items) and are computed per rater × story
-(:func:`factor_scores`).
+Factor scores follow the AISS's scoring (reverse-keyed items coded ``low + high − answer``,
+that is ``points + 1 − answer`` on a scale from 1, then the mean of the factor's items) and
+are computed per rater × story (:func:`factor_scores`). Every figure is on the items' own
+points (0 … 10 for a 0–10 rubric), and intervals are cut at the scale's ends. An instrument
+whose Likert items declare no factor is one scale of all its Likert items
+(:func:`likert_scales`).
 
 References:
     Student (1908). The probable error of a mean. Biometrika 6(1).
@@ -53,6 +56,8 @@ CONFIDENCE = 0.95
 HEYWOOD_UNIQUENESS = 0.01
 # One-factor fits from this many fixed starting values (seeds 0, 1, …); the best is kept.
 FACTOR_STARTS = 5
+# The one scale of an instrument whose Likert items declare no factor (see likert_scales).
+ALL_ITEMS_SCALE = "all items"
 
 
 @dataclass(frozen=True)
@@ -238,15 +243,46 @@ def with_holm(tests: Sequence[SourceTest]) -> tuple[SourceTest, ...]:
 
 
 def coded_values(instrument: Instrument, judgements: pd.DataFrame) -> pd.Series:
-    """The ``value`` column after reverse coding: ``points + 1 − value`` for the instrument's
+    """The ``value`` column after reverse coding: ``low + high − value`` for the instrument's
     reverse-keyed Likert items, ``value`` for every other item (NaN stays NaN), as
     :meth:`~cyoa.rating.instruments.types.Instrument.coded` does one value at a time."""
-    reversed_points = {
-        item.id: float(item.points) for item in instrument.items if item.reverse and item.points
+    ends = {
+        item.id: float(item.low + item.high)
+        for item in instrument.items
+        if item.reverse and item.kind == "likert"
     }
     values = judgements["value"].astype(float)
-    points = judgements["item"].map(reversed_points).astype(float)  # float even when empty
-    return values.where(points.isna(), points + 1 - values)
+    mirror = judgements["item"].map(ends).astype(float)  # float even when empty
+    return values.where(mirror.isna(), mirror - values)
+
+
+def likert_scales(instrument: Instrument) -> dict[str, tuple[str, ...]]:
+    """The scales of ``instrument`` that get scores, tests between sources and reliability:
+    its factors that hold a Likert item (name → item ids, in the instrument's order); or,
+    when no Likert item declares a factor, one scale :data:`ALL_ITEMS_SCALE` of all its
+    Likert items, provided they share one range of points (items on different ranges are
+    not averaged; each is still summarised on its own). Empty without Likert items."""
+    factors = {
+        factor: item_ids
+        for factor, item_ids in instrument.factors().items()
+        if any(instrument.item(i).kind == "likert" for i in item_ids)
+    }
+    if factors:
+        return factors
+    likert = [item for item in instrument.items if item.kind == "likert"]
+    if not likert or len({item.bounds() for item in likert}) > 1:
+        return {}
+    return {ALL_ITEMS_SCALE: tuple(item.id for item in likert)}
+
+
+def scale_bounds(instrument: Instrument, item_ids: Sequence[str]) -> tuple[float, float]:
+    """The lowest and highest value a mean of the Likert items ``item_ids`` can take: the
+    lowest of their lowest points and the highest of their highest (their common ends when
+    they share a range); ``(1, 1)`` without Likert items."""
+    ends = [instrument.item(i).bounds() for i in item_ids if instrument.item(i).kind == "likert"]
+    if not ends:
+        return (1.0, 1.0)
+    return (min(low for low, _ in ends), max(high for _, high in ends))
 
 
 def _story_means(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -258,8 +294,9 @@ def _story_means(frame: pd.DataFrame, column: str) -> pd.Series:
 class ItemSummary:
     """One Likert item's answers from one source's stories, as answered (not reverse-coded).
 
-    ``counts``: answers per point 1…points; ``answers`` and ``stories`` with an answer;
-    ``mean``: over stories of the story's mean answer, with the t interval over stories.
+    ``counts``: answers per point, the item's lowest to highest; ``answers`` and
+    ``stories`` with an answer; ``mean``: over stories of the story's mean answer, with the
+    t interval over stories (cut at the item's lowest and highest points).
     """
 
     item_id: str
@@ -318,7 +355,8 @@ class ScaleAnalysis:
 
 def factor_scores(instrument: Instrument, judgements: pd.DataFrame) -> pd.DataFrame:
     """Factor score per rater × story: the mean of the factor's Likert items after reverse
-    coding (:func:`coded_values`), in the items' points (1 … points).
+    coding (:func:`coded_values`), in the items' points (``low`` … ``high``), for each scale
+    of :func:`likert_scales` (its name in ``factor``).
 
     Returns columns ``story_id``, ``source``, ``rater_id``, ``factor``, ``score``. A rater ×
     story gets a score only when they answered every item of the factor: a mean over fewer
@@ -327,7 +365,7 @@ def factor_scores(instrument: Instrument, judgements: pd.DataFrame) -> pd.DataFr
     """
     columns = ["story_id", "source", "rater_id", "factor", "score"]
     frames = []
-    for factor, item_ids in instrument.factors().items():
+    for factor, item_ids in likert_scales(instrument).items():
         likert = [i for i in item_ids if instrument.item(i).kind == "likert"]
         rows = judgements[judgements["item"].isin(likert)].dropna(subset=["value"])
         if rows.empty:
@@ -358,7 +396,7 @@ def item_summaries(
             if rows is None:
                 continue
             values = rows["value"].astype(int)
-            counts = {point: int((values == point).sum()) for point in range(1, item.points + 1)}
+            counts = {point: int((values == point).sum()) for point in item.scale}
             means = _story_means(rows, "value")
             summaries.append(
                 ItemSummary(
@@ -367,7 +405,7 @@ def item_summaries(
                     counts=counts,
                     answers=int(values.size),
                     stories=int(means.size),
-                    mean=mean_interval(means.to_numpy(), confidence, (1, item.points)),
+                    mean=mean_interval(means.to_numpy(), confidence, item.bounds()),
                 )
             )
     return tuple(summaries)
@@ -475,10 +513,10 @@ def _wide(
 
 
 def reliability(instrument: Instrument, judgements: pd.DataFrame) -> tuple[Reliability, ...]:
-    """:class:`Reliability` of each factor of Likert items, over all sources' rater × story
-    rows that answered every item of the factor (reverse-coded)."""
+    """:class:`Reliability` of each scale of :func:`likert_scales`, over all sources' rater ×
+    story rows that answered every item of the scale (reverse-coded)."""
     results = []
-    for factor, item_ids in instrument.factors().items():
+    for factor, item_ids in likert_scales(instrument).items():
         likert = [i for i in item_ids if instrument.item(i).kind == "likert"]
         if not likert:
             continue
@@ -512,7 +550,7 @@ def analyze_scales(
     sources = sorted(judgements["source"].unique())
     factors = []
     tests = []
-    for factor, item_ids in instrument.factors().items():
+    for factor, item_ids in likert_scales(instrument).items():
         rows = scores[scores["factor"] == factor]
         if rows.empty:
             continue
@@ -523,7 +561,6 @@ def analyze_scales(
                 continue
             means = _story_means(own, "score")
             story_scores[source] = means.to_numpy()
-            points = max(instrument.item(i).points or 1 for i in item_ids)
             factors.append(
                 FactorSummary(
                     factor=factor,
@@ -531,7 +568,9 @@ def analyze_scales(
                     items=tuple(i for i in item_ids if instrument.item(i).kind == "likert"),
                     scores=int(own.shape[0]),
                     stories=int(means.size),
-                    mean=mean_interval(means.to_numpy(), confidence, (1, points)),
+                    mean=mean_interval(
+                        means.to_numpy(), confidence, scale_bounds(instrument, item_ids)
+                    ),
                     median=float(own["score"].median()),
                 )
             )

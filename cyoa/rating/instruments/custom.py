@@ -13,13 +13,16 @@ id = "fun"
 text = "The story was fun to read."
 kind = "likert"                 # likert | yes_no | text
 points = 5                      # likert: 2 to 11
+low = 1                         # optional, likert only: the lowest point (0 for a 0–10 rubric)
 labels = ["Strongly disagree", "Disagree", "Neutral", "Agree", "Strongly agree"]
 reverse = false                 # optional, likert only
 factor = "Enjoyment"            # optional
 rationale = false               # optional: ask for a written reason
 ```
 
-``labels`` may be left out for numbered points ("1" … "points").
+``labels`` may be left out for numbered points ("1" … "5"). A scale that starts elsewhere
+gives its lowest point: a 0–10 rubric is ``low = 0`` with ``points = 11``, answered and
+reported as 0 … 10.
 """
 
 from __future__ import annotations
@@ -27,12 +30,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from cyoa.rating.instruments.types import Instrument, InstrumentError, Item
+from cyoa.rating.instruments.types import MAX_LOW, MIN_LOW, Instrument, InstrumentError, Item
 
 BUILT_IN_IDS = ("aiss-v1", "ttcw", "fei")
 SPEC_KINDS = ("likert", "yes_no", "text")
 _SPEC_KEYS = {"id", "name", "instructions", "version", "reference", "attribution", "items"}
-_ITEM_KEYS = {"id", "text", "kind", "points", "labels", "reverse", "factor", "rationale"}
+_ITEM_KEYS = {"id", "text", "kind", "points", "low", "labels", "reverse", "factor", "rationale"}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -48,6 +51,33 @@ def _flag(value: object, what: str) -> bool:
     if not isinstance(value, bool):
         raise InstrumentError(f"{what} must be true or false, not {value!r}.")
     return value
+
+
+def _likert_scale(spec: Mapping[str, object], name: str) -> tuple[int, int, tuple[str, ...]]:
+    """A Likert item's ``points``, lowest point ``low`` (1 unless given) and labels (the
+    numbers ``low`` … ``high`` unless given), checked; ``name`` starts every error."""
+    points = spec.get("points")
+    if isinstance(points, bool) or not isinstance(points, int) or not 2 <= points <= 11:
+        raise InstrumentError(f"{name} is a Likert item: give points from 2 to 11, not {points!r}.")
+    low = spec.get("low", 1)
+    if isinstance(low, bool) or not isinstance(low, int) or not MIN_LOW <= low <= MAX_LOW:
+        raise InstrumentError(
+            f"{name}: low must be a whole number from {MIN_LOW} to {MAX_LOW} (the scale's "
+            f"lowest point, e.g. 0 for a 0–10 rubric), not {low!r}."
+        )
+    raw_labels = spec.get("labels")
+    if raw_labels is None:
+        return points, low, tuple(str(point) for point in range(low, low + points))
+    if (
+        not isinstance(raw_labels, list)
+        or len(raw_labels) != points
+        or not all(isinstance(label, str) and label.strip() for label in raw_labels)
+    ):
+        raise InstrumentError(
+            f"{name} has {points} points: give labels as a list of {points} non-empty "
+            f"strings from low to high, or leave labels out for numbered points."
+        )
+    return points, low, tuple(label.strip() for label in raw_labels)
 
 
 def _item(spec: object, where: str, number: int) -> Item:
@@ -67,29 +97,13 @@ def _item(spec: object, where: str, number: int) -> Item:
     kind = spec.get("kind")
     if kind not in SPEC_KINDS:
         raise InstrumentError(f"{name} has kind {kind!r}: use one of {', '.join(SPEC_KINDS)}.")
-    points = spec.get("points")
-    labels: tuple[str, ...] = ()
+    points, low, labels = None, 1, ()
     if kind == "likert":
-        if isinstance(points, bool) or not isinstance(points, int) or not 2 <= points <= 11:
-            raise InstrumentError(
-                f"{name} is a Likert item: give points from 2 to 11, not {points!r}."
-            )
-        raw_labels = spec.get("labels")
-        if raw_labels is None:
-            labels = tuple(str(point) for point in range(1, points + 1))
-        elif (
-            not isinstance(raw_labels, list)
-            or len(raw_labels) != points
-            or not all(isinstance(label, str) and label.strip() for label in raw_labels)
-        ):
-            raise InstrumentError(
-                f"{name} has {points} points: give labels as a list of {points} non-empty "
-                f"strings from low to high, or leave labels out for numbered points."
-            )
-        else:
-            labels = tuple(label.strip() for label in raw_labels)
-    elif points is not None or spec.get("labels") is not None:
+        points, low, labels = _likert_scale(spec, name)
+    elif spec.get("points") is not None or spec.get("labels") is not None:
         raise InstrumentError(f"{name} is {kind}: points and labels belong to Likert items only.")
+    elif spec.get("low") is not None:
+        raise InstrumentError(f"{name} is {kind}: low belongs to Likert items only.")
     reverse = _flag(spec.get("reverse", False), f"{name}: reverse")
     if reverse and kind != "likert":
         raise InstrumentError(f"{name} is {kind}: only Likert items can be reverse-keyed.")
@@ -99,7 +113,8 @@ def _item(spec: object, where: str, number: int) -> Item:
             id=item_id.strip(),
             text=_text(spec.get("text"), f"{name}: text"),
             kind=kind,
-            points=points if kind == "likert" else None,
+            points=points,
+            low=low,
             labels=labels,
             reverse=reverse,
             factor=None if factor is None else _text(factor, f"{name}: factor"),
@@ -115,8 +130,8 @@ def instrument_from_spec(spec: Mapping[str, object], where: str) -> Instrument:
     ``where`` names the spec's origin (a file path, "the form") and starts every error
     message, which also names the item at fault. Checks: a valid ``id`` that is not a
     built-in one, a ``name``, at least one item, no unknown fields, unique item ids, a known
-    kind, 2–11 points and one label per point for Likert items, ``reverse`` on Likert items
-    only.
+    kind, 2–11 points, a whole-number ``low`` (default 1) and one label per point for Likert
+    items, ``reverse`` on Likert items only.
     """
     if not isinstance(spec, Mapping):
         raise InstrumentError(f"{where}: an instrument spec must be a table of fields.")

@@ -20,6 +20,10 @@ KINDS: tuple[str, ...] = ("likert", "yes_no", "true_false", "text")
 FEI_KINDS: tuple[str, ...] = ("transitional", "world")
 MIN_POINTS = 2
 MAX_POINTS = 11
+# The lowest point a Likert scale may start at: 1 (the usual 1–5 or 1–7), 0 (a 0–10
+# rubric) or below zero (a −3…3 semantic differential).
+MIN_LOW = -100
+MAX_LOW = 100
 
 # Spellings accepted for a binary answer, lower-cased.
 _BINARY = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0}
@@ -34,10 +38,12 @@ class Item:
     """One question of an instrument.
 
     ``id``: the item's identifier within its instrument (AISS "1".."22", TTCW "1".."14", FEI
-    the question id). ``kind``: ``"likert"`` (a whole number from 1 to ``points``, with
-    ``labels`` naming the points from low to high), ``"yes_no"``, ``"true_false"`` or
-    ``"text"`` (a free answer, not scored). ``reverse``: a reverse-keyed Likert item, scored
-    ``points + 1 − answer``. ``factor``: the AISS factor or TTCW dimension it belongs to.
+    the question id). ``kind``: ``"likert"`` (a whole number from ``low`` to ``high`` =
+    ``low + points − 1``, with ``labels`` naming the points from low to high; ``low`` is 1
+    unless the scale starts elsewhere, e.g. 0 for a 0–10 rubric), ``"yes_no"``,
+    ``"true_false"`` or ``"text"`` (a free answer, not scored). ``reverse``: a reverse-keyed
+    Likert item, scored ``low + high − answer``. ``factor``: the AISS factor or TTCW
+    dimension it belongs to.
     ``rationale``: the rater is asked to explain the answer in writing (TTCW). ``context``:
     the text shown with the question (TTCW's expanded expert measure). ``category``: the TTCW
     test's name. ``fei_kind``: ``"transitional"`` or ``"world"`` for an FEI probe;
@@ -48,6 +54,7 @@ class Item:
     text: str
     kind: str
     points: int | None = None
+    low: int = 1
     labels: tuple[str, ...] = ()
     reverse: bool = False
     factor: str | None = None
@@ -71,6 +78,15 @@ class Item:
                     f"{name} is a Likert item: give points as a whole number from "
                     f"{MIN_POINTS} to {MAX_POINTS}, not {self.points!r}."
                 )
+            if (
+                isinstance(self.low, bool)
+                or not isinstance(self.low, int)
+                or not MIN_LOW <= self.low <= MAX_LOW
+            ):
+                raise InstrumentError(
+                    f"{name}: low must be a whole number from {MIN_LOW} to {MAX_LOW} (the "
+                    f"scale's lowest point), not {self.low!r}."
+                )
             if self.labels and len(self.labels) != self.points:
                 raise InstrumentError(
                     f"{name} has {self.points} points but {len(self.labels)} labels: give "
@@ -81,6 +97,8 @@ class Item:
                 raise InstrumentError(
                     f"{name} is {self.kind}: points and labels belong to Likert items only."
                 )
+            if self.low != 1:
+                raise InstrumentError(f"{name} is {self.kind}: low belongs to Likert items only.")
             if self.reverse:
                 raise InstrumentError(
                     f"{name} is {self.kind}: only Likert items can be reverse-keyed."
@@ -100,9 +118,9 @@ class Item:
             return str(raw)
         if self.kind == "likert":
             number = _whole_number(raw)
-            if number is None or not 1 <= number <= self.points:
+            if number is None or number not in self.scale:
                 raise InstrumentError(
-                    f"{name} takes a whole number from 1 to {self.points}; got {raw!r}."
+                    f"{name} takes a whole number from {self.low} to {self.high}; got {raw!r}."
                 )
             return float(number)
         value = _binary(raw)
@@ -113,6 +131,21 @@ class Item:
                 f"got {raw!r}."
             )
         return value
+
+    @property
+    def high(self) -> int | None:
+        """The highest point of a Likert item, ``low + points − 1``; None for other kinds."""
+        return self.low + self.points - 1 if self.kind == "likert" else None
+
+    @property
+    def scale(self) -> range:
+        """The points a Likert answer can take, low to high (empty for other kinds)."""
+        return range(self.low, self.high + 1) if self.kind == "likert" else range(0)
+
+    def bounds(self) -> tuple[float, float]:
+        """The lowest and highest value an answer (and so a mean of answers) can take:
+        ``(low, high)`` for a Likert item, ``(0, 1)`` for yes/no and true/false."""
+        return (float(self.low), float(self.high)) if self.kind == "likert" else (0.0, 1.0)
 
     @property
     def scored(self) -> bool:
@@ -173,8 +206,9 @@ class Instrument:
     def parse_value(self, item_id: str, raw: object) -> float | str:
         """The stored value of a rater's answer ``raw`` to item ``item_id``.
 
-        - likert: a whole number from 1 to ``points``, as int, integral float or string
-          (``"4"``) → that number as a float, *not* reverse-coded (see :meth:`coded`);
+        - likert: a whole number from the item's ``low`` to ``high``, as int, integral float
+          or string (``"4"``) → that number as a float, *not* reverse-coded (see
+          :meth:`coded`);
         - yes_no and true_false: ``Yes``/``No``, ``true``/``false``, ``1``/``0`` in any
           case, or a bool or 0/1 → 1.0 (yes, true) or 0.0 (no, false);
         - text: the answer as a string.
@@ -185,8 +219,9 @@ class Instrument:
         return self.item(item_id).parse(raw, self.id)
 
     def coded(self, item_id: str, value: float) -> float:
-        """The score of a stored ``value`` (see :meth:`parse_value`): ``points + 1 − value``
-        for a reverse-keyed Likert item, ``value`` otherwise; NaN (no answer) stays NaN.
+        """The score of a stored ``value`` (see :meth:`parse_value`): ``low + high − value``
+        for a reverse-keyed Likert item (``points + 1 − value`` on a scale from 1), ``value``
+        otherwise; NaN (no answer) stays NaN.
 
         Raises :class:`InstrumentError` for a text item or a value outside the item's range.
         """
@@ -197,12 +232,12 @@ class Instrument:
         if math.isnan(number):
             return number
         if item.kind == "likert":
-            if not number.is_integer() or not 1 <= number <= item.points:
+            if not number.is_integer() or int(number) not in item.scale:
                 raise InstrumentError(
-                    f"Item {item.id} of {self.id} takes a whole number from 1 to "
-                    f"{item.points}; got {value!r}."
+                    f"Item {item.id} of {self.id} takes a whole number from {item.low} to "
+                    f"{item.high}; got {value!r}."
                 )
-            return item.points + 1 - number if item.reverse else number
+            return item.low + item.high - number if item.reverse else number
         if number not in (0.0, 1.0):
             raise InstrumentError(f"Item {item.id} of {self.id} takes 0 or 1; got {value!r}.")
         return number

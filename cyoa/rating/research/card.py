@@ -132,12 +132,19 @@ def _scale_lines(instrument: Instrument) -> list[str]:
     lines = []
     shapes: dict[tuple, list] = {}
     for item in instrument.items:
-        shapes.setdefault((item.kind, item.points, item.labels, item.rationale), []).append(item)
-    for (kind, points, labels, rationale), items in shapes.items():
+        shape = (item.kind, item.points, item.low, item.labels, item.rationale)
+        shapes.setdefault(shape, []).append(item)
+    for (kind, points, low, labels, rationale), items in shapes.items():
         which = f"{len(items)} item{'s' if len(items) != 1 else ''}"
         if kind == "likert":
-            named = ", ".join(f"{n} = {label}" for n, label in enumerate(labels, start=1))
-            lines.append(f"- {which}: {points}-point Likert scale, {named or 'numbered points'}.")
+            numbers = tuple(str(point) for point in items[0].scale)
+            named = ", ".join(f"{n} = {label}" for n, label in zip(numbers, labels, strict=False))
+            if labels == numbers:
+                named = ""
+            span = "" if low == 1 else f" from {low} to {items[0].high}"
+            lines.append(
+                f"- {which}: {points}-point Likert scale{span}, {named or 'numbered points'}."
+            )
         elif kind == "yes_no":
             why = " with a written rationale" if rationale else ""
             lines.append(f"- {which}: Yes or No{why}.")

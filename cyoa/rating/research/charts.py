@@ -8,8 +8,9 @@ recomputed here:
   by dimension) × sources (columns); each cell is the pass rate, Yes judgements ÷
   judgements of the test, with that number of judgements ``n``
   (:func:`cyoa.rating.analysis.ttcw.pass_rates`; Chakrabarty et al. 2024, Table 5);
-- :func:`factor_chart` (``factors``): per factor of a Likert scale (the AISS's five), each
-  source's mean factor score with its 95% Student t interval over stories
+- :func:`factor_chart` (``factors``): per factor of a Likert scale (the AISS's five; the
+  one scale of all items of an instrument without factors), each source's mean factor
+  score with its 95% Student t interval over stories
   (:func:`cyoa.rating.analysis.scales.analyze_scales`);
 - :func:`entropy_chart` (``entropy``): FEI's ETC and EWC per source, E(Q) in bits at the
   number of readers per question every source is compared at, with the 95% percentile
@@ -17,9 +18,10 @@ recomputed here:
   al. 2021).
 
 Every function returns the SVG document as bytes. An axis of means spans the values a mean
-can take (1 … points; 0–1 bits); an interval that reached past them was cut at the bound by
-the analysis (:func:`cyoa.rating.analysis.scales.mean_interval`), and its mean is marked † with a
-note under the chart. Long source names are wrapped onto several lines, never cut, so that
+can take (the scale's lowest to highest point, e.g. 1 … 5 or 0 … 10; 0–1 bits); an
+interval that reached past them was cut at the bound by the analysis
+(:func:`cyoa.rating.analysis.scales.mean_interval`), and its mean is marked † with a note
+under the chart. Long source names are wrapped onto several lines, never cut, so that
 neighbouring labels do not run into each other. matplotlib's style is global: draw one chart
 at a time (the web app holds the co-writing dashboard's chart lock).
 """
@@ -34,7 +36,12 @@ import matplotlib
 
 from cyoa.rating.analysis.fei import MIN_ANSWERS, IndexSummary
 from cyoa.rating.analysis.ratings import RatingAnalysis
-from cyoa.rating.analysis.scales import FactorSummary, MeanInterval
+from cyoa.rating.analysis.scales import (
+    FactorSummary,
+    MeanInterval,
+    likert_scales,
+    scale_bounds,
+)
 from cyoa.rating.analysis.ttcw import PassRate
 from cyoa.rating.instruments import Instrument
 from cyoa.web.charts import COLOURS, RC, empty_chart, new_figure, svg_bytes
@@ -49,17 +56,19 @@ NO_DATA = "No judgements yet."
 CLIPPED_NOTE = "† interval cut at the bound of the scale (docs/analysis.md)"
 # A source's name is wrapped to lines of at most this many characters under its column.
 LABEL_WIDTH = 14
-# The y axes span the values a mean can take (1 … points; 0–1 bits) and this share more.
+# The y axes span the values a mean can take (low … high points; 0–1 bits) and this share more.
 MARGIN = 0.04
 
 
 def chart_names(instrument: Instrument) -> tuple[str, ...]:
     """The charts that apply to ``instrument``: ``pass-rates`` with Yes/No items,
-    ``factors`` with Likert items in factors, ``entropy`` with FEI questions."""
+    ``factors`` with Likert scales (:func:`~cyoa.rating.analysis.scales.likert_scales`:
+    factors, or all Likert items of an instrument without factors), ``entropy`` with FEI
+    questions."""
     names = []
     if any(item.kind == "yes_no" for item in instrument.items):
         names.append("pass-rates")
-    if any(item.kind == "likert" and item.factor for item in instrument.items):
+    if likert_scales(instrument):
         names.append("factors")
     if any(item.fei_kind for item in instrument.items):
         names.append("entropy")
@@ -81,8 +90,9 @@ def rating_chart(
     if name == "factors":
         if analysis is None or analysis.scales is None or not analysis.scales.factors:
             return empty_chart(NO_DATA)
-        points = max(item.points or 0 for item in instrument.items if item.kind == "likert")
-        return factor_chart(analysis.scales.factors, tuple(instrument.factors()), points, caption)
+        scales = likert_scales(instrument)
+        bounds = scale_bounds(instrument, [i for ids in scales.values() for i in ids])
+        return factor_chart(analysis.scales.factors, tuple(scales), bounds, caption)
     if analysis is None or analysis.fei is None:
         return empty_chart(NO_DATA)
     if not analysis.fei.summaries:
@@ -212,12 +222,16 @@ def _note_clipped(figure, means: Sequence[MeanInterval]) -> None:
 
 
 def factor_chart(
-    factors: Sequence[FactorSummary], order: Sequence[str], points: int, caption: str = ""
+    factors: Sequence[FactorSummary],
+    order: Sequence[str],
+    bounds: tuple[float, float],
+    caption: str = "",
 ) -> bytes:
     """Each factor's mean score per source (the mean over stories of the story's mean over
-    its raters, after reverse coding, in points 1 … ``points``), with the 95% Student t
-    interval over stories as whiskers (none with one story) and the mean written beside it.
-    Factors along the x axis in ``order``; one colour per source, sorted by name."""
+    its raters, after reverse coding, in points ``bounds`` = (lowest, highest)), with the
+    95% Student t interval over stories as whiskers (none with one story) and the mean
+    written beside it. Factors along the x axis in ``order``; one colour per source, sorted
+    by name."""
     factors = [f for f in factors if f.mean.mean is not None]
     if not factors:
         return empty_chart(NO_DATA)
@@ -239,9 +253,10 @@ def factor_chart(
         labels = [textwrap.fill(name, 14, break_long_words=False) for name in shown]
         axes.set_xticks(range(len(shown)), labels)
         axes.set_xlim(-0.6, len(shown) - 0.4)
-        axes.set_ylim(1 - MARGIN * (points - 1), points + MARGIN * (points - 1))
-        axes.set_yticks(range(1, points + 1))
-        axes.set_ylabel(f"mean factor score (1–{points}, after reverse coding)")
+        low, high = (int(end) for end in bounds)
+        axes.set_ylim(low - MARGIN * (high - low), high + MARGIN * (high - low))
+        axes.set_yticks(range(low, high + 1))
+        axes.set_ylabel(f"mean factor score ({low}–{high}, after reverse coding)")
         axes.legend(title="source", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         axes.set_title(
             "Mean over stories with 95% t interval" + (f"; {caption}" if caption else ""),

@@ -40,7 +40,8 @@ JUDGEMENT_COLUMNS = (
     Column(
         "value_coded",
         "float",
-        "the answer as scored: points + 1 − value for a reverse-keyed item, else value",
+        "the answer as scored: low + high − value for a reverse-keyed item (points + 1 − "
+        "value on a scale from 1), else value",
     ),
     Column("value_text", "string", "the answer to a text item (null for the others)"),
     Column("rationale", "string", "the rater's written reason, where one was given"),
@@ -104,7 +105,8 @@ RATER_COLUMNS = (
     Column(
         "straight_lined_pages",
         "int",
-        "stories whose Likert answers (5 or more) were all the same, reversed items included",
+        "stories whose Likert answers to the instrument (5 or more; attention checks not "
+        "counted) were all the same, reversed items included",
     ),
     Column("excluded", "bool", "whether the spec's exclusion rules exclude the rater"),
     Column("rules_broken", "string", "the exclusion rules the rater broke ('' if none)"),
@@ -130,7 +132,7 @@ def judgement_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
     """One row per rater × story × item, with the item's kind, factor and keying."""
     rows = db.query(
         "SELECT j.experiment_id, j.story_id, s.source, j.rater_id, j.item_id, i.kind AS"
-        " item_kind, i.factor, i.reverse, i.points, j.value, j.value_text, j.rationale,"
+        " item_kind, i.factor, i.reverse, i.points, i.low, j.value, j.value_text, j.rationale,"
         " j.shown_at, j.answered_at, j.recorded_at"
         " FROM judgements j"
         " JOIN stories s ON s.experiment_id = j.experiment_id AND s.story_id = j.story_id"
@@ -140,10 +142,10 @@ def judgement_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
     )
     out = []
     for row in rows:
-        points = row.pop("points")
+        points, low = row.pop("points"), row.pop("low")
         reverse = bool(row["reverse"])
         value = row["value"]
-        coded = points + 1 - value if reverse and value is not None else value
+        coded = low + (low + points - 1) - value if reverse and value is not None else value
         out.append({**row, "reverse": reverse, "value_coded": coded})
     return out
 
