@@ -55,7 +55,9 @@ def test_aiss_study_of_two_sources():
     assert set(tests) == set(AISS_V1.factors())
     assert all(test.method == "Mann–Whitney U (two-sided)" for test in tests.values())
     assert tests["Coherence"].p_holm < 0.05
-    reliability = {entry.factor: entry for entry in result.scales.reliability}
+    reliability = {
+        entry.factor: entry for entry in result.scales.reliability if entry.scope == "all"
+    }
     # Reverse-keyed items coded back: the factors hang together.
     assert reliability["Coherence"].cronbach_alpha > 0.8
     assert reliability["Consistent Characterization"].omega is None
