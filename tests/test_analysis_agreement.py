@@ -1,9 +1,12 @@
 """Agreement between raters: Krippendorff's α, Fleiss' κ and exact agreement, worked out by
 hand on small examples."""
 
+import warnings
+
 import krippendorff
 import numpy as np
 import pandas as pd
+import pingouin
 import pytest
 
 from cyoa.rating.analysis.agreement import (
@@ -413,6 +416,28 @@ def test_icc_2k_reproduces_shrout_and_fleiss():
     assert result.icc == pytest.approx(0.6200, abs=5e-4)
     assert result.ci_low < result.icc < result.ci_high
     assert (result.stories, result.raters, result.reason) == (6, 4, None)
+
+
+def test_icc_2k_and_its_interval_equal_pingouins():
+    rng = np.random.default_rng(4)
+    story = rng.normal(0, 1, size=(15, 1))
+    matrix = np.clip(np.round(3 + story + rng.normal(0, 0.8, size=(15, 3))), 1, 5)
+    for data in (SHROUT_FLEISS, matrix):
+        frame = _long(data)
+        with warnings.catch_warnings():
+            # pingouin 0.7 calls DataFrame.dropna(inplace=True), deprecated in pandas 3.1.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            expected = pingouin.intraclass_corr(
+                data=frame, targets="story_id", raters="rater_id", ratings="value"
+            ).set_index("Type")
+        result = icc_2k(frame)
+        assert result.icc == pytest.approx(expected.loc["ICC(A,k)", "ICC"])
+        # pingouin rounds its interval to 2 decimals.
+        low, high = expected.loc["ICC(A,k)", "CI95"]
+        assert (result.ci_low, result.ci_high) == (
+            pytest.approx(low, abs=0.005),
+            pytest.approx(high, abs=0.005),
+        )
 
 
 def test_icc_2k_uses_the_stories_every_rater_rated_and_says_when_there_are_none():
