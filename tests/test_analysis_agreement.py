@@ -283,7 +283,7 @@ def test_replicates_without_alpha_are_counted_and_warned_about():
     assert 300 < missed < 400  # about (19/20)^20 = 36%
     assert result.valid_resamples == 1000 - missed
     assert (
-        f"{missed} of 1,000 bootstrap replicates had a single value and no α: left out"
+        f"{missed} of 1,000 bootstrap replicates had a single value and no α: left out."
         in result.warnings
     )
 
@@ -451,6 +451,11 @@ def test_icc_2k_uses_the_stories_every_rater_rated_and_says_when_there_are_none(
         [(f"s{s}", f"r{s}-{r}", float(v)) for s, v in enumerate([1, 2, 3]) for r in range(2)],
         columns=["story_id", "rater_id", "value"],
     )
+    crossed = pd.DataFrame(
+        [("a", "x", 1.0), ("a", "y", 2.0), ("b", "x", 2.0), ("b", "y", 1.0)],
+        columns=["story_id", "rater_id", "value"],
+    )
+    assert "no variance to compare" in icc_2k(crossed).reason
     missing = icc_2k(crowd)
     assert missing.icc is None
     assert missing.reason == (

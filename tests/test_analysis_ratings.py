@@ -255,12 +255,13 @@ def test_agreement_and_reliability_print_what_they_resampled_and_their_warnings(
     assert (pooled.alpha.units, pooled.alpha.stories) == (132, 6)
     assert "percentile bootstrap over stories (each with all its items), 20 replicates" in markdown
     assert "| all items | all | ordinal | " in markdown and " | 132 | 6 |" in markdown
-    assert (
-        "- ‡ all items (all): The interval rests on 6 stories (fewer than 10): it shows little "
-        "of how the coefficient varies between stories; collect more stories." in markdown
+    warning = (
+        "- ‡ The interval rests on 6 stories (fewer than 10): it shows little of how the "
+        "coefficient varies between stories; collect more stories. Rows: 1 (all), 2 (all), "
     )
+    assert warning in markdown and " all items (all).\n" in markdown
     assert "## Reliability (pooled over all sources, and within each source)" in markdown
-    assert "| Coherence | good | 5 | 6 |" in markdown
+    assert "| Coherence | good | 7 | 6 |" in markdown
 
     table = list(csv.reader(io.StringIO(render_rating_analysis(result, "csv"))))
     assert ["agreement", "all items all", "alpha stories", "6"] in table

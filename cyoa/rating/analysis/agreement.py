@@ -41,6 +41,7 @@ References:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -260,7 +261,7 @@ def _thin_interval(stories: int, bootstrap: int, valid: int) -> tuple[str, ...]:
     if valid < bootstrap:
         found.append(
             f"{bootstrap - valid:,} of {bootstrap:,} bootstrap replicates had a single value and "
-            f"no α: left out"
+            f"no α: left out."
         )
     return tuple(found)
 
@@ -419,10 +420,12 @@ def gwet_ac1(
     return replace(base, ci_low=float(low), ci_high=float(high))
 
 
-def _icc_2k_of(matrix: np.ndarray, confidence: float) -> tuple[float, float | None, float | None]:
+def _icc_2k_of(
+    matrix: np.ndarray, confidence: float
+) -> tuple[float | None, float | None, float | None]:
     """ICC(2,k) of a complete stories × raters ``matrix`` with the interval of McGraw & Wong
-    (1996), case 2A (as ``pingouin.intraclass_corr`` computes it), or no interval when the
-    error mean square is 0."""
+    (1996), case 2A (as ``pingouin.intraclass_corr`` computes it); no interval when the
+    error mean square is 0, no ICC when the variance it divides by is not positive."""
     n, k = matrix.shape
     grand = matrix.mean()
     ss_stories = k * float(((matrix.mean(axis=1) - grand) ** 2).sum())
@@ -430,22 +433,30 @@ def _icc_2k_of(matrix: np.ndarray, confidence: float) -> tuple[float, float | No
     ss_error = float(((matrix - grand) ** 2).sum()) - ss_stories - ss_raters
     bms, jms = ss_stories / (n - 1), ss_raters / (k - 1)
     ems = max(ss_error, 0.0) / ((n - 1) * (k - 1))
-    icc = (bms - ems) / (bms + (jms - ems) / n)
+    total = bms + (jms - ems) / n
+    if total <= 0:
+        return None, None, None
+    icc = (bms - ems) / total
     if ems <= 0:
         return icc, None, None
-    single = (bms - ems) / (bms + (k - 1) * ems + k * (jms - ems) / n)
-    fj, df_stories, df_error = jms / ems, n - 1, (n - 1) * (k - 1)
-    spread = n * (1 + (k - 1) * single) - k * single
-    dof = (df_error * (k * single * fj + spread) ** 2) / (
-        df_stories * k**2 * single**2 * fj**2 + spread**2
-    )
-    upper_f = scipy_stats.f.ppf((1 + confidence) / 2, df_stories, dof)
-    lower_f = scipy_stats.f.ppf((1 + confidence) / 2, dof, df_stories)
-    scale = k * jms + (k * n - k - n) * ems
-    low = n * (bms - upper_f * ems) / (upper_f * scale + n * bms)
-    high = n * (lower_f * bms - ems) / (scale + n * lower_f * bms)
-    # Spearman–Brown: from one rater's reliability to that of the mean of k raters.
-    return icc, low * k / (1 + low * (k - 1)), high * k / (1 + high * (k - 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        single = np.float64(bms - ems) / (bms + (k - 1) * ems + k * (jms - ems) / n)
+        fj, df_stories, df_error = np.float64(jms) / ems, n - 1, (n - 1) * (k - 1)
+        spread = n * (1 + (k - 1) * single) - k * single
+        dof = (df_error * (k * single * fj + spread) ** 2) / (
+            df_stories * k**2 * single**2 * fj**2 + spread**2
+        )
+        upper_f = scipy_stats.f.ppf((1 + confidence) / 2, df_stories, dof)
+        lower_f = scipy_stats.f.ppf((1 + confidence) / 2, dof, df_stories)
+        scale = k * jms + (k * n - k - n) * ems
+        low = n * (bms - upper_f * ems) / (upper_f * scale + n * bms)
+        high = n * (lower_f * bms - ems) / (scale + n * lower_f * bms)
+        # Spearman–Brown: from one rater's reliability to that of the mean of k raters.
+        ends = (low * k / (1 + low * (k - 1)), high * k / (1 + high * (k - 1)))
+    if not all(math.isfinite(end) for end in ends):
+        # With an ICC near 0 the Satterthwaite degrees of freedom are undefined.
+        return icc, None, None
+    return icc, float(ends[0]), float(ends[1])
 
 
 def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:
@@ -466,10 +477,8 @@ def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:
     coefficient, at most 1. Reference: Shrout & Fleiss (1979), ICC(2,k), Table 4 (.62 for
     their Table 2 data); McGraw & Wong (1996).
     """
-    answered = rows.dropna(subset=["value"])
-    wide = answered.pivot_table(
-        index="story_id", columns="rater_id", values="value", aggfunc="first"
-    )
+    answered = rows.dropna(subset=["value"]).drop_duplicates(["story_id", "rater_id"])
+    wide = answered.set_index(["story_id", "rater_id"])["value"].unstack()
     raters, total = int(wide.shape[1]), int(wide.shape[0])
     complete = wide.dropna().to_numpy(dtype=float)
     stories = int(complete.shape[0])
@@ -493,6 +502,9 @@ def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:
     if np.all(complete == complete[0, 0]):
         return Icc(None, None, None, stories, raters, note, "every rating is the same")
     icc, low, high = _icc_2k_of(complete, confidence)
+    if icc is None:
+        why = "the stories' and raters' mean ratings hardly differ: no variance to compare"
+        return Icc(None, None, None, stories, raters, note, why)
     return Icc(icc, low, high, stories, raters, note)
 
 
