@@ -1,15 +1,24 @@
 """Agreement between raters: Krippendorff's α, Fleiss' κ and exact agreement, worked out by
 hand on small examples."""
 
+import warnings
+
+import krippendorff
+import numpy as np
 import pandas as pd
+import pingouin
 import pytest
 
 from cyoa.rating.analysis.agreement import (
     ALL_ITEMS,
     ALL_SOURCES,
+    ALPHA_MIN,
+    MIN_STORIES,
     agreement_table,
     exact_agreement,
     fleiss_kappa,
+    gwet_ac1,
+    icc_2k,
     krippendorff_alpha,
     value_counts,
 )
@@ -199,3 +208,271 @@ def test_likert_items_can_be_taken_as_interval():
     assert first.alpha.alpha == pytest.approx(24 / 29)
     with pytest.raises(ValueError, match="likert_level must be one of"):
         agreement_table(SCALE, ordinal_example(), likert_level="ratio")
+
+
+# --- the unit of the bootstrap, and warnings on thin intervals ----------------------------
+
+
+def test_the_pooled_alpha_resamples_whole_stories_and_says_so():
+    # Two stories of two items each: a cluster bootstrap draws stories, so a replicate holds
+    # story s1 twice (every rating 1: no α, left out), s2 twice, or both.
+    # Both (half the replicates): n_0 = 2, n_1 = 6, o_01 = o_10 = 2,
+    #   α = 1 − (n − 1)(o_01 + o_10)/(2 n_0 n_1) = 1 − 7 · 4/24 = −1/6, the α of the data.
+    # s2 twice (a quarter): units (0,1) × 4, n_0 = n_1 = 4, o_01 = o_10 = 4,
+    #   α = 1 − 7 · 8/32 = −0.75.
+    # Resampling the four units one by one would also give other values (e.g. three of s1's).
+    units = [[1, 1], [1, 1], [0, 1], [0, 1]]
+    result = krippendorff_alpha(
+        units, "nominal", [0, 1], stories=["s1", "s1", "s2", "s2"], bootstrap=400, seed=3
+    )
+    whole = krippendorff_alpha(units, "nominal", [0, 1], bootstrap=0).alpha
+    assert (result.units, result.stories) == (4, 2)
+    assert result.ci_low == pytest.approx(-0.75)
+    assert result.ci_high == pytest.approx(whole) == pytest.approx(-1 / 6)
+    assert result.interval == "percentile bootstrap over 2 stories, 400 replicates, seed 3"
+
+
+def test_a_story_level_bootstrap_is_wider_than_one_over_story_item_units():
+    # Stories differ in how well their raters agree on every item at once (clear and murky
+    # stories): story × item units of one story are not independent, and resampling them
+    # one by one understates the uncertainty.
+    rng = np.random.default_rng(5)
+    units, stories = [], []
+    for story in range(16):
+        murky = story % 2 == 0
+        for _ in range(8):
+            truth = int(rng.integers(0, 2))
+            if murky:
+                units.append([int(v) for v in rng.integers(0, 2, size=3)])
+            else:
+                units.append([truth] * 3)
+            stories.append(f"s{story}")
+    by_story = krippendorff_alpha(units, "nominal", [0, 1], stories=stories, bootstrap=500)
+    by_unit = krippendorff_alpha(units, "nominal", [0, 1], bootstrap=500)
+    assert by_story.alpha == pytest.approx(by_unit.alpha)
+    assert (by_story.ci_high - by_story.ci_low) > 1.3 * (by_unit.ci_high - by_unit.ci_low)
+
+
+def test_agreement_tables_pooled_row_counts_and_resamples_stories():
+    table = agreement_table(SCALE, ordinal_example(), bootstrap=50, seed=1)
+    pooled = next(row for row in table if (row.item_id, row.scope) == (ALL_ITEMS, ALL_SOURCES))
+    # Six story × item units from three stories; the bootstrap draws the three stories.
+    assert (pooled.alpha.units, pooled.alpha.stories) == (6, 3)
+    assert pooled.alpha.interval == "percentile bootstrap over 3 stories, 50 replicates, seed 1"
+    single = next(row for row in table if (row.item_id, row.scope) == ("a", ALL_SOURCES))
+    assert (single.alpha.units, single.alpha.stories) == (3, 3)
+
+
+def test_alpha_from_two_unanimous_stories_warns_that_too_few_stories_carry_it():
+    result = krippendorff_alpha([[1, 1], [2, 2]], "ordinal", [1, 2, 3], bootstrap=200)
+    assert result.alpha == pytest.approx(1.0)
+    assert (result.ci_low, result.ci_high) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert any(
+        f"rests on 2 stories (fewer than {MIN_STORIES})" in warning for warning in result.warnings
+    )
+
+
+def test_replicates_without_alpha_are_counted_and_warned_about():
+    # 19 of 20 stories unanimous on Yes: a replicate that misses the one split story has a
+    # single value and no α. The draws are the documented ones (default_rng(seed), 20
+    # stories drawn with replacement per replicate), so the count can be checked exactly.
+    units = [[1, 1]] * 19 + [[1, 0]]
+    result = krippendorff_alpha(units, "nominal", [0, 1], bootstrap=1000, seed=0)
+    rng = np.random.default_rng(0)
+    missed = sum(19 not in rng.integers(0, 20, size=20) for _ in range(1000))
+    assert 300 < missed < 400  # about (19/20)^20 = 36%
+    assert result.valid_resamples == 1000 - missed
+    assert (
+        f"{missed} of 1,000 bootstrap replicates had a single value and no α: left out."
+        in result.warnings
+    )
+
+
+def test_enough_stories_and_no_dropped_replicates_give_no_warning():
+    units = [[1, 1, 1], [1, 1, 0], [0, 0, 0], [1, 0, 0], [1, 1, 1], [0, 0, 1]] * 3
+    assert krippendorff_alpha(units, "nominal", [0, 1], bootstrap=200).warnings == ()
+
+
+def test_q_is_the_share_of_replicates_below_the_tentative_threshold():
+    # Hayes & Krippendorff (2007): q(α < .667), the chance that the population α is below
+    # the smallest acceptable value. The same 18 stories, drawn as documented.
+    units = [[1, 1, 1], [1, 1, 0], [0, 0, 0], [1, 0, 0], [1, 1, 1], [0, 0, 1]] * 3
+    result = krippendorff_alpha(units, "nominal", [0, 1], bootstrap=300, seed=2)
+    rng = np.random.default_rng(2)
+    counts = value_counts(units, [0, 1])
+    replicates = [
+        krippendorff.alpha(
+            value_counts=counts[rng.integers(0, 18, size=18)], level_of_measurement="nominal"
+        )
+        for _ in range(300)
+    ]
+    assert ALPHA_MIN == 0.667
+    assert result.q_below_min == pytest.approx(np.mean(np.asarray(replicates) < 0.667))
+    assert 0 < result.q_below_min < 1
+    clear = krippendorff_alpha([[1, 1], [0, 0]] * 10, "nominal", [0, 1], bootstrap=100)
+    assert clear.q_below_min == 0.0
+
+
+# --- Gwet's AC1 ----------------------------------------------------------------------------
+
+
+def test_gwet_ac1_reproduces_gwets_worked_example():
+    # Gwet (2014), Handbook of Inter-Rater Reliability, 4th ed.: 4 raters classify 12
+    # subjects into 5 categories, with gaps; AC1 = 0.7754, p_a = 0.8182, p_e = 0.1903.
+    # Units are the subjects' ratings; subject 12 has one rating (it counts in p_e only).
+    nan = float("nan")
+    subjects = [
+        [1, 1, nan, 1],
+        [2, 2, 3, 2],
+        [3, 3, 3, 3],
+        [3, 3, 3, 3],
+        [2, 2, 2, 2],
+        [1, 2, 3, 4],
+        [4, 4, 4, 4],
+        [1, 1, 2, 1],
+        [2, 2, 2, 2],
+        [nan, 5, 5, 5],
+        [nan, nan, 1, 1],
+        [nan, nan, 3, nan],
+    ]
+    result = gwet_ac1(subjects, [1, 2, 3, 4, 5], bootstrap=0)
+    assert result.ac1 == pytest.approx(0.77544, abs=5e-6)
+    assert result.pa == pytest.approx(0.81818, abs=5e-6)
+    assert result.pe == pytest.approx(0.19032, abs=5e-6)
+    assert result.units == 12
+
+
+# TTCW-like: 20 stories, 3 raters, a rare Yes. Seventeen stories all No; three with one Yes.
+RARE_YES = [[0, 0, 0]] * 17 + [[1, 0, 0]] * 3
+
+
+def test_a_rare_yes_gives_kappa_near_zero_while_ac1_sees_the_agreement():
+    # The prevalence paradox (Feinstein & Cicchetti 1990; Gwet 2008). Pairs of raters agree
+    # on p_a = (17 · 1 + 3 · 1/3) / 20 = 0.9 of their comparisons.
+    # Fleiss: p_Yes = 3/60 = 0.05, P_e = 0.05² + 0.95² = 0.905, κ = (0.9 − 0.905)/0.095 = −1/19.
+    # AC1: p_e = Σ π_k (1 − π_k)/(q − 1) = 2 · 0.05 · 0.95 = 0.095,
+    #      AC1 = (0.9 − 0.095)/(1 − 0.095) = 0.805/0.905 = 161/181.
+    kappa = fleiss_kappa(RARE_YES, [0, 1])
+    ac1 = gwet_ac1(RARE_YES, [0, 1], bootstrap=500)
+    assert kappa.kappa == pytest.approx(-1 / 19)
+    assert ac1.pa == pytest.approx(0.9)
+    assert ac1.ac1 == pytest.approx(161 / 181)
+    assert ac1.ci_low < ac1.ac1 <= ac1.ci_high <= 1
+    assert ac1.interval == "percentile bootstrap over 20 stories, 500 replicates, seed 0"
+
+
+def test_ac1_is_reported_beside_kappa_and_alpha_for_yes_no_items_only():
+    yes_no = instrument_from_spec(
+        {"id": "yn", "name": "YN", "items": [{"id": "q", "text": "Q?", "kind": "yes_no"}]},
+        "test",
+    )
+    rows = [
+        (f"s{story}", "A", f"r{rater}", "q", float(value))
+        for story, values in enumerate(RARE_YES)
+        for rater, value in enumerate(values)
+    ]
+    (row,) = agreement_table(yes_no, _judgements(rows), bootstrap=100)
+    assert row.ac1.ac1 == pytest.approx(161 / 181)
+    assert row.fleiss.kappa == pytest.approx(-1 / 19)
+    assert row.icc is None
+    likert = agreement_table(SCALE, ordinal_example(), bootstrap=0)
+    assert all(entry.ac1 is None for entry in likert)
+
+
+def test_ac1_of_no_ratings_says_why():
+    result = gwet_ac1([[1], [0]], [0, 1], bootstrap=10)
+    assert result.ac1 is None and result.reason == "no story has two or more ratings"
+
+
+# --- ICC(2,k) ------------------------------------------------------------------------------
+
+
+def _long(matrix):
+    return pd.DataFrame(
+        [
+            (f"s{story}", f"j{judge}", float(value))
+            for story, row in enumerate(matrix)
+            for judge, value in enumerate(row)
+        ],
+        columns=["story_id", "rater_id", "value"],
+    )
+
+
+# Shrout & Fleiss (1979), Table 2: six targets rated by four judges.
+SHROUT_FLEISS = [
+    [9, 2, 5, 8],
+    [6, 1, 3, 2],
+    [8, 4, 6, 8],
+    [7, 1, 2, 6],
+    [10, 5, 6, 9],
+    [6, 2, 4, 7],
+]
+
+
+def test_icc_2k_reproduces_shrout_and_fleiss():
+    # Shrout & Fleiss (1979), Table 4: ICC(2,4) = .62. From their mean squares (BMS = 11.24,
+    # JMS = 32.49, EMS = 1.02, n = 6): (BMS − EMS)/(BMS + (JMS − EMS)/n) = 10.22/16.485.
+    result = icc_2k(_long(SHROUT_FLEISS))
+    assert result.icc == pytest.approx(0.6200, abs=5e-4)
+    assert result.ci_low < result.icc < result.ci_high
+    assert (result.stories, result.raters, result.reason) == (6, 4, None)
+
+
+def test_icc_2k_and_its_interval_equal_pingouins():
+    rng = np.random.default_rng(4)
+    story = rng.normal(0, 1, size=(15, 1))
+    matrix = np.clip(np.round(3 + story + rng.normal(0, 0.8, size=(15, 3))), 1, 5)
+    for data in (SHROUT_FLEISS, matrix):
+        frame = _long(data)
+        with warnings.catch_warnings():
+            # pingouin 0.7 calls DataFrame.dropna(inplace=True), deprecated in pandas 3.1.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            expected = pingouin.intraclass_corr(
+                data=frame, targets="story_id", raters="rater_id", ratings="value"
+            ).set_index("Type")
+        result = icc_2k(frame)
+        assert result.icc == pytest.approx(expected.loc["ICC(A,k)", "ICC"])
+        # pingouin rounds its interval to 2 decimals.
+        low, high = expected.loc["ICC(A,k)", "CI95"]
+        assert (result.ci_low, result.ci_high) == (
+            pytest.approx(low, abs=0.005),
+            pytest.approx(high, abs=0.005),
+        )
+
+
+def test_icc_2k_uses_the_stories_every_rater_rated_and_says_when_there_are_none():
+    rows = _long(SHROUT_FLEISS)
+    # One missing cell: story s5 is left out, the other five are complete.
+    partial = icc_2k(rows[~((rows["story_id"] == "s5") & (rows["rater_id"] == "j0"))])
+    assert (partial.stories, partial.raters) == (5, 4) and partial.icc is not None
+    assert partial.note == "5 of 6 stories (those rated by all 4 raters)"
+    # Crowd design: each story has its own raters.
+    crowd = pd.DataFrame(
+        [(f"s{s}", f"r{s}-{r}", float(v)) for s, v in enumerate([1, 2, 3]) for r in range(2)],
+        columns=["story_id", "rater_id", "value"],
+    )
+    crossed = pd.DataFrame(
+        [("a", "x", 1.0), ("a", "y", 2.0), ("b", "x", 2.0), ("b", "y", 1.0)],
+        columns=["story_id", "rater_id", "value"],
+    )
+    assert "no variance to compare" in icc_2k(crossed).reason
+    missing = icc_2k(crowd)
+    assert missing.icc is None
+    assert missing.reason == (
+        "fewer than 2 stories were rated by all 6 raters: ICC(2,k) needs every rater to rate "
+        "every story (a crossed design)"
+    )
+
+
+def test_icc_2k_is_reported_for_likert_items():
+    table = agreement_table(SCALE, ordinal_example(), bootstrap=0)
+    first = table[0]
+    assert (first.item_id, first.scope) == ("a", ALL_SOURCES)
+    # Item a: stories [1, 1], [2, 3], [3, 3] by raters r0 and r1, a complete 3 × 2 design.
+    # Grand mean 13/6; story means 1, 5/2, 3; rater means 2, 7/3.
+    # SS_stories = 2 · (49 + 4 + 25)/36 = 13/3, BMS = 13/6; SS_raters = 3 · 2/36 = 1/6 = JMS;
+    # SS_total = (2 · 49 + 1 + 3 · 25)/36 = 29/6, SS_error = 1/3 over 2 df, EMS = 1/6.
+    # ICC(2,k) = (BMS − EMS)/(BMS + (JMS − EMS)/n) = 2/(13/6) = 12/13.
+    expected = 12 / 13
+    assert first.icc.icc == pytest.approx(expected)
+    assert first.fleiss is None and first.ac1 is None

@@ -55,7 +55,9 @@ def test_aiss_study_of_two_sources():
     assert set(tests) == set(AISS_V1.factors())
     assert all(test.method == "Mann–Whitney U (two-sided)" for test in tests.values())
     assert tests["Coherence"].p_holm < 0.05
-    reliability = {entry.factor: entry for entry in result.scales.reliability}
+    reliability = {
+        entry.factor: entry for entry in result.scales.reliability if entry.scope == "all"
+    }
     # Reverse-keyed items coded back: the factors hang together.
     assert reliability["Coherence"].cronbach_alpha > 0.8
     assert reliability["Consistent Characterization"].omega is None
@@ -230,7 +232,7 @@ def test_renders_as_markdown_csv_and_json():
     assert "Attribution: AI Story Scale (AISS) v1 by M. Wiechmann" in markdown
     assert "## Factors" in markdown and "## Reliability" in markdown
     assert "| 9 | Many sentences in the story had frequently repeated words" in markdown
-    assert "## Agreement (Krippendorff's α, 20 bootstrap replicates" in markdown
+    assert "## Agreement" in markdown
 
     table = list(csv.reader(io.StringIO(render_rating_analysis(result, "csv"))))
     assert table[0] == ["table", "row", "column", "value"]
@@ -245,6 +247,31 @@ def test_renders_as_markdown_csv_and_json():
         render_rating_analysis(result, "html")
 
 
+def test_agreement_and_reliability_print_what_they_resampled_and_their_warnings():
+    result = analyze_ratings(AISS_V1, aiss_study({"good": 1.0, "poor": -1.0}, 3, 2), bootstrap=20)
+    markdown = render_rating_analysis(result, "markdown")
+    pooled = next(e for e in result.agreement if (e.item_id, e.scope) == ("all items", "all"))
+    # 6 stories × 22 items = 132 units, resampled as 6 stories.
+    assert (pooled.alpha.units, pooled.alpha.stories) == (132, 6)
+    assert "percentile bootstrap over stories (each with all its items), 20 replicates" in markdown
+    assert "| all items | all | ordinal | " in markdown and " | 132 | 6 |" in markdown
+    warning = (
+        "- ‡ The interval rests on 6 stories (fewer than 10): it shows little of how the "
+        "coefficient varies between stories; collect more stories. Rows: 1 (all), 2 (all), "
+    )
+    assert warning in markdown and " all items (all).\n" in markdown
+    assert "## Reliability (pooled over all sources, and within each source)" in markdown
+    assert "| Coherence | good | 7 | 6 |" in markdown
+
+    table = list(csv.reader(io.StringIO(render_rating_analysis(result, "csv"))))
+    assert ["agreement", "all items all", "alpha stories", "6"] in table
+    interval = "percentile bootstrap over 6 stories, 20 replicates, seed 0"
+    assert ["agreement", "all items all", "alpha interval", interval] in table
+    assert any(row[:3] == ["agreement", "1 all", "icc_2k"] for row in table)
+    assert any(row[:3] == ["agreement", "all items all", "alpha q_below_0.667"] for row in table)
+    assert any(row[:3] == ["reliability", "Coherence poor", "cronbach_alpha"] for row in table)
+
+
 def test_ttcw_and_fei_render():
     rows = [
         (f"{source}-{n}", source, f"e{rater}", item.id, float(rater == 0), "ok")
@@ -256,6 +283,7 @@ def test_ttcw_and_fei_render():
     ttcw = analyze_ratings(TTCW, pd.DataFrame(rows, columns=COLUMNS), bootstrap=10)
     markdown = render_rating_analysis(ttcw, "markdown")
     assert "| Fluency | Narrative Ending | 33.3 | 33.3 |" in markdown
+    assert "| Fleiss' κ | Gwet's AC1 |" in markdown
     assert "Rationales: 168 of 168 judgements came with one." in markdown
     assert "pass_rates" in render_rating_analysis(ttcw, "csv")
 

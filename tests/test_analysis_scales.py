@@ -4,6 +4,7 @@ reliability, and tests between sources, worked out by hand."""
 import dataclasses
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -17,6 +18,7 @@ from cyoa.rating.analysis.scales import (
     factor_scores,
     mcdonald_omega,
     mean_interval,
+    reliability,
     with_holm,
 )
 from cyoa.rating.instruments import AISS_V1, instrument_from_spec
@@ -286,10 +288,11 @@ def test_analyze_scales_of_the_mini_study():
     assert by_source["X"].items == ("a", "b", "c")
     (test,) = result.tests
     assert test.p_value == pytest.approx(1 / 3) and test.p_holm == pytest.approx(1 / 3)
-    (reliability,) = result.reliability
-    assert reliability.cronbach_alpha == pytest.approx(1.5 * 74 / 116.875)
-    assert reliability.omega == pytest.approx(0.952461, abs=1e-4)
-    assert reliability.n == 8
+    pooled, *within = result.reliability
+    assert pooled.scope == "all" and [entry.scope for entry in within] == ["X", "Y"]
+    assert pooled.cronbach_alpha == pytest.approx(1.5 * 74 / 116.875)
+    assert pooled.omega == pytest.approx(0.952461, abs=1e-4)
+    assert pooled.n == 8
     # Item b as answered (not coded) for source X: 2, 3, 1, 1 → counts at 1, 2, 3;
     # story means (2 + 3)/2 = 2.5 and 1 → 1.75.
     item_b = next(i for i in result.items if (i.item_id, i.source) == ("b", "X"))
@@ -343,9 +346,9 @@ def test_an_instrument_without_factors_is_analysed_as_one_scale_of_all_its_liker
     assert [f.items for f in result.factors] == [("a", "b", "c")] * 2
     (test,) = result.tests
     assert test.what == ALL_ITEMS_SCALE and test.p_value == pytest.approx(1 / 3)
-    (reliability,) = result.reliability
-    assert reliability.factor == ALL_ITEMS_SCALE
-    assert reliability.cronbach_alpha == pytest.approx(1.5 * 74 / 116.875)
+    pooled = [entry for entry in result.reliability if entry.scope == "all"]
+    assert [entry.factor for entry in result.reliability] == [ALL_ITEMS_SCALE] * 3  # all, X, Y
+    assert pooled[0].cronbach_alpha == pytest.approx(1.5 * 74 / 116.875)
     assert len(result.items) == 6  # and each item per source, as before
 
 
@@ -359,3 +362,61 @@ def test_items_on_different_scales_without_factors_are_not_averaged_into_one():
     result = analyze_scales(mixed, answers)
     assert result.factors == () and result.reliability == () and result.tests == ()
     assert len(result.items) == 6
+
+
+# --- reliability within each source -------------------------------------------------------
+
+
+def three_sources_apart(seed: int = 1) -> pd.DataFrame:
+    """Three sources far apart on the factor, whose items hardly hang together within a
+    source: each answer is the source's level, a small rater × story effect and much noise."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for source, level in (("A", 2.0), ("B", 3.0), ("C", 4.0)):
+        for story in range(12):
+            for rater in range(2):
+                common = rng.normal(0, 0.4)
+                for item in "abc":
+                    agree = float(np.clip(round(level + common + rng.normal(0, 0.8)), 1, 5))
+                    value = 6 - agree if item == "b" else agree
+                    rows.append((f"{source}{story}", source, f"r{rater}", item, value))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def test_reliability_is_reported_within_each_source_as_well_as_pooled():
+    # Differences between sources make the items covary in the pooled rows: pooled α is
+    # about .76 while within each source it is .38, −.08 and .18.
+    judgements = three_sources_apart()
+    result = reliability(MINI, judgements)
+    by_scope = {entry.scope: entry for entry in result}
+    assert [entry.scope for entry in result] == ["all", "A", "B", "C"]
+    assert {entry.factor for entry in result} == {"F"}
+    for source in "ABC":
+        own = judgements[judgements["source"] == source]
+        wide = own.assign(value=coded_values(MINI, own)).pivot_table(
+            index=["story_id", "rater_id"], columns="item", values="value"
+        )
+        assert by_scope[source].cronbach_alpha == pytest.approx(cronbach_alpha(wide)[0])
+        assert by_scope[source].n == 24
+        assert by_scope[source].cronbach_alpha < by_scope["all"].cronbach_alpha - 0.35
+    assert by_scope["all"].cronbach_alpha > 0.7 and by_scope["all"].n == 72
+
+
+def test_a_negative_alpha_warns_of_a_mis_keyed_item():
+    result = {entry.scope: entry for entry in reliability(MINI, three_sources_apart())}
+    assert result["B"].cronbach_alpha < 0
+    assert result["B"].warnings == (
+        "Cronbach's α is negative: an item is probably keyed the wrong way round (check which "
+        "items are reverse-coded) or the items do not measure one thing.",
+    )
+    assert result["all"].warnings == ()
+
+
+def test_an_item_that_never_varies_is_named():
+    answers = [(story, "X", rater, a, b, 3) for story, _, rater, a, b, _ in MINI_ANSWERS]
+    (entry,) = reliability(MINI, mini_judgements(answers))
+    assert (
+        "Item c has the same answer (3) in all 8 rows: it cannot add to α or ω; check it."
+        in entry.warnings
+    )
+    assert entry.omega is None

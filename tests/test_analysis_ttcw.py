@@ -107,6 +107,31 @@ def test_fleiss_kappa_per_test_equals_statsmodels_on_the_file(analysis):
     assert {test.fleiss.units for test in analysis.kappa} == {24}
 
 
+def test_gwet_ac1_per_test_shows_the_agreement_kappa_hides_on_rare_yes(analysis):
+    # Gwet (2008) for two categories and three raters per story, from the file: p_a is the
+    # share of agreeing rater pairs (3 of 3 when unanimous, 1 of 3 otherwise), π the share of
+    # Yes, p_e = 2π(1 − π), AC1 = (p_a − p_e)/(1 − p_e).
+    records = json.loads(ANNOTATIONS.read_text(encoding="utf-8"))
+    expected = {}
+    for test in range(1, 15):
+        yes: dict[str, int] = {}
+        for record in records:
+            if record["ttcw_idx"] == test:
+                yes[record["story_id"]] = yes.get(record["story_id"], 0) + (
+                    record["binary_verdict"] == "Yes"
+                )
+        pa = np.mean([1.0 if count in (0, 3) else 1 / 3 for count in yes.values()])
+        share = np.mean([count / 3 for count in yes.values()])
+        pe = 2 * share * (1 - share)
+        expected[str(test)] = (pa - pe) / (1 - pe)
+    ac1 = {test.test_id: test.ac1.ac1 for test in analysis.kappa}
+    assert ac1 == pytest.approx(expected)
+    assert analysis.mean_ac1 == pytest.approx(np.mean(list(expected.values())))
+    # The prevalence paradox on the released GPT half: nearly every judgement is No, κ is
+    # near 0 while the experts agree on most stories, and AC1 says so.
+    assert analysis.mean_kappa < 0.1 and analysis.mean_ac1 > 0.6
+
+
 def test_tests_passed_and_rationales(analysis, released):
     by_source = {passed.source: passed for passed in analysis.tests_passed}
     # Per rater: 44 Yes over 12 stories × 3 experts → 44/36 = 1.222 tests per story for

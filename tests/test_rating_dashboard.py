@@ -149,8 +149,9 @@ def test_the_dashboard_shows_agreement_exclusions_and_links_the_card(study, rese
     text = researcher.get(BASE).get_data(as_text=True)
     headline = re.search(r'<strong id="agreement-headline">(.*?)</strong>', text)[1]
     assert re.fullmatch(
-        r"Krippendorff&#39;s α over every item \(ordinal, \d+ story × item units\): "
-        r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]; without the excluded raters: .+",
+        r"Krippendorff&#39;s α over every item \(ordinal; percentile bootstrap over 4 stories, "
+        r"each with all its items, 1,000 replicates, seed 0\): "
+        r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]‡; without the excluded raters: .+",
         headline,
     )
     assert 'class="flagged"' in text and "failed at least 1 attention check" in text
@@ -160,6 +161,9 @@ def test_the_dashboard_shows_agreement_exclusions_and_links_the_card(study, rese
     progress = researcher.get(f"{BASE}/progress.json").get_json()
     pooled = progress["agreement"]["rows"][0]
     assert pooled["item"] == "all items" and pooled["all"].count("[") == 1
+    assert pooled["stories"] == "4"
+    # Four stories are too few for a trustworthy interval, and the page says so.
+    assert "‡ The interval rests on 4 stories (fewer than 10)" in progress["agreement"]["note"]
     assert progress["progress"]["excluded"] == 1
     chart = researcher.get(f"{BASE}/charts/factors.svg").data
     assert b"3 kept raters (1 excluded by the spec" in chart

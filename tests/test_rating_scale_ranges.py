@@ -130,5 +130,5 @@ def test_a_rubric_without_factors_reports_one_scale_with_its_test_and_reliabilit
     factors = text.split("## Factors", 1)[1].split("## Reliability", 1)[0]
     reliability = text.split("## Reliability", 1)[1].split("## Items", 1)[0]
     assert "| all items | 8.50 [" in factors and "Mann–Whitney" in factors  # human, model
-    assert "| all items | 3 | 12 |" in reliability
+    assert "| all items | all | 3 | 12 |" in reliability
     assert "declares no factors: its Likert items are analysed as one scale" in text

@@ -1,11 +1,14 @@
 """Agreement between raters who judged the same stories.
 
 - :func:`krippendorff_alpha`: Krippendorff's α at the nominal, ordinal or interval level, with
-  a bootstrap interval over units (stories).
+  a bootstrap interval over stories and Hayes & Krippendorff's q(α < .667).
+- :func:`gwet_ac1`: Gwet's AC1 for categorical answers, which stays near the raters' observed
+  agreement when one answer is rare (where κ and α fall towards 0).
 - :func:`fleiss_kappa`: Fleiss' κ for categorical answers when every unit has the same number
   of raters.
+- :func:`icc_2k`: ICC(2,k), the reliability of a story's mean rating, for Likert items.
 - :func:`exact_agreement`: the share of units on which all raters gave the same answer.
-- :func:`agreement_table`: all three for each scored item of an instrument, over all stories
+- :func:`agreement_table`: these for each scored item of an instrument, over all stories
   and per source.
 
 A *unit* is what several raters judged: one story's answer to one item. Its *ratings* are the
@@ -21,17 +24,32 @@ References:
     stories on which all raters agreed, per attribute and per kind of story).
     Efron, B. and Tibshirani, R. J. (1993). An Introduction to the Bootstrap, ch. 13
     (percentile intervals).
+    Field, C. A. and Welsh, A. H. (2007). Bootstrapping clustered data. JRSS B 69(3)
+    (resampling whole clusters: here, stories with all their items).
+    Hayes, A. F. and Krippendorff, K. (2007). Answering the call for a standard reliability
+    measure for coding data. Communication Methods and Measures 1(1) (q(α < α_min)).
+    Krippendorff, K. (2004). Content Analysis, 2nd ed., §11.4 (α ≥ .667 as the lowest
+    acceptable value for tentative conclusions).
+    Gwet, K. L. (2008). Computing inter-rater reliability and its variance in the presence of
+    high agreement. British Journal of Mathematical and Statistical Psychology 61(1).
+    Gwet, K. L. (2014). Handbook of Inter-Rater Reliability, 4th ed. Advanced Analytics.
+    Shrout, P. E. and Fleiss, J. L. (1979). Intraclass correlations: uses in assessing rater
+    reliability. Psychological Bulletin 86(2).
+    McGraw, K. O. and Wong, S. P. (1996). Forming inferences about some intraclass
+    correlation coefficients. Psychological Methods 1(1).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import krippendorff
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 from statsmodels.stats import inter_rater
 
 from cyoa.rating.analysis.scales import coded_values
@@ -43,6 +61,14 @@ ALL_SOURCES = "all"
 ALL_ITEMS = "all items"
 # The level of measurement of yes/no and true/false items; Likert items default to ordinal.
 NOMINAL_KINDS = ("yes_no", "true_false")
+# An interval resting on fewer stories than this is flagged. A percentile bootstrap over n
+# stories has only C(2n − 1, n) distinct replicates (126 for 5 stories, 92,378 for 10) and its
+# coverage falls short of the nominal with few clusters (Field & Welsh 2007); below 10 the
+# interval says more about the few stories drawn than about the population of stories.
+MIN_STORIES = 10
+# Krippendorff's (2004, §11.4) smallest α for tentative conclusions: q(α < ALPHA_MIN) is
+# reported with every α (Hayes & Krippendorff 2007).
+ALPHA_MIN = 0.667
 
 
 @dataclass(frozen=True)
@@ -50,10 +76,14 @@ class Alpha:
     """Krippendorff's α of a set of units (see :func:`krippendorff_alpha`).
 
     ``units``/``ratings``: the units with at least two ratings, and their ratings (the
-    pairable values). ``ci_low``/``ci_high``: percentile bootstrap interval from
+    pairable values); ``stories``: the stories those units belong to, the unit the bootstrap
+    resamples. ``ci_low``/``ci_high``: percentile bootstrap interval from
     ``valid_resamples`` of ``resamples`` replicates (a replicate in which every rating has the
-    same value has no α and is left out). ``reason``: why ``alpha`` or the interval is
-    ``None``.
+    same value has no α and is left out); ``interval`` says what was resampled and how many.
+    ``q_below_min``: the share of valid replicates below :data:`ALPHA_MIN` (Hayes &
+    Krippendorff 2007). ``warnings``: sentences on what makes the interval thin (fewer than
+    :data:`MIN_STORIES` stories, replicates left out). ``reason``: why ``alpha`` or the
+    interval is ``None``.
     """
 
     alpha: float | None
@@ -66,6 +96,44 @@ class Alpha:
     valid_resamples: int
     seed: int
     confidence: float
+    reason: str | None = None
+    stories: int = 0
+    interval: str = ""
+    q_below_min: float | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GwetAC1:
+    """Gwet's AC1 of a set of units (see :func:`gwet_ac1`): ``pa`` the observed and ``pe`` the
+    chance agreement, with a percentile bootstrap interval over ``stories`` (``interval``
+    says what was resampled). ``reason`` when ``ac1`` is ``None``."""
+
+    ac1: float | None
+    ci_low: float | None
+    ci_high: float | None
+    pa: float | None
+    pe: float | None
+    units: int
+    stories: int
+    resamples: int
+    valid_resamples: int
+    interval: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Icc:
+    """ICC(2,k) of a Likert item (see :func:`icc_2k`) over ``stories`` rated by the same
+    ``raters``, with its F-based 95% interval; ``note`` says which stories were used,
+    ``reason`` why ``icc`` is ``None``."""
+
+    icc: float | None
+    ci_low: float | None
+    ci_high: float | None
+    stories: int
+    raters: int
+    note: str = ""
     reason: str | None = None
 
 
@@ -92,7 +160,8 @@ class ExactAgreement:
 @dataclass(frozen=True)
 class ItemAgreement:
     """Agreement on one item (or :data:`ALL_ITEMS`), over the stories of ``scope`` (a source,
-    or :data:`ALL_SOURCES`). ``fleiss`` is ``None`` for Likert items."""
+    or :data:`ALL_SOURCES`). ``fleiss`` and ``ac1`` are ``None`` for Likert items, ``icc`` for
+    the others and for the pooled row."""
 
     item_id: str
     scope: str
@@ -100,6 +169,8 @@ class ItemAgreement:
     alpha: Alpha
     fleiss: Fleiss | None
     exact: ExactAgreement
+    ac1: GwetAC1 | None = None
+    icc: Icc | None = None
 
 
 def _units(units: Sequence[Sequence[float]]) -> list[np.ndarray]:
@@ -139,11 +210,68 @@ def _alpha_of_counts(counts: np.ndarray, domain: np.ndarray, level: Level) -> fl
     )
 
 
+def _story_index(stories: Sequence[Hashable] | None, count: int) -> np.ndarray:
+    """Each unit's story as a number 0, 1, …; without ``stories`` each unit is its own."""
+    if stories is None:
+        return np.arange(count)
+    if len(stories) != count:
+        raise ValueError(f"stories names {len(stories)} units' stories; there are {count} units.")
+    return np.unique(np.asarray([str(story) for story in stories]), return_inverse=True)[1]
+
+
+def cluster_resamples(story_index: np.ndarray, bootstrap: int, seed: int) -> Iterator[np.ndarray]:
+    """The unit positions of each of ``bootstrap`` replicates of a cluster bootstrap: each
+    draws as many stories as there are, with replacement (``numpy.random.default_rng(seed)``,
+    one ``integers(0, stories, stories)`` per replicate), and takes every unit of each story
+    drawn. With one unit per story this is the ordinary bootstrap over units. Resampling whole
+    stories keeps the dependence between a story's items (Field & Welsh 2007)."""
+    stories = int(story_index.max()) + 1 if story_index.size else 0
+    members = [np.flatnonzero(story_index == story) for story in range(stories)]
+    rng = np.random.default_rng(seed)
+    for _ in range(bootstrap):
+        yield np.concatenate([members[story] for story in rng.integers(0, stories, stories)])
+
+
+def interval_label(stories: int, bootstrap: int, seed: int) -> str:
+    """What a bootstrap interval resampled, e.g. "percentile bootstrap over 48 stories, 1,000
+    replicates, seed 0"."""
+    return f"percentile bootstrap over {stories:,} stories, {bootstrap:,} replicates, seed {seed}"
+
+
+def _bootstrap(
+    statistic: Callable[[np.ndarray], float | None],
+    story_index: np.ndarray,
+    bootstrap: int,
+    seed: int,
+) -> np.ndarray:
+    """The defined values of ``statistic`` (given the unit positions) over the replicates."""
+    values = (statistic(rows) for rows in cluster_resamples(story_index, bootstrap, seed))
+    return np.asarray([value for value in values if value is not None], dtype=float)
+
+
+def _thin_interval(stories: int, bootstrap: int, valid: int) -> tuple[str, ...]:
+    """The warnings of an interval over ``stories`` with ``valid`` of ``bootstrap`` replicates
+    defined."""
+    found = []
+    if stories < MIN_STORIES:
+        found.append(
+            f"The interval rests on {stories} stories (fewer than {MIN_STORIES}): it shows "
+            f"little of how the coefficient varies between stories; collect more stories."
+        )
+    if valid < bootstrap:
+        found.append(
+            f"{bootstrap - valid:,} of {bootstrap:,} bootstrap replicates had a single value and "
+            f"no α: left out."
+        )
+    return tuple(found)
+
+
 def krippendorff_alpha(
     units: Sequence[Sequence[float]],
     level: Level,
     domain: Sequence[float] | None = None,
     *,
+    stories: Sequence[Hashable] | None = None,
     bootstrap: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
@@ -159,58 +287,225 @@ def krippendorff_alpha(
     package from the units × values counts; ``domain`` is the scale's values (default: the
     values seen; a value nobody used carries no ratings and does not change α).
 
-    Interval: ``bootstrap`` replicates (numpy ``default_rng(seed)``) each draw as many units as
-    there are, with replacement, and compute α; the interval is their (1 − confidence)/2 and
-    (1 + confidence)/2 quantiles. Resampling units (stories), not single ratings, keeps each
-    story's ratings together.
+    Interval: a percentile cluster bootstrap over stories (:func:`cluster_resamples`;
+    ``stories`` names each unit's story, default one story per unit): ``bootstrap``
+    replicates, their (1 − confidence)/2 and (1 + confidence)/2 quantiles. A replicate whose
+    ratings all have one value has no α and is left out, and counted. ``q_below_min`` is the
+    share of replicates below :data:`ALPHA_MIN`, Hayes & Krippendorff's (2007) q. Intervals
+    over fewer than :data:`MIN_STORIES` stories, or with replicates left out, carry warnings.
 
     ``alpha`` is ``None`` (with ``reason``) when fewer than two units are pairable or every
     rating has the same value (D_e = 0). Units: α is a coefficient, at most 1.
-    Reference: Krippendorff (2011); Efron & Tibshirani (1993), ch. 13.
+    Reference: Krippendorff (2011); Efron & Tibshirani (1993), ch. 13; Field & Welsh (2007);
+    Hayes & Krippendorff (2007).
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}.")
     if bootstrap < 0:
         raise ValueError(f"bootstrap must be 0 or more replicates, got {bootstrap}.")
-    pairable = [values for values in _units(units) if values.size >= 2]
+    cleaned = _units(units)
+    keep = [index for index, values in enumerate(cleaned) if values.size >= 2]
+    pairable = [cleaned[index] for index in keep]
+    all_stories = _story_index(stories, len(cleaned))
+    story_index = np.unique(all_stories[keep], return_inverse=True)[1]
+    story_count = int(story_index.max()) + 1 if keep else 0
     seen = sorted({float(value) for values in pairable for value in values})
     domain_array = np.asarray(seen if domain is None else sorted(domain), dtype=float)
-
-    def result(
-        alpha: float | None, interval: tuple[float, float] | None, valid: int, reason: str | None
-    ) -> Alpha:
-        return Alpha(
-            alpha=alpha,
-            ci_low=None if interval is None else interval[0],
-            ci_high=None if interval is None else interval[1],
-            level=level,
-            units=len(pairable),
-            ratings=int(sum(values.size for values in pairable)),
-            resamples=bootstrap,
-            valid_resamples=valid,
-            seed=seed,
-            confidence=confidence,
-            reason=reason,
-        )
-
+    base = Alpha(
+        alpha=None,
+        ci_low=None,
+        ci_high=None,
+        level=level,
+        units=len(pairable),
+        ratings=int(sum(values.size for values in pairable)),
+        resamples=bootstrap,
+        valid_resamples=0,
+        seed=seed,
+        confidence=confidence,
+        stories=story_count,
+        interval=interval_label(story_count, bootstrap, seed),
+    )
     if len(pairable) < 2:
-        return result(None, None, 0, "fewer than 2 stories with two or more ratings")
+        return replace(base, reason="fewer than 2 stories with two or more ratings")
     counts = value_counts(pairable, domain_array)
     alpha = _alpha_of_counts(counts, domain_array, level)
     if alpha is None:
-        return result(None, None, 0, "every rating has the same value: no variation to compare")
-    rng = np.random.default_rng(seed)
-    replicates = []
-    for _ in range(bootstrap):
-        drawn = counts[rng.integers(0, len(counts), size=len(counts))]
-        value = _alpha_of_counts(drawn, domain_array, level)
-        if value is not None:
-            replicates.append(value)
-    if not replicates:
-        return result(alpha, None, 0, "no bootstrap replicate had two different values")
+        return replace(base, reason="every rating has the same value: no variation to compare")
+    replicates = _bootstrap(
+        lambda rows: _alpha_of_counts(counts[rows], domain_array, level),
+        story_index,
+        bootstrap,
+        seed,
+    )
+    thin = _thin_interval(story_count, bootstrap, replicates.size)
+    base = replace(base, alpha=alpha, valid_resamples=replicates.size, warnings=thin)
+    if not replicates.size:
+        return replace(base, reason="no bootstrap replicate had two different values")
     tail = (1 - confidence) / 2
     low, high = np.quantile(replicates, [tail, 1 - tail])
-    return result(alpha, (float(low), float(high)), len(replicates), None)
+    q = float(np.mean(replicates < ALPHA_MIN))
+    return replace(base, ci_low=float(low), ci_high=float(high), q_below_min=q)
+
+
+def _ac1_of_counts(counts: np.ndarray) -> tuple[float, float, float] | None:
+    """(AC1, p_a, p_e) of a units × categories count matrix (every unit has a rating), or
+    ``None`` when no unit has two ratings."""
+    totals = counts.sum(axis=1)
+    pairable = totals >= 2
+    if not pairable.any():
+        return None
+    paired, sizes = counts[pairable], totals[pairable]
+    pa = float(np.mean((paired * (paired - 1)).sum(axis=1) / (sizes * (sizes - 1))))
+    shares = (counts / totals[:, None]).mean(axis=0)
+    pe = float((shares * (1 - shares)).sum() / (counts.shape[1] - 1))
+    return (pa - pe) / (1 - pe), pa, pe
+
+
+def gwet_ac1(
+    units: Sequence[Sequence[float]],
+    categories: Sequence[float],
+    *,
+    stories: Sequence[Hashable] | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> GwetAC1:
+    """Gwet's first-order agreement coefficient AC1 of categorical ``units`` (each a sequence
+    of ratings from ``categories``; NaN is missing).
+
+    With r_i the ratings of unit i and r_ik those in category k, q the number of categories:
+    p_a = mean over units with r_i ≥ 2 of Σ_k r_ik (r_ik − 1) / (r_i (r_i − 1)) (the share of
+    agreeing rater pairs); π_k = mean over units with a rating of r_ik / r_i;
+    p_e = Σ_k π_k (1 − π_k) / (q − 1); AC1 = (p_a − p_e) / (1 − p_e). Unlike κ's chance
+    agreement Σ π_k², p_e is small when one category dominates, so AC1 stays near the
+    observed agreement when a "Yes" is rare, where κ and α fall towards 0 (the prevalence
+    paradox). Raters may differ from unit to unit. Interval: the percentile cluster
+    bootstrap over ``stories`` of :func:`krippendorff_alpha` (same draws for the same seed).
+
+    ``ac1`` is ``None`` (with ``reason``) when no unit has two ratings. Units: a coefficient,
+    at most 1. Reference: Gwet (2008), Eq. 19–20; Gwet (2014), ch. 4 (its 4-rater, 12-subject
+    example gives AC1 = 0.7754).
+    """
+    if len(categories) < 2:
+        raise ValueError("Gwet's AC1 needs at least two categories.")
+    cleaned = _units(units)
+    keep = [index for index, values in enumerate(cleaned) if values.size >= 1]
+    story_index = np.unique(_story_index(stories, len(cleaned))[keep], return_inverse=True)[1]
+    story_count = int(story_index.max()) + 1 if keep else 0
+    base = GwetAC1(
+        ac1=None,
+        ci_low=None,
+        ci_high=None,
+        pa=None,
+        pe=None,
+        units=len(keep),
+        stories=story_count,
+        resamples=bootstrap,
+        valid_resamples=0,
+        interval=interval_label(story_count, bootstrap, seed),
+    )
+    counts = value_counts([cleaned[index] for index in keep], sorted(categories))
+    point = _ac1_of_counts(counts)
+    if point is None:
+        return replace(base, reason="no story has two or more ratings")
+    ac1, pa, pe = point
+    replicates = _bootstrap(
+        lambda rows: (_ac1_of_counts(counts[rows]) or (None,))[0], story_index, bootstrap, seed
+    )
+    base = replace(base, ac1=ac1, pa=pa, pe=pe, valid_resamples=replicates.size)
+    if not replicates.size:
+        return base
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(replicates, [tail, 1 - tail])
+    return replace(base, ci_low=float(low), ci_high=float(high))
+
+
+def _icc_2k_of(
+    matrix: np.ndarray, confidence: float
+) -> tuple[float | None, float | None, float | None]:
+    """ICC(2,k) of a complete stories × raters ``matrix`` with the interval of McGraw & Wong
+    (1996), case 2A (as ``pingouin.intraclass_corr`` computes it); no interval when the
+    error mean square is 0, no ICC when the variance it divides by is not positive."""
+    n, k = matrix.shape
+    grand = matrix.mean()
+    ss_stories = k * float(((matrix.mean(axis=1) - grand) ** 2).sum())
+    ss_raters = n * float(((matrix.mean(axis=0) - grand) ** 2).sum())
+    ss_error = float(((matrix - grand) ** 2).sum()) - ss_stories - ss_raters
+    bms, jms = ss_stories / (n - 1), ss_raters / (k - 1)
+    ems = max(ss_error, 0.0) / ((n - 1) * (k - 1))
+    total = bms + (jms - ems) / n
+    if total <= 0:
+        return None, None, None
+    icc = (bms - ems) / total
+    if ems <= 0:
+        return icc, None, None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        single = np.float64(bms - ems) / (bms + (k - 1) * ems + k * (jms - ems) / n)
+        fj, df_stories, df_error = np.float64(jms) / ems, n - 1, (n - 1) * (k - 1)
+        spread = n * (1 + (k - 1) * single) - k * single
+        dof = (df_error * (k * single * fj + spread) ** 2) / (
+            df_stories * k**2 * single**2 * fj**2 + spread**2
+        )
+        upper_f = scipy_stats.f.ppf((1 + confidence) / 2, df_stories, dof)
+        lower_f = scipy_stats.f.ppf((1 + confidence) / 2, dof, df_stories)
+        scale = k * jms + (k * n - k - n) * ems
+        low = n * (bms - upper_f * ems) / (upper_f * scale + n * bms)
+        high = n * (lower_f * bms - ems) / (scale + n * lower_f * bms)
+        # Spearman–Brown: from one rater's reliability to that of the mean of k raters.
+        ends = (low * k / (1 + low * (k - 1)), high * k / (1 + high * (k - 1)))
+    if not all(math.isfinite(end) for end in ends):
+        # With an ICC near 0 the Satterthwaite degrees of freedom are undefined.
+        return icc, None, None
+    return icc, float(ends[0]), float(ends[1])
+
+
+def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:
+    """ICC(2,k) of ``rows`` (columns ``story_id``, ``rater_id``, ``value``; NaN missing): how
+    reliable a story's mean over its k raters is, raters taken as a random sample.
+
+    From the two-way ANOVA of n stories × k raters: mean squares for stories (BMS), raters
+    (JMS) and error (EMS), ICC(2,k) = (BMS − EMS) / (BMS + (JMS − EMS) / n), with the F-based
+    interval of McGraw & Wong (1996, case 2A, carried to k raters by Spearman–Brown). The same
+    numbers as ``pingouin.intraclass_corr``'s row ``ICC(A,k)`` (a test checks it), computed
+    here from the matrix because the agreement table needs one per item and source and
+    pingouin's pandas ANOVA takes a fifth of a second each.
+
+    The model needs every rater to rate every story. With gaps, the stories rated by all the
+    raters who rated any story here are used (complete cases; ``note`` says how many);
+    ``icc`` is ``None`` with a reason when fewer than two stories or raters remain, which is
+    the case in a crowd design where each story has raters of its own. Units: a
+    coefficient, at most 1. Reference: Shrout & Fleiss (1979), ICC(2,k), Table 4 (.62 for
+    their Table 2 data); McGraw & Wong (1996).
+    """
+    answered = rows.dropna(subset=["value"]).drop_duplicates(["story_id", "rater_id"])
+    wide = answered.set_index(["story_id", "rater_id"])["value"].unstack()
+    raters, total = int(wide.shape[1]), int(wide.shape[0])
+    complete = wide.dropna().to_numpy(dtype=float)
+    stories = int(complete.shape[0])
+    if raters < 2:
+        return Icc(None, None, None, stories, raters, reason="fewer than 2 raters")
+    if stories < 2:
+        return Icc(
+            None,
+            None,
+            None,
+            stories,
+            raters,
+            reason=f"fewer than 2 stories were rated by all {raters} raters: ICC(2,k) needs "
+            "every rater to rate every story (a crossed design)",
+        )
+    note = (
+        f"all {total} stories, each rated by the same {raters} raters"
+        if stories == total
+        else f"{stories} of {total} stories (those rated by all {raters} raters)"
+    )
+    if np.all(complete == complete[0, 0]):
+        return Icc(None, None, None, stories, raters, note, "every rating is the same")
+    icc, low, high = _icc_2k_of(complete, confidence)
+    if icc is None:
+        why = "the stories' and raters' mean ratings hardly differ: no variance to compare"
+        return Icc(None, None, None, stories, raters, note, why)
+    return Icc(icc, low, high, stories, raters, note)
 
 
 def fleiss_kappa(units: Sequence[Sequence[float]], categories: Sequence[float]) -> Fleiss:
@@ -259,10 +554,6 @@ def exact_agreement(units: Sequence[Sequence[float]]) -> ExactAgreement:
     return ExactAgreement(share=share, agreed=agreed, units=len(pairable))
 
 
-def _item_units(rows: pd.DataFrame) -> list[list[float]]:
-    return [group.tolist() for _, group in rows.groupby("story_id", sort=True)["coded"]]
-
-
 def _domain(item: Item) -> list[float]:
     """The values an item's answers take: its points, or 0/1."""
     if item.kind == "likert":
@@ -270,24 +561,39 @@ def _domain(item: Item) -> list[float]:
     return [0.0, 1.0]
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """How :func:`agreement_table` computes each row."""
+
+    likert_level: Level
+    bootstrap: int
+    seed: int
+
+
 def _agreement(
-    item_id: str,
-    scope: str,
-    kind: str,
-    units: list[list[float]],
-    domain: list[float],
-    likert_level: Level,
-    bootstrap: int,
-    seed: int,
+    item_id: str, scope: str, kind: str, rows: pd.DataFrame, domain: list[float], how: _Settings
 ) -> ItemAgreement:
-    level: Level = "nominal" if kind in NOMINAL_KINDS else likert_level
+    """One row of :func:`agreement_table`: ``rows`` are the coded answers of the item (or of
+    every item, pooled: a unit is then a story × item, and the bootstrap draws stories)."""
+    level: Level = "nominal" if kind in NOMINAL_KINDS else how.likert_level
+    pooled = item_id == ALL_ITEMS
+    keys = ["story_id", "item"] if pooled else ["story_id"]
+    grouped = rows.groupby(keys, sort=True)["coded"]
+    units = [group.tolist() for _, group in grouped]
+    stories = [key[0] if pooled else key for key, _ in grouped]
+    resampling = {"stories": stories, "bootstrap": how.bootstrap, "seed": how.seed}
+    categorical = kind != "likert"
     return ItemAgreement(
         item_id=item_id,
         scope=scope,
         kind=kind,
-        alpha=krippendorff_alpha(units, level, domain, bootstrap=bootstrap, seed=seed),
-        fleiss=None if kind == "likert" else fleiss_kappa(units, domain),
+        alpha=krippendorff_alpha(units, level, domain, **resampling),
+        fleiss=fleiss_kappa(units, domain) if categorical else None,
         exact=exact_agreement(units),
+        ac1=gwet_ac1(units, domain, **resampling) if categorical else None,
+        icc=None
+        if categorical or pooled
+        else icc_2k(rows[["story_id", "rater_id", "coded"]].rename(columns={"coded": "value"})),
     )
 
 
@@ -308,16 +614,21 @@ def agreement_table(
     items and ``likert_level`` (ordinal unless told; interval treats the points as equally
     spaced) for Likert items; Fleiss' κ is computed for yes/no and true/false items only.
 
+    Gwet's AC1 is computed beside κ for yes/no and true/false items, ICC(2,k) for each
+    Likert item (:func:`icc_2k`).
+
     When all scored items share one kind and scale, a last row per scope (item
     :data:`ALL_ITEMS`) pools every story × item as a unit: the agreement over the whole
-    instrument. FEI probes, each asked about one story, get this pooled row only. Each α's
-    bootstrap uses ``seed``.
+    instrument. Its bootstrap resamples stories, each with all its items (a story's items
+    share the story and its raters, so they are not independent units). FEI probes, each
+    asked about one story, get this pooled row only. Each bootstrap uses ``seed``.
     """
     scored = [item for item in instrument.items if item.scored]
     judgements = judgements[judgements["item"].isin([item.id for item in scored])]
     judgements = judgements.assign(coded=coded_values(instrument, judgements))
     if likert_level not in LEVELS:
         raise ValueError(f"likert_level must be one of {', '.join(LEVELS)}, got {likert_level!r}.")
+    how = _Settings(likert_level, bootstrap, seed)
     sources = sorted(judgements["source"].unique())
     scopes = [ALL_SOURCES] + (sources if len(sources) > 1 else [])
     rows: list[ItemAgreement] = []
@@ -329,19 +640,8 @@ def agreement_table(
             # An FEI probe is asked about one story only: it has no agreement of its own.
             if item.id not in by_item or item.story_id is not None:
                 continue
-            units = _item_units(by_item[item.id])
-            domain = _domain(item)
-            rows.append(
-                _agreement(item.id, scope, item.kind, units, domain, likert_level, bootstrap, seed)
-            )
+            rows.append(_agreement(item.id, scope, item.kind, by_item[item.id], _domain(item), how))
         if len(shapes) == 1 and len(scored) > 1 and not subset.empty:
-            units = [
-                group.tolist()
-                for _, group in subset.groupby(["story_id", "item"], sort=True)["coded"]
-            ]
             kind = scored[0].kind
-            domain = _domain(scored[0])
-            rows.append(
-                _agreement(ALL_ITEMS, scope, kind, units, domain, likert_level, bootstrap, seed)
-            )
+            rows.append(_agreement(ALL_ITEMS, scope, kind, subset, _domain(scored[0]), how))
     return tuple(rows)

@@ -9,7 +9,8 @@ rows, and dispatches on the instrument's item kinds:
   per test, correlation of raters' totals);
 - true/false items with an FEI kind → :mod:`cyoa.rating.analysis.fei` (ETC and EWC);
 - every scored item → :mod:`cyoa.rating.analysis.agreement` (Krippendorff's α with a bootstrap
-  interval, Fleiss' κ for categorical items, exact agreement).
+  interval over stories, Fleiss' κ and Gwet's AC1 for categorical items, ICC(2,k) for Likert
+  items, exact agreement).
 
 It works with any number of sources (one: no tests; two: Mann–Whitney; more: Kruskal–Wallis)
 and stories. :mod:`cyoa.rating.analysis.render` prints the result.
@@ -207,9 +208,12 @@ def _notes(instrument: Instrument, kinds: set[str], likert_level: Level) -> list
         )
     notes.append(
         f"Agreement: Krippendorff's α ({likert_level} for Likert, nominal for yes/no and "
-        "true/false) with a percentile bootstrap over stories; Fleiss' κ where every story "
-        "has the same number of raters; exact agreement = share of stories on which all "
-        "raters gave the same answer."
+        "true/false) with a percentile bootstrap over stories (the pooled row draws each story "
+        "with all its items) and q(α < .667), the share of replicates below .667; Fleiss' κ "
+        "where every story has the same number of raters, and Gwet's AC1, for yes/no and "
+        "true/false items; ICC(2,k) for Likert items where raters rated the same stories; "
+        "exact agreement = share of stories on which all raters gave the same answer. ‡ marks "
+        "an interval over fewer than 10 stories or one with replicates left out."
     )
     return notes
 

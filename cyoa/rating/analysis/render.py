@@ -17,7 +17,7 @@ import json
 import math
 from typing import Any, Literal
 
-from cyoa.rating.analysis.agreement import ItemAgreement
+from cyoa.rating.analysis.agreement import ALPHA_MIN, MIN_STORIES, ItemAgreement
 from cyoa.rating.analysis.fei import EntropyMean, FeiAnalysis, PairedComparison
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.scales import MeanInterval, PairComparison, ScaleAnalysis, SourceTest
@@ -86,9 +86,12 @@ def _scale_rows(scales: ScaleAnalysis) -> list[tuple]:
             ("factors", row, "median", factor.median),
         ]
     for reliability in scales.reliability:
+        row = f"{reliability.factor} {reliability.scope}"
         for field, value in dataclasses.asdict(reliability).items():
-            if field != "factor":
-                rows.append(("reliability", reliability.factor, field, value))
+            if field == "warnings":
+                rows.append(("reliability", row, field, " ".join(value) or None))
+            elif field not in ("factor", "scope"):
+                rows.append(("reliability", row, field, value))
     for test in scales.tests:
         rows += _test_rows("factor_tests", test)
     return rows + _pair_rows("factor_pairs", scales.tests)
@@ -109,7 +112,9 @@ def _ttcw_rows(tests: TtcwAnalysis) -> list[tuple]:
     for test in tests.kappa:
         rows += [("fleiss_kappa", test.test_id, "kappa", test.fleiss.kappa)]
         rows += [("fleiss_kappa", test.test_id, "reason", test.fleiss.reason)]
+        rows += [("fleiss_kappa", test.test_id, "gwet ac1", test.ac1.ac1 if test.ac1 else None)]
     rows.append(("fleiss_kappa", "mean", "kappa", tests.mean_kappa))
+    rows.append(("fleiss_kappa", "mean", "gwet ac1", tests.mean_ac1))
     for field, value in dataclasses.asdict(tests.correlation).items():
         rows.append(("rater_correlation", "tests passed", field, value))
     if tests.test is not None:
@@ -155,16 +160,39 @@ def _fei_rows(fei: FeiAnalysis) -> list[tuple]:
     return rows
 
 
+_ALPHA_FIELDS = (
+    "alpha",
+    "ci_low",
+    "ci_high",
+    "level",
+    "units",
+    "stories",
+    "interval",
+    "valid_resamples",
+    "reason",
+)
+
+
 def _agreement_rows(agreement: tuple[ItemAgreement, ...]) -> list[tuple]:
     rows: list[tuple] = []
     for entry in agreement:
         row = f"{entry.item_id} {entry.scope}"
-        for field in ("alpha", "ci_low", "ci_high", "level", "units", "valid_resamples", "reason"):
+        for field in _ALPHA_FIELDS:
             column = "alpha" if field == "alpha" else f"alpha {field}"
             rows.append(("agreement", row, column, getattr(entry.alpha, field)))
+        rows.append(("agreement", row, f"alpha q_below_{ALPHA_MIN}", entry.alpha.q_below_min))
+        rows.append(("agreement", row, "alpha warnings", " ".join(entry.alpha.warnings) or None))
         if entry.fleiss is not None:
             rows.append(("agreement", row, "fleiss kappa", entry.fleiss.kappa))
             rows.append(("agreement", row, "fleiss reason", entry.fleiss.reason))
+        if entry.ac1 is not None:
+            for field in ("ac1", "ci_low", "ci_high", "pa", "pe", "reason"):
+                column = "gwet ac1" if field == "ac1" else f"ac1 {field}"
+                rows.append(("agreement", row, column, getattr(entry.ac1, field)))
+        if entry.icc is not None:
+            for field in ("icc", "ci_low", "ci_high", "stories", "raters", "note", "reason"):
+                column = "icc_2k" if field == "icc" else f"icc {field}"
+                rows.append(("agreement", row, column, getattr(entry.icc, field)))
         rows.append(("agreement", row, "exact agreement", entry.exact.share))
     return rows
 
@@ -227,6 +255,8 @@ CLIPPED_NOTE = (
     "number of tests, the lowest and highest points of a Likert scale, 0 and 1 bit); "
     "docs/analysis.md."
 )
+# Marks a coefficient whose figure or interval comes with a warning, listed under its table.
+WARNED = "‡"
 # Columns of the CSV holding shares (0–1), shown to 3 decimals; other numbers get 2.
 _SHARE_COLUMNS = ("rate", "exact agreement")
 
@@ -347,6 +377,40 @@ def _pair_lines(tests: list[SourceTest], unit: str) -> list[str]:
     )
 
 
+def _reliability_lines(scales: ScaleAnalysis) -> list[str]:
+    """Cronbach's α and McDonald's ω per factor, pooled and within each source, with the
+    warnings under the table."""
+    lines = ["## Reliability (pooled over all sources, and within each source)", ""]
+    body = [
+        [
+            entry.factor,
+            entry.scope,
+            str(entry.items),
+            str(entry.n),
+            _num(entry.cronbach_alpha)
+            + _interval(entry.alpha_ci_low, entry.alpha_ci_high)
+            + (WARNED if entry.warnings else ""),
+            _num(entry.omega) if entry.omega is not None else f"– ({entry.omega_reason})",
+        ]
+        for entry in scales.reliability
+    ]
+    head = ["Factor", "Rows of", "items", "n", "Cronbach's α [95% CI]", "McDonald's ω"]
+    lines += _table(head, body)
+    warned = [
+        f"- {WARNED} {entry.factor} ({entry.scope}): {warning}"
+        for entry in scales.reliability
+        for warning in entry.warnings
+    ]
+    lines += warned + ([""] if warned else [])
+    if len({entry.scope for entry in scales.reliability}) > 1:
+        lines += [
+            "Differences between sources make a factor's items covary in the pooled rows: read "
+            "the within-source rows for how consistently the items measure one thing.",
+            "",
+        ]
+    return lines
+
+
 def _scale_lines(analysis: RatingAnalysis, scales: ScaleAnalysis) -> list[str]:
     sources = list(analysis.sources)
     lines = ["## Factors (mean score after reverse coding [95% CI] (stories))", ""]
@@ -364,18 +428,7 @@ def _scale_lines(analysis: RatingAnalysis, scales: ScaleAnalysis) -> list[str]:
     ]
     lines += _table(head, body) + _test_method(list(scales.tests))
     lines += _pair_lines(list(scales.tests), "factor")
-    lines += ["## Reliability (all sources)", ""]
-    body = [
-        [
-            entry.factor,
-            str(entry.items),
-            str(entry.n),
-            _num(entry.cronbach_alpha) + _interval(entry.alpha_ci_low, entry.alpha_ci_high),
-            _num(entry.omega) if entry.omega is not None else f"– ({entry.omega_reason})",
-        ]
-        for entry in scales.reliability
-    ]
-    lines += _table(["Factor", "items", "n", "Cronbach's α [95% CI]", "McDonald's ω"], body)
+    lines += _reliability_lines(scales)
     lines += ["## Items (mean answer as given [95% CI] (stories); answers per point)", ""]
     items = list(dict.fromkeys(item.item_id for item in scales.items))
     by_item = {(item.item_id, item.source): item for item in scales.items}
@@ -399,9 +452,13 @@ def _scale_lines(analysis: RatingAnalysis, scales: ScaleAnalysis) -> list[str]:
 
 def _ttcw_lines(analysis: RatingAnalysis, tests: TtcwAnalysis) -> list[str]:
     sources = list(analysis.sources)
-    lines = ["## Pass rates (% of judgements that are Yes) and Fleiss' κ per test", ""]
+    lines = [
+        "## Pass rates (% of judgements that are Yes), Fleiss' κ and Gwet's AC1 per test",
+        "",
+    ]
     rates = {(rate.test_id, rate.source): rate for rate in tests.pass_rates}
     kappa = {test.test_id: test.fleiss for test in tests.kappa}
+    ac1 = {test.test_id: test.ac1.ac1 for test in tests.kappa if test.ac1 is not None}
     test_ids = list(dict.fromkeys(rate.test_id for rate in tests.pass_rates))
     body = []
     for test_id in test_ids:
@@ -413,10 +470,19 @@ def _ttcw_lines(analysis: RatingAnalysis, tests: TtcwAnalysis) -> list[str]:
                 first.category,
                 *(_pct(rates[(test_id, source)].rate) for source in sources),
                 _num(fleiss.kappa) if fleiss and fleiss.kappa is not None else "–",
+                _num(ac1[test_id]) if ac1.get(test_id) is not None else "–",
             ]
         )
-    body.append(["", "Average", *(_pct(tests.average[s]) for s in sources), _num(tests.mean_kappa)])
-    lines += _table(["Dimension", "Test", *sources, "Fleiss' κ"], body)
+    body.append(
+        [
+            "",
+            "Average",
+            *(_pct(tests.average[s]) for s in sources),
+            _num(tests.mean_kappa),
+            _num(tests.mean_ac1),
+        ]
+    )
+    lines += _table(["Dimension", "Test", *sources, "Fleiss' κ", "Gwet's AC1"], body)
     reasons = sorted({f.reason for f in kappa.values() if f.kappa is None and f.reason})
     if reasons:
         lines += [f"Fleiss' κ undefined: {'; '.join(reasons)}.", ""]
@@ -538,39 +604,80 @@ def _fei_lines(analysis: RatingAnalysis, fei: FeiAnalysis) -> list[str]:
 
 def alpha_cell(entry: ItemAgreement) -> str:
     """Krippendorff's α of ``entry`` to 2 decimals with its 95% bootstrap interval in
-    brackets when there is one, e.g. ``0.41 [0.12, 0.63]``; ``– (why)`` when α is
-    undefined."""
+    brackets when there is one, e.g. ``0.41 [0.12, 0.63]``, and :data:`WARNED` when it comes
+    with a warning (:func:`agreement_warnings`); ``– (why)`` when α is undefined."""
     alpha = entry.alpha
     if alpha.alpha is None:
         return f"– ({alpha.reason})"
-    return _num(alpha.alpha) + _interval(alpha.ci_low, alpha.ci_high)
+    mark = WARNED if alpha.warnings else ""
+    return _num(alpha.alpha) + _interval(alpha.ci_low, alpha.ci_high) + mark
+
+
+def agreement_warnings(agreement: tuple[ItemAgreement, ...]) -> list[str]:
+    """Each distinct warning of the agreement rows, followed by the rows it concerns
+    ("item (stories of)"), in the order the rows come."""
+    rows: dict[str, list[str]] = {}
+    for entry in agreement:
+        for warning in entry.alpha.warnings:
+            rows.setdefault(warning, []).append(f"{entry.item_id} ({entry.scope})")
+    return [f"{warning} Rows: {', '.join(names)}." for warning, names in rows.items()]
+
+
+def _coefficient(value: float | None, low: float | None, high: float | None, why: str) -> str:
+    if value is None:
+        return f"– ({why})" if why else "–"
+    return _num(value) + _interval(low, high)
+
+
+def _agreement_cells(entry: ItemAgreement, kappa: bool, icc: bool) -> list[str]:
+    alpha = entry.alpha
+    cells = [entry.item_id, entry.scope, alpha.level, alpha_cell(entry), _num(alpha.q_below_min)]
+    if kappa:
+        fleiss, ac1 = entry.fleiss, entry.ac1
+        cells.append(
+            "–" if fleiss is None else _coefficient(fleiss.kappa, None, None, fleiss.reason or "")
+        )
+        cells.append(
+            "–" if ac1 is None else _coefficient(ac1.ac1, ac1.ci_low, ac1.ci_high, ac1.reason or "")
+        )
+    if icc:
+        value = entry.icc
+        cells.append(
+            "–"
+            if value is None
+            else _coefficient(value.icc, value.ci_low, value.ci_high, value.reason or "")
+        )
+    return cells + [_pct(entry.exact.share), str(alpha.units), str(alpha.stories)]
 
 
 def _agreement_lines(analysis: RatingAnalysis) -> list[str]:
     if not analysis.agreement:
         return []
     lines = [
-        f"## Agreement (Krippendorff's α, {analysis.bootstrap:,} bootstrap replicates over "
-        f"stories, seed {analysis.seed})",
+        "## Agreement",
+        "",
+        f"Intervals of α and AC1: percentile bootstrap over stories (each with all its items), "
+        f"{analysis.bootstrap:,} replicates, seed {analysis.seed}; the last column says how many "
+        f"stories each resampled. q: the share of replicates with α below {ALPHA_MIN} "
+        "(Hayes & Krippendorff 2007). ICC(2,k): F-based interval (McGraw & Wong 1996).",
         "",
     ]
-    with_kappa = any(entry.fleiss is not None for entry in analysis.agreement)
-    body = []
-    for entry in analysis.agreement:
-        alpha = entry.alpha
-        fleiss = entry.fleiss
-        if fleiss is None:
-            fleiss_cell = "–"
-        elif fleiss.kappa is None:
-            fleiss_cell = f"– ({fleiss.reason})"
-        else:
-            fleiss_cell = _num(fleiss.kappa)
-        cells = [entry.item_id, entry.scope, alpha.level, alpha_cell(entry)]
-        cells += [fleiss_cell] if with_kappa else []
-        body.append(cells + [_pct(entry.exact.share), str(alpha.units)])
-    head = ["Item", "Stories of", "Level", "α [95% CI]"]
-    head += ["Fleiss' κ"] if with_kappa else []
-    return lines + _table(head + ["% all agree", "stories"], body)
+    kappa = any(entry.fleiss is not None for entry in analysis.agreement)
+    icc = any(entry.icc is not None for entry in analysis.agreement)
+    body = [_agreement_cells(entry, kappa, icc) for entry in analysis.agreement]
+    head = ["Item", "Stories of", "Level", "α [95% CI]", f"q(α < {ALPHA_MIN})"]
+    head += ["Fleiss' κ", "Gwet's AC1 [95% CI]"] if kappa else []
+    head += ["ICC(2,k) [95% CI]"] if icc else []
+    lines += _table(head + ["% all agree", "units", "stories"], body)
+    warned = agreement_warnings(analysis.agreement)
+    if warned:
+        lines += [f"- {WARNED} {warning}" for warning in warned]
+        lines += [
+            "",
+            f"Intervals over fewer than {MIN_STORIES} stories are flagged; see docs/analysis.md.",
+            "",
+        ]
+    return lines
 
 
 def to_markdown(analysis: RatingAnalysis) -> str:

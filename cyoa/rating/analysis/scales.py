@@ -52,6 +52,8 @@ from cyoa.rating.instruments.types import Instrument
 from cyoa.stats import cliffs_delta, holm, kruskal_wallis, mann_whitney
 
 CONFIDENCE = 0.95
+# The scope of a figure over every source's stories (as opposed to one source's).
+ALL_SOURCES = "all"
 # Below this uniqueness an item's one-factor loading is (nearly) 1: a Heywood case.
 HEYWOOD_UNIQUENESS = 0.01
 # One-factor fits from this many fixed starting values (seeds 0, 1, …); the best is kept.
@@ -324,11 +326,13 @@ class FactorSummary:
 
 @dataclass(frozen=True)
 class Reliability:
-    """Internal consistency of one factor over the complete rater × story rows (``n``).
+    """Internal consistency of one factor over the complete rater × story rows (``n``) of
+    ``scope``: :data:`ALL_SOURCES` (pooled) or one source.
 
     ``cronbach_alpha`` with its Feldt interval; ``omega``: McDonald's ω from a one-factor
     model (see :func:`mcdonald_omega`), ``None`` with ``omega_reason`` when it cannot be
-    estimated.
+    estimated. ``warnings``: a negative α, an item that never varies
+    (:func:`reliability_warnings`).
     """
 
     factor: str
@@ -339,6 +343,8 @@ class Reliability:
     alpha_ci_high: float | None
     omega: float | None
     omega_reason: str | None
+    scope: str = "all"
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -512,29 +518,65 @@ def _wide(
     return wide.reindex(columns=list(item_ids))
 
 
+def reliability_warnings(scores: pd.DataFrame, alpha: float | None) -> tuple[str, ...]:
+    """What to check about the reliability of ``scores`` (rows: respondents, columns:
+    reverse-coded items, complete rows only): a negative Cronbach's α (the items covary
+    negatively on the whole: usually an item keyed the wrong way round), and each item with the
+    same answer in every row (it has no variance to share)."""
+    found = []
+    if alpha is not None and alpha < 0:
+        found.append(
+            "Cronbach's α is negative: an item is probably keyed the wrong way round (check "
+            "which items are reverse-coded) or the items do not measure one thing."
+        )
+    if scores.shape[0] >= 2:
+        for item in scores.columns[(scores.nunique() == 1).to_numpy()]:
+            value = scores[item].iloc[0]
+            found.append(
+                f"Item {item} has the same answer ({value:g}) in all {scores.shape[0]} rows: it "
+                "cannot add to α or ω; check it."
+            )
+    return tuple(found)
+
+
+def _reliability_of(factor: str, scope: str, wide: pd.DataFrame) -> Reliability:
+    alpha, low, high = cronbach_alpha(wide)
+    omega, reason = mcdonald_omega(wide)
+    return Reliability(
+        factor=factor,
+        items=int(wide.shape[1]),
+        n=int(wide.shape[0]),
+        cronbach_alpha=alpha,
+        alpha_ci_low=low,
+        alpha_ci_high=high,
+        omega=omega,
+        omega_reason=reason,
+        scope=scope,
+        warnings=reliability_warnings(wide, alpha),
+    )
+
+
 def reliability(instrument: Instrument, judgements: pd.DataFrame) -> tuple[Reliability, ...]:
-    """:class:`Reliability` of each scale of :func:`likert_scales`, over all sources' rater ×
-    story rows that answered every item of the scale (reverse-coded)."""
+    """:class:`Reliability` of each scale of :func:`likert_scales` over the rater × story rows that
+    answered every item of the factor (reverse-coded): pooled over all sources and, with
+    several sources, within each source (factor by factor).
+
+    Differences between sources make a factor's items covary in the pooled rows even when
+    they hardly covary within any source, so the pooled α can be high while every source's is
+    low; the within-source figures say how consistently the items measure one thing among
+    stories of one kind. Reference: Cronbach (1951); McDonald (1999).
+    """
     results = []
+    sources = sorted(judgements["source"].unique())
+    scopes = [ALL_SOURCES] + (sources if len(sources) > 1 else [])
     for factor, item_ids in likert_scales(instrument).items():
         likert = [i for i in item_ids if instrument.item(i).kind == "likert"]
         if not likert:
             continue
-        wide = _wide(instrument, judgements, likert).dropna()
-        alpha, low, high = cronbach_alpha(wide)
-        omega, reason = mcdonald_omega(wide)
-        results.append(
-            Reliability(
-                factor=factor,
-                items=len(likert),
-                n=int(wide.shape[0]),
-                cronbach_alpha=alpha,
-                alpha_ci_low=low,
-                alpha_ci_high=high,
-                omega=omega,
-                omega_reason=reason,
-            )
-        )
+        for scope in scopes:
+            rows = judgements if scope == ALL_SOURCES else judgements[judgements["source"] == scope]
+            wide = _wide(instrument, rows, likert).dropna()
+            results.append(_reliability_of(factor, scope, wide))
     return tuple(results)
 
 

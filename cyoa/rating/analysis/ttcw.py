@@ -8,13 +8,17 @@ Following Chakrabarty et al. (CHI 2024, §5.4):
 - **tests passed** per story: the number of tests the story passes, either by the majority of
   its raters or per rater (then averaged over the story's raters);
 - **Fleiss' κ** per test over all stories, each with its raters' Yes/No, and their mean;
+  beside it **Gwet's AC1** (Gwet 2008), which stays near the raters' observed agreement when
+  Yes is rare, where κ falls towards 0 (the prevalence paradox);
 - **Pearson r** between raters on the number of tests passed per story (the paper's 0.69 for
   its 48 stories; see :func:`rater_correlation` for exactly what is computed here).
 
 Reference: Chakrabarty, T., Laban, P., Agarwal, D., Muresan, S. and Wu, C.-S. (2024). Art or
 Artifice? Large Language Models and the False Promise of Creativity. CHI. Pearson (1896);
 Griffin, D. and Gonzalez, R. (1995). Correlational analysis of dyad-level data in the
-exchangeable case. Psychological Bulletin 118(3) (the pairwise correlation).
+exchangeable case. Psychological Bulletin 118(3) (the pairwise correlation). Gwet, K. L.
+(2008). Computing inter-rater reliability and its variance in the presence of high agreement.
+British Journal of Mathematical and Statistical Psychology 61(1).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from cyoa.rating.analysis.agreement import Fleiss, fleiss_kappa
+from cyoa.rating.analysis.agreement import Fleiss, GwetAC1, fleiss_kappa, gwet_ac1
 from cyoa.rating.analysis.scales import (
     MeanInterval,
     SourceTest,
@@ -81,11 +85,13 @@ class TestsPassed:
 
 @dataclass(frozen=True)
 class TestAgreement:
-    """Fleiss' κ of one test over all stories."""
+    """Fleiss' κ and Gwet's AC1 (point estimate; the agreement table gives its interval) of
+    one test over all stories."""
 
     test_id: str
     category: str
     fleiss: Fleiss
+    ac1: GwetAC1 | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,8 @@ class RaterCorrelation:
 @dataclass(frozen=True)
 class TtcwAnalysis:
     """The Yes/No part of a rating analysis. ``average``: per source, the mean of its
-    per-test pass rates (Table 5's "Average" row). ``test``: tests passed per rater (story
+    per-test pass rates (Table 5's "Average" row). ``mean_kappa``/``mean_ac1``: the mean of
+    the tests' Fleiss' κ and Gwet's AC1. ``test``: tests passed per rater (story
     means) between sources. ``rationales``: judgements of tests that ask for a rationale
     that came with one, out of ``rationale_asked``."""
 
@@ -118,6 +125,7 @@ class TtcwAnalysis:
     test: SourceTest | None
     rationales: int
     rationale_asked: int
+    mean_ac1: float | None = None
 
 
 def _yes_no(instrument: Instrument, judgements: pd.DataFrame) -> pd.DataFrame:
@@ -249,8 +257,9 @@ def rater_correlation(
 def fleiss_per_test(instrument: Instrument, judgements: pd.DataFrame) -> tuple[TestAgreement, ...]:
     """Fleiss' κ of each Yes/No test over all stories (every source), each story a unit with
     its raters' answers (:func:`cyoa.rating.analysis.agreement.fleiss_kappa`; ``None`` with a reason
-    when the stories have different numbers of raters). Reference: Fleiss (1971); Chakrabarty
-    et al. (2024), Table 5."""
+    when the stories have different numbers of raters), and Gwet's AC1 of the same units
+    (:func:`cyoa.rating.analysis.agreement.gwet_ac1`, defined for any number of raters per
+    story). Reference: Fleiss (1971); Gwet (2008); Chakrabarty et al. (2024), Table 5."""
     rows = _yes_no(instrument, judgements)
     by_item = dict(tuple(rows.groupby("item")))
     results = []
@@ -259,7 +268,12 @@ def fleiss_per_test(instrument: Instrument, judgements: pd.DataFrame) -> tuple[T
             continue
         units = [group.tolist() for _, group in by_item[item.id].groupby("story_id")["value"]]
         results.append(
-            TestAgreement(item.id, item.category or item.text, fleiss_kappa(units, [0.0, 1.0]))
+            TestAgreement(
+                item.id,
+                item.category or item.text,
+                fleiss_kappa(units, [0.0, 1.0]),
+                gwet_ac1(units, [0.0, 1.0], bootstrap=0),
+            )
         )
     return tuple(results)
 
@@ -296,6 +310,7 @@ def analyze_tests(instrument: Instrument, judgements: pd.DataFrame) -> TtcwAnaly
         )
     kappa = fleiss_per_test(instrument, judgements)
     defined = [test.fleiss.kappa for test in kappa if test.fleiss.kappa is not None]
+    ac1s = [test.ac1.ac1 for test in kappa if test.ac1 and test.ac1.ac1 is not None]
     asked = judgements[
         judgements["item"].isin([item.id for item in instrument.items if item.rationale])
     ]
@@ -308,6 +323,7 @@ def analyze_tests(instrument: Instrument, judgements: pd.DataFrame) -> TtcwAnaly
         tests_passed=tuple(passed),
         kappa=kappa,
         mean_kappa=float(np.mean(defined)) if defined else None,
+        mean_ac1=float(np.mean(ac1s)) if ac1s else None,
         correlation=rater_correlation(totals),
         test=None if test is None else with_holm([test])[0],
         rationales=given,

@@ -28,7 +28,7 @@ from sqlite_utils import Database
 from cyoa import store
 from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.ratings import RatingAnalysis
-from cyoa.rating.analysis.render import alpha_cell
+from cyoa.rating.analysis.render import agreement_warnings, alpha_cell
 from cyoa.rating.analysis.report import RatingReport, rating_report
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_from_dict
@@ -93,8 +93,9 @@ def _agreement_lines(label: str, analysis: RatingAnalysis) -> list[str]:
     if not rows:
         return [f"{label}: no item has two raters of one story yet.", ""]
     lines = [
-        f"{label} (Krippendorff's α with a 95% percentile bootstrap interval over stories, "
-        f"{analysis.bootstrap:,} replicates, seed {analysis.seed}; all sources):",
+        f"{label} (Krippendorff's α with a 95% percentile bootstrap interval over stories, each "
+        f"story with all its items, {analysis.bootstrap:,} replicates, seed {analysis.seed}; "
+        "all sources):",
         "",
         "| item | level | α [95% CI] | stories | % all agree |",
         "|---|---|---|---|---|",
@@ -102,10 +103,11 @@ def _agreement_lines(label: str, analysis: RatingAnalysis) -> list[str]:
     for entry in rows:
         share = entry.exact.share
         lines.append(
-            f"| {entry.item_id} | {entry.alpha.level} | {alpha_cell(entry)} | {entry.alpha.units} "
-            f"| {'–' if share is None else f'{100 * share:.0f}%'} |"
+            f"| {entry.item_id} | {entry.alpha.level} | {alpha_cell(entry)} | "
+            f"{entry.alpha.stories} | {'–' if share is None else f'{100 * share:.0f}%'} |"
         )
-    return lines + [""]
+    warned = agreement_warnings(tuple(rows))
+    return lines + [""] + [f"- ‡ {warning}" for warning in warned] + ([""] if warned else [])
 
 
 def _items_lines(instrument: Instrument) -> list[str]:

@@ -39,7 +39,7 @@ from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.rating import store as rating_store
-from cyoa.rating.analysis.render import alpha_cell, display_value
+from cyoa.rating.analysis.render import agreement_warnings, alpha_cell, display_value
 from cyoa.rating.analysis.report import (
     RatingReport,
     quality_rows,
@@ -274,7 +274,8 @@ def _quality(db: Database, exp_id: str, report: RatingReport | None) -> list[dic
 def _agreement(report: RatingReport | None) -> dict[str, Any]:
     """Krippendorff's α with its interval per item over all sources, with every rater and,
     when any is excluded, without them: the pooled row ("all items") as the headline and
-    first of the rows."""
+    first of the rows. The headline says what the interval resampled; the note lists the
+    warnings of thin intervals (marked ‡ in the cells)."""
     if report is None:
         return {"headline": "No judgements yet.", "rows": [], "note": ""}
     kept = {
@@ -292,26 +293,30 @@ def _agreement(report: RatingReport | None) -> dict[str, Any]:
             "level": entry.alpha.level,
             "all": alpha_cell(entry),
             "kept": alpha_cell(kept[entry.item_id]) if entry.item_id in kept else "–",
-            "stories": str(entry.alpha.units),
+            "stories": str(entry.alpha.stories),
             "agree": "–" if entry.exact.share is None else f"{100 * entry.exact.share:.0f}%",
         }
         for entry in entries
     ]
     analysis = report.all_raters
+    warned = agreement_warnings(tuple(entries))
     note = (
-        f"95% percentile bootstrap intervals over stories ({analysis.bootstrap:,} replicates, "
-        f"seed {analysis.seed}); per-source agreement and Fleiss' κ are in the results below."
+        f"95% percentile bootstrap intervals over stories, each story with all its items "
+        f"({analysis.bootstrap:,} replicates, seed {analysis.seed}); per-source agreement, "
+        "Fleiss' κ, Gwet's AC1, ICC(2,k) and q(α < .667) are in the results below."
     )
-    pooled = rows[0] if rows and rows[0]["item"] == "all items" else None
+    note += "".join(f" ‡ {warning}" for warning in warned)
+    pooled = entries[0] if entries and entries[0].item_id == "all items" else None
     if pooled is None:
         headline = "Krippendorff's α per item: open the table below."
     else:
         headline = (
-            f"Krippendorff's α over every item ({pooled['level']}, {pooled['stories']} story × "
-            f"item units): {pooled['all']}"
+            f"Krippendorff's α over every item ({pooled.alpha.level}; percentile bootstrap over "
+            f"{pooled.alpha.stories:,} stories, each with all its items, {analysis.bootstrap:,} "
+            f"replicates, seed {analysis.seed}): {rows[0]['all']}"
         )
         if report.kept_raters is not None:
-            headline += f"; without the excluded raters: {pooled['kept']}"
+            headline += f"; without the excluded raters: {rows[0]['kept']}"
     return {"headline": headline, "rows": rows, "note": note}
 
 
