@@ -39,7 +39,8 @@ import pingouin
 from scipy import stats as scipy_stats
 from statsmodels.multivariate.factor import Factor
 
-from cyoa.rating.instruments.types import Instrument
+from cyoa.rating.analysis.mixed import ModelEstimate, source_model
+from cyoa.rating.instruments.types import Instrument, Item
 from cyoa.stats import holm, mann_whitney
 
 CONFIDENCE = 0.95
@@ -247,6 +248,54 @@ class ScaleAnalysis:
     reliability: tuple[Reliability, ...]
     tests: tuple[SourceTest, ...]
     method: str
+    models: tuple[ModelEstimate, ...] = ()
+
+    def model(self, what: str) -> ModelEstimate | None:
+        """The model estimate of a factor (its name) or an item (``item <id>``)."""
+        return next((model for model in self.models if model.what == what), None)
+
+
+def scale_bounds(item: Item) -> tuple[float, float]:
+    """The lowest and highest answer of a Likert item, where its intervals are cut."""
+    return (1.0, float(item.points or 1))
+
+
+def scale_models(
+    instrument: Instrument,
+    judgements: pd.DataFrame,
+    scores: pd.DataFrame,
+    *,
+    raters_known: bool = True,
+    confidence: float = CONFIDENCE,
+) -> tuple[ModelEstimate, ...]:
+    """The crossed story × rater model (:func:`cyoa.rating.analysis.mixed.source_model`) of
+    each factor's scores (``what``: the factor) and each Likert item's answers (``what``:
+    ``item <id>``), intervals cut at the scale's bounds (:func:`scale_bounds`)."""
+    models = []
+    for factor, item_ids in instrument.factors().items():
+        rows = scores[scores["factor"] == factor]
+        likert = [instrument.item(i) for i in item_ids if instrument.item(i).kind == "likert"]
+        if rows.empty or not likert:
+            continue
+        bounds = (
+            min(scale_bounds(item)[0] for item in likert),
+            max(scale_bounds(item)[1] for item in likert),
+        )
+        model = source_model(rows, factor, bounds, raters_known=raters_known, confidence=confidence)
+        models.append(model)
+    answered = judgements.dropna(subset=["value"])
+    for item in instrument.items:
+        rows = answered[answered["item"] == item.id]
+        if item.kind != "likert" or rows.empty:
+            continue
+        frame = rows.assign(score=rows["value"].astype(float))
+        models.append(
+            source_model(
+                frame, f"item {item.id}", scale_bounds(item),
+                raters_known=raters_known, confidence=confidence,
+            )
+        )  # fmt: skip
+    return tuple(model for model in models if model is not None)
 
 
 def factor_scores(instrument: Instrument, judgements: pd.DataFrame) -> pd.DataFrame:
@@ -434,12 +483,17 @@ def reliability(instrument: Instrument, judgements: pd.DataFrame) -> tuple[Relia
 
 
 def analyze_scales(
-    instrument: Instrument, judgements: pd.DataFrame, confidence: float = CONFIDENCE
+    instrument: Instrument,
+    judgements: pd.DataFrame,
+    confidence: float = CONFIDENCE,
+    *,
+    raters_known: bool = True,
 ) -> ScaleAnalysis:
     """The Likert part of a rating analysis (see the module docstring for the method).
 
     ``judgements``: the rating contract of :func:`cyoa.rating.analysis.ratings.analyze_ratings`
     (``story_id``, ``source``, ``rater_id``, ``item``, ``value`` as answered).
+    ``raters_known``: False when rater ids are positions (no rater effect in the model).
     """
     scores = factor_scores(instrument, judgements)
     sources = sorted(judgements["source"].unique())
@@ -476,8 +530,13 @@ def analyze_scales(
         factors=tuple(factors),
         reliability=reliability(instrument, judgements),
         tests=with_holm(tests),
+        models=scale_models(
+            instrument, judgements, scores, raters_known=raters_known, confidence=confidence
+        ),
         method=(
-            "Means per source are over stories (each story's mean over its raters) with a "
+            "Headline: means and differences from a linear mixed model with random story and "
+            "rater effects (cyoa.rating.analysis.mixed). Also: means per source are over "
+            "stories (each story's mean over its raters) with a "
             f"{int(confidence * 100)}% t interval; item means as answered, factor scores "
             "after reverse coding; tests compare story means between sources (Mann–Whitney U "
             "for two, Kruskal–Wallis H for more), Holm-adjusted across factors."
