@@ -160,6 +160,8 @@ class _Design:
     story_counts: np.ndarray
     rater_counts: np.ndarray
     crossed: np.ndarray  # stories × raters: ratings of each story by each rater
+    zt_xy: np.ndarray  # Z'[X y], which the deviance uses at every λ
+    xy_xy: np.ndarray  # [X y]'[X y]
 
 
 def _design(frame: pd.DataFrame, with_raters: bool) -> _Design:
@@ -177,6 +179,7 @@ def _design(frame: pd.DataFrame, with_raters: bool) -> _Design:
     crossed = np.zeros((stories, raters))
     if with_raters:
         np.add.at(crossed, (story_codes, rater_codes), 1.0)
+    xy = np.column_stack([x, frame["score"].to_numpy(dtype=float)])
     return _Design(
         sources=sources,
         raters=tuple(str(r) for r in rater_ids),
@@ -189,6 +192,8 @@ def _design(frame: pd.DataFrame, with_raters: bool) -> _Design:
             float
         ),
         crossed=crossed,
+        zt_xy=np.asarray(z.T @ xy),
+        xy_xy=xy.T @ xy,
     )
 
 
@@ -231,9 +236,8 @@ class _Blocks:
 def _profiled(design: _Design, lam: np.ndarray) -> tuple[float, np.ndarray, float, _Blocks]:
     """REML deviance (−2 log-likelihood up to a constant, σ² profiled out), β̂ and σ̂²."""
     blocks = _Blocks(design, lam)
-    xy = np.column_stack([design.x, design.y])
-    u = blocks.lam[:, None] * (design.z.T @ xy)
-    cross = xy.T @ xy - u.T @ blocks.solve(u)
+    u = blocks.lam[:, None] * design.zt_xy
+    cross = design.xy_xy - u.T @ blocks.solve(u)
     p = design.x.shape[1]
     xtx, xty, yty = cross[:p, :p], cross[:p, p], cross[p, p]
     beta = np.linalg.solve(xtx, xty)
@@ -253,7 +257,7 @@ def _fit(design: _Design) -> tuple[np.ndarray, np.ndarray, float, _Blocks]:
         lambda lam: _profiled(design, np.abs(lam))[0],
         x0=np.ones(parameters),
         method="Nelder-Mead",
-        options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 2000},
+        options={"xatol": 1e-5, "fatol": 1e-8, "maxiter": 2000},
     )
     if not result.success or not np.all(np.isfinite(result.x)):
         raise ModelNotFitted("the model's fit did not converge")
