@@ -9,8 +9,9 @@ recomputed here:
   judgements of the test, with that number of judgements ``n``
   (:func:`cyoa.rating.analysis.ttcw.pass_rates`; Chakrabarty et al. 2024, Table 5);
 - :func:`factor_chart` (``factors``): per factor of a Likert scale (the AISS's five), each
-  source's mean factor score with its 95% Student t interval over stories
-  (:func:`cyoa.rating.analysis.scales.analyze_scales`);
+  source's mean factor score with its 95% interval from the crossed story × rater mixed model
+  (:mod:`cyoa.rating.analysis.mixed`; the t interval over stories where the model fell back
+  to the bootstrap) (:func:`cyoa.rating.analysis.scales.analyze_scales`);
 - :func:`entropy_chart` (``entropy``): FEI's ETC and EWC per source, in bits, with the 95%
   Student t interval over stories (:func:`cyoa.rating.analysis.fei.analyze_fei`; Castricato et
   al. 2021).
@@ -25,13 +26,15 @@ at a time (the web app holds the co-writing dashboard's chart lock).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib
 
 from cyoa.rating.analysis.fei import MIN_ANSWERS, IndexSummary
+from cyoa.rating.analysis.mixed import SourceMean
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.scales import FactorSummary, MeanInterval
 from cyoa.rating.analysis.ttcw import PassRate
@@ -41,7 +44,7 @@ from cyoa.web.charts import COLOURS, RC, empty_chart, new_figure, svg_bytes
 # Chart name → what it shows (the image's alt text on the dashboard).
 CHARTS = {
     "pass-rates": "Pass rate of each test per source, as a heat map of % Yes with n",
-    "factors": "Mean factor score per source with 95% t intervals over stories",
+    "factors": "Mean factor score per source with 95% intervals from the mixed model",
     "entropy": "FEI entropies ETC and EWC per source with 95% t intervals over stories",
 }
 NO_DATA = "No judgements yet."
@@ -81,7 +84,15 @@ def rating_chart(
         if analysis is None or analysis.scales is None or not analysis.scales.factors:
             return empty_chart(NO_DATA)
         points = max(item.points or 0 for item in instrument.items if item.kind == "likert")
-        return factor_chart(analysis.scales.factors, tuple(instrument.factors()), points, caption)
+        models = {
+            (model.what, mean.source): mean
+            for model in analysis.scales.models
+            for mean in model.means
+            if model.components is not None
+        }
+        return factor_chart(
+            analysis.scales.factors, tuple(instrument.factors()), points, caption, models
+        )
     if analysis is None or analysis.fei is None:
         return empty_chart(NO_DATA)
     if not analysis.fei.summaries:
@@ -211,13 +222,23 @@ def _note_clipped(figure, means: Sequence[MeanInterval]) -> None:
 
 
 def factor_chart(
-    factors: Sequence[FactorSummary], order: Sequence[str], points: int, caption: str = ""
+    factors: Sequence[FactorSummary],
+    order: Sequence[str],
+    points: int,
+    caption: str = "",
+    models: Mapping[tuple[str, str], SourceMean] | None = None,
 ) -> bytes:
     """Each factor's mean score per source (the mean over stories of the story's mean over
     its raters, after reverse coding, in points 1 … ``points``), with the 95% Student t
     interval over stories as whiskers (none with one story) and the mean written beside it.
-    Factors along the x axis in ``order``; one colour per source, sorted by name."""
+    With ``models`` ((factor, source) → the mixed model's mean,
+    :mod:`cyoa.rating.analysis.mixed`) for every factor and source shown, those are drawn
+    instead, and the title says so. Factors along the x axis in ``order``; one colour per
+    source, sorted by name."""
     factors = [f for f in factors if f.mean.mean is not None]
+    modelled = bool(models) and all((f.factor, f.source) in models for f in factors)
+    if modelled:
+        factors = [dataclasses.replace(f, mean=models[(f.factor, f.source)]) for f in factors]
     if not factors:
         return empty_chart(NO_DATA)
     sources = sorted({f.source for f in factors})
@@ -243,7 +264,12 @@ def factor_chart(
         axes.set_ylabel(f"mean factor score (1–{points}, after reverse coding)")
         axes.legend(title="source", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         axes.set_title(
-            "Mean over stories with 95% t interval" + (f"; {caption}" if caption else ""),
+            (
+                "Mixed-model mean (random story and rater) with 95% interval"
+                if modelled
+                else "Mean over stories with 95% t interval"
+            )
+            + (f"; {caption}" if caption else ""),
             loc="left",
         )
         _note_clipped(figure, [f.mean for f in factors])
