@@ -25,7 +25,8 @@ leaves out the raters' share: with four raters it covered the true mean about ha
   (Shrout & Fleiss 1979); each rater's predicted offset (BLUP, Henderson 1975), their
   severity: positive for a rater who rates higher than the model predicts.
 - **Fallback**: where the model cannot be fitted (fewer than :data:`MIN_RATERS` raters or
-  :data:`MIN_STORIES` stories in a source, no story rated twice, no convergence), a cluster
+  :data:`MIN_STORIES` stories in a source, no story rated twice, every rating the same, no
+  residual variance, no convergence), a cluster
   bootstrap over stories (within their source) and raters, each resampled with replacement
   (Davison & Hinkley 1997, §3.8; Owen 2007), percentile intervals, labelled as such.
 - **Raters of unknown identity** (imported files whose rater ids are positions, "the first
@@ -316,12 +317,20 @@ def fit_model(frame: pd.DataFrame, raters_known: bool = True) -> _Fitted:
     ``score``; no NaN); :class:`ModelNotFitted` with the reason when it cannot be."""
     _check_fittable(frame, raters_known)
     design = _design(frame, raters_known)
+    spread = float(np.var(design.y))
+    if spread == 0:
+        raise ModelNotFitted("every rating is the same")
     lam, beta, sigma2, blocks = _fit(design)
+    if sigma2 < 1e-10 * spread:
+        raise ModelNotFitted("the ratings leave the model no residual variance")
     theta = np.concatenate([sigma2 * lam**2, [sigma2]])
     hx = blocks.h_inverse(design.x)
     cov_h = np.linalg.inv(design.x.T @ hx)
     zhx = design.z.T @ hx
-    info = _information(design, blocks, theta, cov_h, zhx)
+    with np.errstate(all="ignore"):
+        info = _information(design, blocks, theta, cov_h, zhx)
+    if not np.all(np.isfinite(info)):
+        raise ModelNotFitted("the model's variance estimates are singular")
     covariance = np.linalg.pinv(info)
     residual = design.y - design.x @ beta
     u = blocks.solve(blocks.lam[:, None] * (design.z.T @ residual[:, None]))
