@@ -271,3 +271,11 @@ def test_over_long_pay_is_refused_with_a_sentence_and_the_typed_text_kept(ttcw):
     db = store.connect(ttcw.app.config["DATABASE"])
     assert store.get_evaluation_details(db, "ttcw-import").get("pay") in (None, "")
     db.close()
+
+
+def test_the_quality_table_shows_each_rater_s_severity_and_says_what_it_measures(ttcw):
+    body = ttcw.get(f"{BASE}/progress.json").get_json()
+    assert all("severity" in row for row in body["quality"])
+    assert body["quality_note"].startswith("Severity")
+    page = ttcw.get(BASE).get_data(as_text=True)
+    assert "<th>Severity</th>" in page and 'id="quality-note"' in page
