@@ -303,3 +303,11 @@ def test_with_three_sources_the_dashboard_compares_every_pair_of_sources(app):
     delta = pairs["columns"].index("delta") + 1
     assert all(re.fullmatch(r"-?[01]\.\d\d", row[delta]) for row in pairs["rows"])
     assert "tests passed pairs" in researcher.get(url).get_data(as_text=True)
+
+
+def test_the_quality_table_shows_each_rater_s_severity_and_says_what_it_measures(ttcw):
+    body = ttcw.get(f"{BASE}/progress.json").get_json()
+    assert all("severity" in row for row in body["quality"])
+    assert body["quality_note"].startswith("Severity")
+    page = ttcw.get(BASE).get_data(as_text=True)
+    assert "<th>Severity</th>" in page and 'id="quality-note"' in page

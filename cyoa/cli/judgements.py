@@ -55,6 +55,14 @@ FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
     help="The stories' titles and texts (JSON, JSON Lines or CSV: story_id, source, title, "
     "text), e.g. TTCW's ttcw_short_stories.json.",
 )
+@click.option(
+    "--rater-ids",
+    type=click.Choice(["people", "positions"]),
+    default="people",
+    show_default=True,
+    help="positions: the file numbers each story's raters (rater 1 of one story need not be "
+    "rater 1 of another); then no per-rater quality control and no rater effect in the model.",
+)
 @click.pass_context
 def import_ratings_command(
     ctx: click.Context,
@@ -64,6 +72,7 @@ def import_ratings_command(
     instrument: str | None,
     questions: Path | None,
     stories: Path | None,
+    rater_ids: str,
 ) -> None:
     """Load FILE's judgements as a new rating experiment (closed: nothing to collect), after
     checking every row; a bad row names its file, line and field, and nothing is stored."""
@@ -86,6 +95,7 @@ def import_ratings_command(
         "file": file.name,
         **({"stories": stories.name} if stories else {}),
         **({"questions": questions.name} if questions else {}),
+        **({"rater_ids": rater_ids} if rater_ids == "positions" else {}),
     }
     db = open_or_create(ctx)
     try:

@@ -188,9 +188,13 @@ def _notes(instrument: Instrument, kinds: set[str], likert_level: Level) -> list
         )
     if "likert" in kinds:
         notes.append(
-            "Likert means per source are over stories (each story's mean over its raters), "
-            "with 95% t intervals over stories; factor scores are the mean of the factor's "
-            "items after reverse coding, per rater × story that answered them all."
+            "Likert headline: source means and differences from a linear mixed model with "
+            "random story and rater effects (REML), 95% t intervals with Satterthwaite df; "
+            "where it cannot be fitted, a cluster bootstrap over stories and raters, labelled. "
+            "Also given: means over stories (each story's mean over its raters) with 95% t "
+            "intervals over stories, which leave out the raters' share of the uncertainty. "
+            "Factor scores are the mean of the factor's items after reverse coding, per "
+            "rater × story that answered them all."
         )
         notes += _unfactored_note(instrument)
     if "yes_no" in kinds:
@@ -225,6 +229,7 @@ def analyze_ratings(
     seed: int = 0,
     bootstrap: int = 1000,
     likert_level: Level = "ordinal",
+    raters_known: bool = True,
 ) -> RatingAnalysis:
     """Analyse a rating study's ``judgements`` of ``instrument``.
 
@@ -240,6 +245,8 @@ def analyze_ratings(
     ``bootstrap`` replicates (seeded with ``seed``) give each Krippendorff's α and each FEI
     E(Q) its interval;
     ``likert_level`` is the level of α for Likert items (``"ordinal"`` or ``"interval"``).
+    ``raters_known``: False when rater ids are positions within a story, not people (imported
+    files that number each story's raters): the Likert model then has no rater effect.
     Raises ``ValueError``/:class:`InstrumentError` for rows that cannot be analysed (see
     :func:`validate_judgements`).
     """
@@ -271,7 +278,9 @@ def analyze_ratings(
         judgements=int(rows.shape[0]),
         missing=int(scored["value"].isna().sum()),
         item_texts={item.id: item.category or item.text for item in instrument.items},
-        scales=analyze_scales(instrument, scored) if "likert" in kinds else None,
+        scales=analyze_scales(instrument, scored, raters_known=raters_known)
+        if "likert" in kinds
+        else None,
         tests=analyze_tests(instrument, scored) if "yes_no" in kinds else None,
         fei=analyze_fei(instrument, scored, bootstrap=bootstrap, seed=seed) if has_fei else None,
         agreement=agreement_table(

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from cyoa.rating.analysis.agreement import ALPHA_MIN, MIN_STORIES, ItemAgreement
 from cyoa.rating.analysis.fei import EntropyMean, FeiAnalysis, PairedComparison
+from cyoa.rating.analysis.mixed import ModelEstimate, SourceMean
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.scales import MeanInterval, PairComparison, ScaleAnalysis, SourceTest
 from cyoa.rating.analysis.ttcw import TtcwAnalysis
@@ -71,8 +72,36 @@ def _pair_rows(table: str, tests: tuple[SourceTest, ...] | list[SourceTest]) -> 
     ]
 
 
+def _model_rows(models: tuple[ModelEstimate, ...]) -> list[tuple]:
+    """The mixed model's estimates: ``model_means`` first (the headline), then
+    ``model_differences`` and ``model`` (method, counts, variance components)."""
+    means: list[tuple] = []
+    differences: list[tuple] = []
+    details: list[tuple] = []
+    for model in models:
+        for mean in model.means:
+            row = f"{model.what} {mean.source}"
+            means += [
+                ("model_means", row, field, getattr(mean, field))
+                for field in ("mean", "ci_low", "ci_high", "se", "df", "clipped")
+            ]
+        for difference in model.differences:
+            row = f"{model.what} {difference.first} − {difference.second}"
+            differences += [
+                ("model_differences", row, field, getattr(difference, field))
+                for field in ("difference", "ci_low", "ci_high", "se", "df", "p_value", "p_holm")
+            ]
+        for field in ("method", "stories", "raters", "observations", "replicates", "dropped"):
+            details.append(("model", model.what, field, getattr(model, field)))
+        if model.components is not None:
+            for field, value in dataclasses.asdict(model.components).items():
+                details.append(("model", model.what, f"variance {field}", value))
+        details.append(("model", model.what, "note", model.note))
+    return means + differences + details
+
+
 def _scale_rows(scales: ScaleAnalysis) -> list[tuple]:
-    rows: list[tuple] = []
+    rows: list[tuple] = _model_rows(scales.models)
     for item in scales.items:
         row = f"{item.item_id} {item.source}"
         rows += _mean_rows("items", row, "", item.mean)
@@ -290,10 +319,11 @@ def _mean(mean: MeanInterval | None, digits: int = 2) -> str:
     return f"{_num(mean.mean, digits)}{interval} ({mean.n})"
 
 
-def _means(analysis: RatingAnalysis) -> list[MeanInterval]:
-    means: list[MeanInterval] = []
+def _means(analysis: RatingAnalysis) -> list[MeanInterval | SourceMean]:
+    means: list[MeanInterval | SourceMean] = []
     if analysis.scales is not None:
         means += [summary.mean for summary in (*analysis.scales.items, *analysis.scales.factors)]
+        means += [mean for model in analysis.scales.models for mean in model.means]
     if analysis.tests is not None:
         for passed in analysis.tests.tests_passed:
             means += [passed.majority, passed.per_rater]
@@ -411,9 +441,70 @@ def _reliability_lines(scales: ScaleAnalysis) -> list[str]:
     return lines
 
 
+def _model_mean(mean: SourceMean | None) -> str:
+    if mean is None:
+        return "–"
+    interval = _interval(mean.ci_low, mean.ci_high) + (CLIPPED if mean.clipped else "")
+    return f"{_num(mean.mean)}{interval}"
+
+
+def _model_lines(analysis: RatingAnalysis, models: tuple[ModelEstimate, ...]) -> list[str]:
+    """The headline: each factor's and item's source means and differences from the mixed
+    model (or its bootstrap fallback), the variance components, and what each rests on."""
+    if not models:
+        return []
+    sources = list(analysis.sources)
+    lines = ["## Source means from the mixed model (mean [95% CI])", ""]
+    body = []
+    for model in models:
+        by_source = {mean.source: mean for mean in model.means}
+        kind = "model" if model.components is not None else "bootstrap"
+        body.append([model.what, *(_model_mean(by_source.get(s)) for s in sources), kind])
+    lines += _table(["Measure", *sources, "interval from"], body)
+    methods = dict.fromkeys(model.method for model in models)
+    lines += [f"Intervals from: {'; '.join(methods)}.", ""]
+    pairs = [(model, pair) for model in models for pair in model.differences]
+    if pairs:
+        lines += ["## Differences between sources (mixed model)", ""]
+        body = [
+            [
+                model.what,
+                f"{pair.first} − {pair.second}",
+                _num(pair.difference) + _interval(pair.ci_low, pair.ci_high),
+                _num(pair.df, 1),
+                _p(pair.p_value),
+                _p(pair.p_holm),
+            ]
+            for model, pair in pairs
+        ]
+        lines += _table(["Measure", "pair", "difference [95% CI]", "df", "p", "p (Holm)"], body)
+    lines += ["## Variance components (mixed model)", ""]
+    body = []
+    for model in models:
+        parts = model.components
+        cells = ["–"] * 5 if parts is None else [
+            _num(parts.story, 3), _num(parts.rater, 3), _num(parts.residual, 3),
+            _num(parts.icc_story), _num(parts.icc_rater),
+        ]  # fmt: skip
+        counts = [str(model.stories), "–" if model.raters is None else str(model.raters)]
+        body.append([model.what, *cells, *counts, str(model.observations)])
+    head = ["Measure", "σ² story", "σ² rater", "σ² residual", "ICC story", "ICC rater"]
+    lines += _table(head + ["stories", "raters", "ratings"], body)
+    for model in models:
+        if model.note:
+            dropped = f" {model.dropped} replicates dropped (a source lost every story)."
+            lines.append(f"- {model.what}: {model.note}{dropped if model.dropped else ''}")
+    return lines + ([""] if any(model.note for model in models) else [])
+
+
 def _scale_lines(analysis: RatingAnalysis, scales: ScaleAnalysis) -> list[str]:
     sources = list(analysis.sources)
-    lines = ["## Factors (mean score after reverse coding [95% CI] (stories))", ""]
+    lines = _model_lines(analysis, scales.models)
+    lines += [
+        "## Factors over story means (mean score after reverse coding [95% t CI over story "
+        "means] (stories); leaves out the raters' share of the uncertainty)",
+        "",
+    ]
     tests = {test.what: test for test in scales.tests}
     factors = list(dict.fromkeys(factor.factor for factor in scales.factors))
     by_key = {(factor.factor, factor.source): factor for factor in scales.factors}

@@ -11,13 +11,34 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 from sqlite_utils import Database
 
 from cyoa.errors import AnalysisError
 from cyoa.rating.analysis.data import RaterReview, load_ratings, review_raters
+from cyoa.rating.analysis.mixed import source_model
 from cyoa.rating.analysis.ratings import RatingAnalysis, analyze_ratings
 from cyoa.rating.analysis.render import render_rating_analysis
+from cyoa.rating.analysis.scales import coded_values
+from cyoa.rating.instruments.types import Instrument
 from cyoa.rating.quality import STRAIGHT_LINING_MIN_ITEMS, split_judgements
+
+POSITIONAL_NOTE = (
+    "The rater ids of this imported file are positions within each story (rater 1 of one "
+    "story need not be rater 1 of another), not people: no per-rater quality control or "
+    "severity, and no rater effect in the model."
+)
+
+
+@dataclass(frozen=True)
+class RaterSeverity:
+    """Each rater's severity: their predicted offset (BLUP) in the crossed story × rater
+    model of ``measure`` (:func:`rater_severity`), in its units; positive rates higher than
+    the model predicts (lenient), negative lower (harsh). ``note``: why there are none."""
+
+    offsets: dict[str, float]
+    measure: str
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -25,25 +46,74 @@ class RatingReport:
     review: RaterReview
     all_raters: RatingAnalysis
     kept_raters: RatingAnalysis | None  # None when no rater is excluded
+    severity: RaterSeverity | None = None
+    raters_known: bool = True
+
+
+def raters_known(spec: dict[str, Any]) -> bool:
+    """False for an imported experiment whose file numbers each story's raters
+    (``import-ratings --rater-ids positions``): its rater ids are not people."""
+    return (spec.get("import") or {}).get("rater_ids") != "positions"
+
+
+def rater_severity(
+    instrument: Instrument, judgements: pd.DataFrame, known: bool = True
+) -> RaterSeverity:
+    """Each rater's offset in the crossed model (:func:`cyoa.rating.analysis.mixed.source_model`)
+    of their per-story score: the mean of their Likert answers after reverse coding (scale
+    points), or for an instrument without Likert items the share of their Yes answers
+    (a fraction). Other items (true/false facts of FEI) say nothing of a rater's leniency.
+    Reference: Henderson (1975) for the BLUP; severity as a rater effect, Myford & Wolfe
+    (2003), Journal of Applied Measurement 4(4)."""
+    kinds = {item.id: item.kind for item in instrument.items}
+    kind_of = judgements["item"].map(kinds)
+    kind = "likert" if (kind_of == "likert").any() else "yes_no"
+    measure = (
+        "mean Likert answer after reverse coding (points)"
+        if kind == "likert"
+        else "share of Yes answers"
+    )
+    if not known:
+        return RaterSeverity({}, measure, POSITIONAL_NOTE)
+    rows = judgements[kind_of == kind].dropna(subset=["value"])
+    if rows.empty:
+        return RaterSeverity({}, measure, "no Likert or Yes/No answers to measure severity on")
+    rows = rows.assign(score=coded_values(instrument, rows))
+    frame = rows.groupby(["story_id", "source", "rater_id"], as_index=False)["score"].mean()
+    model = source_model(frame, "severity")
+    if model is None or model.rater_offsets is None:
+        note = model.note if model is not None else None
+        return RaterSeverity({}, measure, note or "the model could not be fitted")
+    return RaterSeverity(model.rater_offsets, measure)
 
 
 def rating_report(db: Database, experiment: str) -> RatingReport:
     """Quality control and the analysis of the stored rating experiment ``experiment``."""
     data = load_ratings(db, experiment)
     review = review_raters(db, experiment, data)
-    everyone = analyze_ratings(data.instrument, data.judgements)
+    known = raters_known(data.spec)
+    everyone = analyze_ratings(data.instrument, data.judgements, raters_known=known)
     kept = None
     if review.excluded:
         rows, _ = split_judgements(data.judgements, review.excluded, review.check_ids)
-        kept = analyze_ratings(data.instrument, rows) if len(rows) else None
-    return RatingReport(review, everyone, kept)
+        kept = analyze_ratings(data.instrument, rows, raters_known=known) if len(rows) else None
+    severity = rater_severity(data.instrument, data.judgements, known)
+    return RatingReport(review, everyone, kept, severity, known)
 
 
-def quality_rows(review: RaterReview) -> list[dict[str, Any]]:
+def quality_rows(
+    review: RaterReview, severity: RaterSeverity | None = None
+) -> list[dict[str, Any]]:
     """One row per rater: what quality control measured, and the rules they broke.
     ``straight_lined_pages`` counts the pages of at least the spec's ``straight_lining``
     rule's ``min_items`` Likert answers, all the same (without that rule, of
-    :data:`~cyoa.rating.quality.STRAIGHT_LINING_MIN_ITEMS`), as the rule counts them."""
+    :data:`~cyoa.rating.quality.STRAIGHT_LINING_MIN_ITEMS`), as the rule counts them.
+    ``severity``: the rater's offset in the model (:func:`rater_severity`), ``None`` where
+    not measured. No rows when the raters' ids are positions, not people
+    (``severity.note`` is :data:`POSITIONAL_NOTE`)."""
+    if severity is not None and severity.note == POSITIONAL_NOTE:
+        return []
+    offsets = severity.offsets if severity is not None else {}
     broken = {e.rater_id: e.broken for e in review.exclusions}
     min_items = next(
         (c.rule.min_items for c in review.summary.by_rule if c.rule.rule == "straight_lining"),
@@ -57,6 +127,7 @@ def quality_rows(review: RaterReview) -> list[dict[str, Any]]:
             "median_words_per_minute": quality.words_per_minute("median"),
             "median_seconds_per_story": quality.seconds_per_story("median"),
             "straight_lined_pages": quality.straight_lined_pages(min_items),
+            "severity": offsets.get(quality.rater_id),
             "excluded": bool(broken.get(quality.rater_id)),
             "rules_broken": "; ".join(rule.describe() for rule in broken.get(quality.rater_id, ())),
         }
@@ -81,7 +152,13 @@ def render_report(report: RatingReport, fmt: str) -> str:
                     }
                     for count in summary.by_rule
                 ],  # fmt: skip
-                "per_rater": quality_rows(report.review),
+                "per_rater": quality_rows(report.review, report.severity),
+            },
+            "severity": None
+            if report.severity is None
+            else {
+                "measure": report.severity.measure,
+                "note": report.severity.note,
             },
             "all_raters": report.all_raters.to_dict(),
             "without_excluded": report.kept_raters.to_dict() if report.kept_raters else None,
@@ -113,11 +190,12 @@ def render_report(report: RatingReport, fmt: str) -> str:
             f"| {count.description} | {count.raters} | {count.only_this_rule} |"
             for count in summary.by_rule
         ]
-        flagged = [row for row in quality_rows(report.review) if row["excluded"]]
+        flagged = [row for row in quality_rows(report.review, report.severity) if row["excluded"]]
         if flagged:
             lines += ["", "Excluded raters: " + "; ".join(
                 f"{row['rater_id']} ({row['rules_broken']})" for row in flagged
             ) + "."]  # fmt: skip
+    lines += _severity_lines(report)
     lines += ["", "# With every rater", "", render_rating_analysis(report.all_raters)]
     if report.kept_raters is not None:
         lines += [
@@ -126,6 +204,22 @@ def render_report(report: RatingReport, fmt: str) -> str:
             render_rating_analysis(report.kept_raters),
         ]
     return "\n".join(lines)
+
+
+def _severity_lines(report: RatingReport) -> list[str]:
+    """Each rater's severity, most lenient first, or why there is none."""
+    severity = report.severity
+    if severity is None:
+        return []
+    if severity.note:
+        return ["", f"Rater severity: none. {severity.note}"]
+    ranked = sorted(severity.offsets.items(), key=lambda pair: -pair[1])
+    listed = ", ".join(f"{rater} {offset:+.2f}" for rater, offset in ranked)
+    return [
+        "",
+        f"Rater severity (each rater's offset in the mixed model of the {severity.measure}; "
+        f"+ lenient, − harsh): {listed}.",
+    ]
 
 
 def report_text(

@@ -48,6 +48,7 @@ import pingouin
 from scipy import stats as scipy_stats
 from statsmodels.multivariate.factor import Factor
 
+from cyoa.rating.analysis.mixed import ModelEstimate, source_model
 from cyoa.rating.instruments.types import Instrument
 from cyoa.stats import cliffs_delta, holm, kruskal_wallis, mann_whitney
 
@@ -357,6 +358,47 @@ class ScaleAnalysis:
     reliability: tuple[Reliability, ...]
     tests: tuple[SourceTest, ...]
     method: str
+    models: tuple[ModelEstimate, ...] = ()
+
+    def model(self, what: str) -> ModelEstimate | None:
+        """The model estimate of a factor (its name) or an item (``item <id>``)."""
+        return next((model for model in self.models if model.what == what), None)
+
+
+def scale_models(
+    instrument: Instrument,
+    judgements: pd.DataFrame,
+    scores: pd.DataFrame,
+    *,
+    raters_known: bool = True,
+    confidence: float = CONFIDENCE,
+) -> tuple[ModelEstimate, ...]:
+    """The crossed story × rater model (:func:`cyoa.rating.analysis.mixed.source_model`) of
+    each factor's scores (``what``: the factor) and each Likert item's answers (``what``:
+    ``item <id>``), intervals cut at the scale's bounds (:func:`scale_bounds`); the factors
+    are those of :func:`likert_scales` (one scale of all items for an instrument without)."""
+    models = []
+    for factor, item_ids in likert_scales(instrument).items():
+        rows = scores[scores["factor"] == factor]
+        likert = [i for i in item_ids if instrument.item(i).kind == "likert"]
+        if rows.empty or not likert:
+            continue
+        bounds = scale_bounds(instrument, likert)
+        model = source_model(rows, factor, bounds, raters_known=raters_known, confidence=confidence)
+        models.append(model)
+    answered = judgements.dropna(subset=["value"])
+    for item in instrument.items:
+        rows = answered[answered["item"] == item.id]
+        if item.kind != "likert" or rows.empty:
+            continue
+        frame = rows.assign(score=rows["value"].astype(float))
+        models.append(
+            source_model(
+                frame, f"item {item.id}", item.bounds(),
+                raters_known=raters_known, confidence=confidence,
+            )
+        )  # fmt: skip
+    return tuple(model for model in models if model is not None)
 
 
 def factor_scores(instrument: Instrument, judgements: pd.DataFrame) -> pd.DataFrame:
@@ -581,12 +623,17 @@ def reliability(instrument: Instrument, judgements: pd.DataFrame) -> tuple[Relia
 
 
 def analyze_scales(
-    instrument: Instrument, judgements: pd.DataFrame, confidence: float = CONFIDENCE
+    instrument: Instrument,
+    judgements: pd.DataFrame,
+    confidence: float = CONFIDENCE,
+    *,
+    raters_known: bool = True,
 ) -> ScaleAnalysis:
     """The Likert part of a rating analysis (see the module docstring for the method).
 
     ``judgements``: the rating contract of :func:`cyoa.rating.analysis.ratings.analyze_ratings`
     (``story_id``, ``source``, ``rater_id``, ``item``, ``value`` as answered).
+    ``raters_known``: False when rater ids are positions (no rater effect in the model).
     """
     scores = factor_scores(instrument, judgements)
     sources = sorted(judgements["source"].unique())
@@ -624,8 +671,13 @@ def analyze_scales(
         factors=tuple(factors),
         reliability=reliability(instrument, judgements),
         tests=with_holm(tests),
+        models=scale_models(
+            instrument, judgements, scores, raters_known=raters_known, confidence=confidence
+        ),
         method=(
-            "Means per source are over stories (each story's mean over its raters) with a "
+            "Headline: means and differences from a linear mixed model with random story and "
+            "rater effects (cyoa.rating.analysis.mixed). Also: means per source are over "
+            "stories (each story's mean over its raters) with a "
             f"{int(confidence * 100)}% t interval; item means as answered, factor scores "
             "after reverse coding; tests compare story means between sources (Mann–Whitney U "
             "for two, Kruskal–Wallis H for more; exact or permutation p for small samples), "

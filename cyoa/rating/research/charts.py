@@ -10,8 +10,9 @@ recomputed here:
   (:func:`cyoa.rating.analysis.ttcw.pass_rates`; Chakrabarty et al. 2024, Table 5);
 - :func:`factor_chart` (``factors``): per factor of a Likert scale (the AISS's five; the
   one scale of all items of an instrument without factors), each source's mean factor
-  score with its 95% Student t interval over stories
-  (:func:`cyoa.rating.analysis.scales.analyze_scales`);
+  score with its 95% interval from the crossed story × rater mixed model
+  (:mod:`cyoa.rating.analysis.mixed`; the t interval over stories where the model fell back
+  to the bootstrap) (:func:`cyoa.rating.analysis.scales.analyze_scales`);
 - :func:`entropy_chart` (``entropy``): FEI's ETC and EWC per source, E(Q) in bits at the
   number of readers per question every source is compared at, with the 95% percentile
   bootstrap interval over stories (:func:`cyoa.rating.analysis.fei.analyze_fei`; Castricato et
@@ -28,13 +29,15 @@ at a time (the web app holds the co-writing dashboard's chart lock).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib
 
 from cyoa.rating.analysis.fei import MIN_ANSWERS, IndexSummary
+from cyoa.rating.analysis.mixed import SourceMean
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.scales import (
     FactorSummary,
@@ -49,7 +52,7 @@ from cyoa.web.charts import COLOURS, RC, empty_chart, new_figure, svg_bytes
 # Chart name → what it shows (the image's alt text on the dashboard).
 CHARTS = {
     "pass-rates": "Pass rate of each test per source, as a heat map of % Yes with n",
-    "factors": "Mean factor score per source with 95% t intervals over stories",
+    "factors": "Mean factor score per source with 95% intervals from the mixed model",
     "entropy": "FEI entropies ETC and EWC per source with 95% bootstrap intervals over stories",
 }
 NO_DATA = "No judgements yet."
@@ -92,7 +95,13 @@ def rating_chart(
             return empty_chart(NO_DATA)
         scales = likert_scales(instrument)
         bounds = scale_bounds(instrument, [i for ids in scales.values() for i in ids])
-        return factor_chart(analysis.scales.factors, tuple(scales), bounds, caption)
+        models = {
+            (model.what, mean.source): mean
+            for model in analysis.scales.models
+            for mean in model.means
+            if model.components is not None
+        }
+        return factor_chart(analysis.scales.factors, tuple(scales), bounds, caption, models)
     if analysis is None or analysis.fei is None:
         return empty_chart(NO_DATA)
     if not analysis.fei.summaries:
@@ -226,13 +235,19 @@ def factor_chart(
     order: Sequence[str],
     bounds: tuple[float, float],
     caption: str = "",
+    models: Mapping[tuple[str, str], SourceMean] | None = None,
 ) -> bytes:
     """Each factor's mean score per source (the mean over stories of the story's mean over
     its raters, after reverse coding, in points ``bounds`` = (lowest, highest)), with the
     95% Student t interval over stories as whiskers (none with one story) and the mean
-    written beside it. Factors along the x axis in ``order``; one colour per source, sorted
-    by name."""
+    written beside it. With ``models`` ((factor, source) → the mixed model's mean,
+    :mod:`cyoa.rating.analysis.mixed`) for every factor and source shown, those are drawn
+    instead, and the title says so. Factors along the x axis in ``order``; one colour per
+    source, sorted by name."""
     factors = [f for f in factors if f.mean.mean is not None]
+    modelled = bool(models) and all((f.factor, f.source) in models for f in factors)
+    if modelled:
+        factors = [dataclasses.replace(f, mean=models[(f.factor, f.source)]) for f in factors]
     if not factors:
         return empty_chart(NO_DATA)
     sources = sorted({f.source for f in factors})
@@ -259,7 +274,12 @@ def factor_chart(
         axes.set_ylabel(f"mean factor score ({low}–{high}, after reverse coding)")
         axes.legend(title="source", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         axes.set_title(
-            "Mean over stories with 95% t interval" + (f"; {caption}" if caption else ""),
+            (
+                "Mixed-model mean (random story and rater) with 95% interval"
+                if modelled
+                else "Mean over stories with 95% t interval"
+            )
+            + (f"; {caption}" if caption else ""),
             loc="left",
         )
         _note_clipped(figure, [f.mean for f in factors])

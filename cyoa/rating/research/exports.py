@@ -18,7 +18,7 @@ from sqlite_utils import Database
 
 from cyoa.rating.analysis.data import load_ratings, review_raters
 from cyoa.rating.analysis.fei import question_entropies, story_indices
-from cyoa.rating.analysis.report import quality_rows
+from cyoa.rating.analysis.report import quality_rows, rater_severity, raters_known
 from cyoa.rating.analysis.scales import factor_scores
 from cyoa.rating.analysis.ttcw import majority_passed, story_totals
 from cyoa.rating.instruments import Instrument
@@ -107,6 +107,13 @@ RATER_COLUMNS = (
         "int",
         "stories whose Likert answers to the instrument (5 or more; attention checks not "
         "counted) were all the same, reversed items included",
+    ),
+    Column(
+        "severity",
+        "float",
+        "the rater's offset in the crossed story × rater model of their mean Likert answer "
+        "after reverse coding (points; for Yes/No instruments the share of Yes): + lenient, "
+        "− harsh (null if not measured, e.g. rater ids that are positions)",
     ),
     Column("excluded", "bool", "whether the spec's exclusion rules exclude the rater"),
     Column("rules_broken", "string", "the exclusion rules the rater broke ('' if none)"),
@@ -220,7 +227,9 @@ def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
     finished, and what quality control found: flagged raters are in the export, never
     dropped."""
     data = load_ratings(db, exp_id)
-    quality = {row["rater_id"]: row for row in quality_rows(review_raters(db, exp_id, data))}
+    severity = rater_severity(data.instrument, data.judgements, raters_known(data.spec))
+    review = review_raters(db, exp_id, data)
+    quality = {row["rater_id"]: row for row in quality_rows(review, severity)}
     study_code = data.spec.get("completion_code", "")
     rows = db.query(
         "SELECT r.experiment_id, r.rater_id, r.external_id, r.id_source,"

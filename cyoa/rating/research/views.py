@@ -208,7 +208,7 @@ def _progress(db: Database, exp: RatingExperiment, snap: Snapshot) -> dict[str, 
     judgements = db.execute(
         "SELECT count(*) FROM judgements WHERE experiment_id = ?", [exp.id]
     ).fetchone()[0]
-    quality = quality_rows(report.review) if report else []
+    quality = quality_rows(report.review, report.severity) if report else []
     times = [
         r["median_seconds_per_story"] for r in quality if r["median_seconds_per_story"] is not None
     ]
@@ -264,11 +264,29 @@ def _quality(db: Database, exp_id: str, report: RatingReport | None) -> list[dic
             "seconds": _number(row["median_seconds_per_story"]),
             "words_per_minute": _number(row["median_words_per_minute"]),
             "straight_lined": str(row["straight_lined_pages"]),
+            "severity": _signed(row["severity"]),
             "excluded": row["excluded"],
             "rules": row["rules_broken"] if row["excluded"] else "no",
         }
-        for row in (quality_rows(report.review) if report else [])
+        for row in (quality_rows(report.review, report.severity) if report else [])
     ]
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.2f}"
+
+
+def _quality_note(report: RatingReport | None) -> str:
+    """What the severity column measures, or why there is no per-rater quality control."""
+    if report is None or report.severity is None:
+        return ""
+    severity = report.severity
+    if severity.note:
+        return severity.note if not report.raters_known else f"Severity: {severity.note}."
+    return (
+        f"Severity: the rater's offset in the mixed model (random story and rater) of the "
+        f"{severity.measure}; + rates higher than the model predicts (lenient), − lower (harsh)."
+    )
 
 
 def _agreement(report: RatingReport | None) -> dict[str, Any]:
@@ -330,6 +348,7 @@ def dashboard_payload(db: Database, exp: RatingExperiment) -> dict[str, Any]:
         "progress": _progress(db, exp, snap),
         "rules": _rules(exp, report),
         "quality": _quality(db, exp.id, report),
+        "quality_note": _quality_note(report),
         "agreement": _agreement(report),
         "tables": analysis_tables(render_report(report, "csv")) if report else [],
     }

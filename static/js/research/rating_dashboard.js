@@ -59,12 +59,12 @@
       return row(
         [
           first, r.platform_id, r.failed_checks, r.seconds, r.words_per_minute,
-          r.straight_lined, r.rules,
+          r.straight_lined, r.severity, r.rules,
         ],
         r.excluded ? "flagged" : ""
       );
     });
-    fill("quality-body", rows, "No rater has answered yet.", 7);
+    fill("quality-body", rows, "No rater has answered yet.", 8);
   }
 
   function showTables(tables) {
@@ -115,6 +115,7 @@
       showProgress(data.progress);
       showAgreement(data.agreement);
       showQuality(data.rules, data.quality);
+      document.getElementById("quality-note").textContent = data.quality_note || "";
       if (data.version !== root.dataset.version) {
         root.dataset.version = data.version;
         showTables(data.tables);
