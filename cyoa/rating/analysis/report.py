@@ -17,6 +17,13 @@ from cyoa.errors import AnalysisError
 from cyoa.rating.analysis.data import RaterReview, load_ratings, review_raters
 from cyoa.rating.analysis.ratings import RatingAnalysis, analyze_ratings
 from cyoa.rating.analysis.render import render_rating_analysis
+from cyoa.rating.judges.calibration import JudgeCalibration
+from cyoa.rating.judges.report import (
+    calibration_csv_rows,
+    calibration_markdown,
+    calibration_to_dict,
+    judge_calibrations,
+)
 from cyoa.rating.quality import STRAIGHT_LINING_MIN_ITEMS, split_judgements
 
 
@@ -25,6 +32,7 @@ class RatingReport:
     review: RaterReview
     all_raters: RatingAnalysis
     kept_raters: RatingAnalysis | None  # None when no rater is excluded
+    judges: tuple[JudgeCalibration, ...] = ()  # each judge against every human rater
 
 
 def rating_report(db: Database, experiment: str) -> RatingReport:
@@ -36,7 +44,7 @@ def rating_report(db: Database, experiment: str) -> RatingReport:
     if review.excluded:
         rows, _ = split_judgements(data.judgements, review.excluded, review.check_ids)
         kept = analyze_ratings(data.instrument, rows) if len(rows) else None
-    return RatingReport(review, everyone, kept)
+    return RatingReport(review, everyone, kept, judge_calibrations(db, experiment, data))
 
 
 def quality_rows(review: RaterReview) -> list[dict[str, Any]]:
@@ -85,6 +93,7 @@ def render_report(report: RatingReport, fmt: str) -> str:
             },
             "all_raters": report.all_raters.to_dict(),
             "without_excluded": report.kept_raters.to_dict() if report.kept_raters else None,
+            "judges": [calibration_to_dict(judge) for judge in report.judges],
         }
         return json.dumps(body, indent=2, ensure_ascii=False, default=str) + "\n"
     if fmt == "csv":
@@ -98,6 +107,8 @@ def render_report(report: RatingReport, fmt: str) -> str:
             lines = render_rating_analysis(analysis, "csv").splitlines()[1:]
             for row in csv.reader(lines):
                 writer.writerow((label, *row))
+        for row in calibration_csv_rows(report.judges):
+            writer.writerow(("all", *row))
         return out.getvalue()
     lines = ["# Quality control", ""]
     if not summary.by_rule:
@@ -125,6 +136,8 @@ def render_report(report: RatingReport, fmt: str) -> str:
             "",
             render_rating_analysis(report.kept_raters),
         ]
+    if report.judges:
+        lines += [calibration_markdown(report.judges)]
     return "\n".join(lines)
 
 

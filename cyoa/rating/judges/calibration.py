@@ -415,6 +415,8 @@ def system_level(
     binary = any(_kind(item) == "binary" for item in _scored_items(instrument))
     human = _system_values(instrument, reference, binary).dropna(subset=["score"])
     judged = _system_values(instrument, candidate, binary)
+    sources = dict(zip(reference["story_id"], reference["source"], strict=True))
+    judged["source"] = judged["story_id"].map(sources).fillna(judged["source"])
     judged = judged.fillna({"score": 0.0}) if as_no else judged.dropna(subset=["score"])
     sums = pd.concat(
         [
