@@ -271,3 +271,26 @@ def test_a_judge_in_the_long_format_joins_an_aiss_study_as_its_own_panel(tmp_pat
     assert analysis["all_raters"]["judgements"] == 88
     [entry] = analysis["judges"]
     assert entry["judge"] == "llama" and entry["items"][0]["kind"] == "likert"
+
+
+def test_raters_stored_before_panels_existed_become_the_human_panel(tmp_path):
+    db = store.connect(tmp_path / "old.sqlite")
+    with store.write_transaction(db):
+        store.migrate(db, store.MIGRATIONS[:-1])
+    db["experiments"].insert(
+        {"id": "old", "title": "old", "status": "closed", "spec": "{}", "kind": "rating"}
+    )
+    db["raters"].insert({"experiment_id": "old", "rater_id": "r1", "created_at": "2024"})
+    with store.write_transaction(db):
+        store.migrate(db)
+    assert db.execute("SELECT panel FROM raters").fetchall() == [("human",)]
+    db.close()
+
+
+def test_the_judgements_export_names_each_judgement_s_panel(judged, tmp_path):
+    out = tmp_path / "judgements.csv"
+    result = run(judged, "export", "ttcw", "--format", "csv", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(out)
+    assert (frame["panel"] == "human").sum() == 1008
+    assert (frame.loc[frame["rater_id"] == "gpt4", "panel"] == "gpt4").all()
