@@ -35,8 +35,9 @@ class RatingReport:
     judges: tuple[JudgeCalibration, ...] = ()  # each judge against every human rater
 
 
-def rating_report(db: Database, experiment: str) -> RatingReport:
-    """Quality control and the analysis of the stored rating experiment ``experiment``."""
+def rating_report(db: Database, experiment: str, *, judges: bool = False) -> RatingReport:
+    """Quality control and the analysis of the stored rating experiment ``experiment``'s
+    human panel, and with ``judges`` each judge panel calibrated against it."""
     data = load_ratings(db, experiment)
     review = review_raters(db, experiment, data)
     everyone = analyze_ratings(data.instrument, data.judgements)
@@ -44,7 +45,8 @@ def rating_report(db: Database, experiment: str) -> RatingReport:
     if review.excluded:
         rows, _ = split_judgements(data.judgements, review.excluded, review.check_ids)
         kept = analyze_ratings(data.instrument, rows) if len(rows) else None
-    return RatingReport(review, everyone, kept, judge_calibrations(db, experiment, data))
+    calibrations = judge_calibrations(db, experiment, data) if judges else ()
+    return RatingReport(review, everyone, kept, calibrations)
 
 
 def quality_rows(review: RaterReview) -> list[dict[str, Any]]:
@@ -150,12 +152,12 @@ def report_text(
     alternative: str = "two-sided",
     pair: tuple[str, str] | None = None,
 ) -> str:
-    """The ``analyze`` verb's text for a rating experiment (:func:`rating_report` in
-    ``fmt``). The co-writing options (``compat``, ``pair``, a one-sided ``alternative``) are
-    refused with :class:`AnalysisError`."""
+    """The ``analyze`` verb's text for a rating experiment (:func:`rating_report`, with its
+    judges, in ``fmt``). The co-writing options (``compat``, ``pair``, a one-sided
+    ``alternative``) are refused with :class:`AnalysisError`."""
     if compat or pair or alternative != "two-sided":
         raise AnalysisError(
             "--compat, --pair and --alternative are for co-writing experiments; "
             f"'{experiment}' is a rating experiment."
         )
-    return render_report(rating_report(db, experiment), fmt)
+    return render_report(rating_report(db, experiment, judges=True), fmt)
