@@ -101,7 +101,7 @@ def calibration_markdown(calibrations: tuple[JudgeCalibration, ...]) -> str:
         "",
         f"| judge | item | units | κ [95% CI] | {second} | human ceiling | judge in a human's "
         "place | alternative annotator test | unparsed |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for calibration in calibrations:
         rows = ((calibration.overall,) if calibration.overall else ()) + calibration.items
