@@ -478,6 +478,13 @@ def _item_lowest_points(db: Database) -> None:
     db.execute("UPDATE instrument_items SET low = 1 WHERE kind = 'likert'")
 
 
+def _panels(db: Database) -> None:
+    """Every rater of a rating experiment belongs to a panel: ``human`` for the study's raters
+    and an imported panel of people (every rater so far), a judge's name for a model's
+    verdicts, so that the human analysis reads the human panel only."""
+    db.execute("ALTER TABLE raters ADD COLUMN panel TEXT NOT NULL DEFAULT 'human'")
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -486,6 +493,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _suggestion_waits,
     _story_aliases,
     _item_lowest_points,
+    _panels,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -20,6 +20,8 @@ from cyoa.rating.importing import (
     ttcw_judgements,
 )
 from cyoa.rating.instruments import TTCW, InstrumentError, fei_instrument, load_instrument
+from cyoa.rating.judges.store import add_judge, rating_design
+from cyoa.rating.judges.verdicts import ttcw_llm_judgements
 from cyoa.rating.stories.generate import GenerationFailed, generate_stories
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -30,12 +32,25 @@ FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["ttcw", "long"]),
+    type=click.Choice(["ttcw", "long", "ttcw-llm"]),
     required=True,
     help="ttcw: the released TTCW expert judgements (JSON); long: one judgement per row "
-    "(CSV or JSON Lines: story_id, source, rater_id, item, value[, rationale]).",
+    "(CSV or JSON Lines: story_id, source, rater_id, item, value[, rationale]); ttcw-llm: "
+    "one judge's TTCW verdicts (JSON Lines of id, response), with --into and --judge.",
 )
-@click.option("--name", required=True, help="Id of the new experiment (lowercase, digits, - _).")
+@click.option("--name", default=None, help="Id of the new experiment (lowercase, digits, - _).")
+@click.option(
+    "--into",
+    default=None,
+    help="Add FILE's verdicts to this stored rating experiment as a judge (with --judge) "
+    "instead of making a new experiment.",
+)
+@click.option(
+    "--judge",
+    default=None,
+    help="With --into: the judge model's name; its verdicts are a panel of their own, "
+    "calibrated against the human raters by analyze.",
+)
 @click.option(
     "--instrument",
     default=None,
@@ -73,9 +88,17 @@ def import_ratings_command(
     questions: Path | None,
     stories: Path | None,
     rater_ids: str,
+    into: str | None,
+    judge: str | None,
 ) -> None:
-    """Load FILE's judgements as a new rating experiment (closed: nothing to collect), after
-    checking every row; a bad row names its file, line and field, and nothing is stored."""
+    """Load FILE's judgements as a new rating experiment (closed: nothing to collect), or
+    with --into and --judge add them to a stored one as a judge's verdicts, after checking
+    every row; a bad row names its file, line and field, and nothing is stored."""
+    if into or judge or fmt == "ttcw-llm":
+        _add_judge(ctx, file, fmt, into, judge, (name, instrument, questions, stories))
+        return
+    if not name:
+        raise click.ClickException("Give --name: the id of the new experiment.")
     try:
         if fmt == "ttcw":
             if instrument not in (None, "ttcw"):
@@ -113,6 +136,57 @@ def import_ratings_command(
         click.echo(
             f"{summary.stories_without_text} stories have no text stored (not in --stories, or "
             "only a link)."
+        )
+
+
+def _add_judge(
+    ctx: click.Context,
+    file: Path,
+    fmt: str,
+    into: str | None,
+    judge: str | None,
+    unused: tuple[object, ...],
+) -> None:
+    """``import-ratings FILE --into EXPERIMENT --judge NAME``: FILE's verdicts (``ttcw-llm``,
+    or ``long`` read with the experiment's instrument) added as the judge panel NAME."""
+    if not into:
+        raise click.ClickException(
+            f"--format {fmt} adds a judge to an experiment: give --into EXPERIMENT (a stored "
+            "rating experiment) and --judge NAME."
+        )
+    if not judge:
+        raise click.ClickException("--into adds a judge's verdicts: give --judge NAME.")
+    if fmt == "ttcw" or any(option is not None for option in unused):
+        raise click.ClickException(
+            "--into and --judge take --format ttcw-llm or long, and no --name, --instrument, "
+            "--questions or --stories (the experiment has its own)."
+        )
+    db = open_or_create(ctx)
+    try:
+        instrument, stories = rating_design(db, into)
+        text = _read(file)
+        if fmt == "ttcw-llm":
+            if instrument.id != TTCW.id:
+                raise RatingImportError(
+                    f"'{into}' uses {instrument.name}, not TTCW: --format ttcw-llm holds "
+                    "TTCW verdicts; use --format long."
+                )
+            judgements = ttcw_llm_judgements(text, file.name, judge, stories, into)
+        else:
+            judgements = long_judgements(text, file.name, instrument)
+        added = add_judge(db, into, judge, judgements, {"format": fmt, "file": file.name})
+    except (RatingImportError, InstrumentError) as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        db.close()
+    click.echo(
+        f"Added judge '{added.judge}' to '{added.experiment}': {added.verdicts:,} verdicts "
+        f"about {added.stories} stories."
+    )
+    if added.unparsed:
+        click.echo(
+            f"{added.unparsed} could not be read as Yes or No: stored without a value (the "
+            "response kept as rationale) and counted, not taken as No, by analyze."
         )
 
 

@@ -19,6 +19,10 @@ from sqlite_utils import Database
 
 from cyoa.store import get_experiment, insert_experiment, now, story_alias, write_transaction
 
+# The panel of the study's own raters (and of an imported panel of people); a judge model's
+# verdicts are a panel named after the judge (``raters.panel``).
+HUMAN_PANEL = "human"
+
 # --- rating experiments ------------------------------------------------------------------
 
 

@@ -54,8 +54,11 @@ def experiment_kind(db: Database, experiment: str) -> str:
     return experiment_row(db, experiment).get("kind") or "cowriting"
 
 
-def load_ratings(db: Database, experiment: str) -> RatingData:
-    """The rating experiment ``experiment`` with every stored judgement."""
+def load_ratings(
+    db: Database, experiment: str, panel: str = rating_store.HUMAN_PANEL
+) -> RatingData:
+    """The rating experiment ``experiment`` with every stored judgement of one panel's
+    raters: the human raters' (default), or a judge's by its name."""
     if experiment_kind(db, experiment) != "rating":
         raise AnalysisError(f"'{experiment}' is not a rating experiment.")
     row = store.get_experiment(db, experiment)
@@ -71,8 +74,10 @@ def load_ratings(db: Database, experiment: str) -> RatingData:
             " COALESCE(s.family, s.story_id) AS family"
             " FROM judgements j JOIN stories s"
             " ON s.experiment_id = j.experiment_id AND s.story_id = j.story_id"
-            " WHERE j.experiment_id = ? ORDER BY j.story_id, j.rater_id, j.item_id",
-            [experiment],
+            " JOIN raters r ON r.experiment_id = j.experiment_id AND r.rater_id = j.rater_id"
+            " WHERE j.experiment_id = ? AND r.panel = ?"
+            " ORDER BY j.story_id, j.rater_id, j.item_id",
+            [experiment, panel],
         ).fetchall(),
         columns=list(JUDGEMENT_COLUMNS),
     )
@@ -112,8 +117,10 @@ def review_raters(db: Database, experiment: str, data: RatingData) -> RaterRevie
     spec = quality_spec(data.spec, experiment, data.instrument, set(stories))
     answers: dict[str, list[Answer]] = {}
     for row in db.query(
-        "SELECT rater_id, story_id, item_id, value, answered_at FROM judgements"
-        " WHERE experiment_id = ? UNION ALL SELECT rater_id, story_id, check_id, value,"
+        "SELECT rater_id, story_id, item_id, value, answered_at FROM judgements j"
+        " WHERE experiment_id = ? AND rater_id IN (SELECT rater_id FROM raters r"
+        f" WHERE r.experiment_id = j.experiment_id AND panel = '{rating_store.HUMAN_PANEL}')"
+        " UNION ALL SELECT rater_id, story_id, check_id, value,"
         " answered_at FROM check_answers WHERE experiment_id = ? ORDER BY answered_at",
         [experiment, experiment],
     ):
@@ -130,7 +137,11 @@ def review_raters(db: Database, experiment: str, data: RatingData) -> RaterRevie
         shown.setdefault(row["rater_id"], []).append(
             StoryShown(row["story_id"], _time(row["shown_at"]), words)
         )
-    raters = [row["rater_id"] for row in rating_store.rating_rows(db, experiment, "raters")]
+    raters = [
+        row["rater_id"]
+        for row in rating_store.rating_rows(db, experiment, "raters")
+        if row["panel"] == rating_store.HUMAN_PANEL
+    ]
     qualities = tuple(
         rater_quality(
             rater, answers.get(rater, []), shown.get(rater, []), data.instrument, spec.checks

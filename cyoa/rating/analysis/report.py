@@ -21,6 +21,13 @@ from cyoa.rating.analysis.ratings import RatingAnalysis, analyze_ratings
 from cyoa.rating.analysis.render import render_rating_analysis
 from cyoa.rating.analysis.scales import coded_values
 from cyoa.rating.instruments.types import Instrument
+from cyoa.rating.judges.calibration import JudgeCalibration
+from cyoa.rating.judges.report import (
+    calibration_csv_rows,
+    calibration_markdown,
+    calibration_to_dict,
+    judge_calibrations,
+)
 from cyoa.rating.quality import STRAIGHT_LINING_MIN_ITEMS, split_judgements
 
 POSITIONAL_NOTE = (
@@ -48,6 +55,7 @@ class RatingReport:
     kept_raters: RatingAnalysis | None  # None when no rater is excluded
     severity: RaterSeverity | None = None
     raters_known: bool = True
+    judges: tuple[JudgeCalibration, ...] = ()  # each judge against every human rater
 
 
 def raters_known(spec: dict[str, Any]) -> bool:
@@ -87,8 +95,9 @@ def rater_severity(
     return RaterSeverity(model.rater_offsets, measure)
 
 
-def rating_report(db: Database, experiment: str) -> RatingReport:
-    """Quality control and the analysis of the stored rating experiment ``experiment``."""
+def rating_report(db: Database, experiment: str, *, judges: bool = False) -> RatingReport:
+    """Quality control and the analysis of the stored rating experiment ``experiment``'s
+    human panel, and with ``judges`` each judge panel calibrated against it."""
     data = load_ratings(db, experiment)
     review = review_raters(db, experiment, data)
     known = raters_known(data.spec)
@@ -98,7 +107,8 @@ def rating_report(db: Database, experiment: str) -> RatingReport:
         rows, _ = split_judgements(data.judgements, review.excluded, review.check_ids)
         kept = analyze_ratings(data.instrument, rows, raters_known=known) if len(rows) else None
     severity = rater_severity(data.instrument, data.judgements, known)
-    return RatingReport(review, everyone, kept, severity, known)
+    calibrations = judge_calibrations(db, experiment, data) if judges else ()
+    return RatingReport(review, everyone, kept, severity, known, calibrations)
 
 
 def quality_rows(
@@ -162,6 +172,7 @@ def render_report(report: RatingReport, fmt: str) -> str:
             },
             "all_raters": report.all_raters.to_dict(),
             "without_excluded": report.kept_raters.to_dict() if report.kept_raters else None,
+            "judges": [calibration_to_dict(judge) for judge in report.judges],
         }
         return json.dumps(body, indent=2, ensure_ascii=False, default=str) + "\n"
     if fmt == "csv":
@@ -175,6 +186,8 @@ def render_report(report: RatingReport, fmt: str) -> str:
             lines = render_rating_analysis(analysis, "csv").splitlines()[1:]
             for row in csv.reader(lines):
                 writer.writerow((label, *row))
+        for row in calibration_csv_rows(report.judges):
+            writer.writerow(("all", *row))
         return out.getvalue()
     lines = ["# Quality control", ""]
     if not summary.by_rule:
@@ -203,6 +216,8 @@ def render_report(report: RatingReport, fmt: str) -> str:
             "",
             render_rating_analysis(report.kept_raters),
         ]
+    if report.judges:
+        lines += [calibration_markdown(report.judges)]
     return "\n".join(lines)
 
 
@@ -231,12 +246,12 @@ def report_text(
     alternative: str = "two-sided",
     pair: tuple[str, str] | None = None,
 ) -> str:
-    """The ``analyze`` verb's text for a rating experiment (:func:`rating_report` in
-    ``fmt``). The co-writing options (``compat``, ``pair``, a one-sided ``alternative``) are
-    refused with :class:`AnalysisError`."""
+    """The ``analyze`` verb's text for a rating experiment (:func:`rating_report`, with its
+    judges, in ``fmt``). The co-writing options (``compat``, ``pair``, a one-sided
+    ``alternative``) are refused with :class:`AnalysisError`."""
     if compat or pair or alternative != "two-sided":
         raise AnalysisError(
             "--compat, --pair and --alternative are for co-writing experiments; "
             f"'{experiment}' is a rating experiment."
         )
-    return render_report(rating_report(db, experiment), fmt)
+    return render_report(rating_report(db, experiment, judges=True), fmt)

@@ -32,6 +32,7 @@ JUDGEMENT_COLUMNS = (
     Column("story_id", "string", "the story judged"),
     Column("source", "string", "the story's source or system (what the analysis compares)"),
     Column("rater_id", "string", "the rater"),
+    Column("panel", "string", "the rater's panel: 'human', or the judge model's name"),
     Column("item_id", "string", "the instrument's item (AISS 1–22, TTCW 1–14, an FEI question)"),
     Column("item_kind", "string", "likert, yes_no, true_false or text"),
     Column("factor", "string", "the item's factor (AISS) or dimension (TTCW); null if none"),
@@ -73,6 +74,7 @@ STORY_COLUMNS = (
 RATER_COLUMNS = (
     Column("experiment_id", "string", "the rating experiment"),
     Column("rater_id", "string", "the rater"),
+    Column("panel", "string", "the rater's panel: 'human', or the judge model's name"),
     Column("external_id", "string", "the platform's id for the rater, when recorded"),
     Column("id_source", "string", "where the rater came from ('import' for imported data)"),
     Column(
@@ -138,7 +140,9 @@ def rating_table_rows(db: Database, exp_id: str, table: str) -> list[dict[str, A
 def judgement_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
     """One row per rater × story × item, with the item's kind, factor and keying."""
     rows = db.query(
-        "SELECT j.experiment_id, j.story_id, s.source, j.rater_id, j.item_id, i.kind AS"
+        "SELECT j.experiment_id, j.story_id, s.source, j.rater_id,"
+        " (SELECT r.panel FROM raters r WHERE r.experiment_id = j.experiment_id"
+        " AND r.rater_id = j.rater_id) AS panel, j.item_id, i.kind AS"
         " item_kind, i.factor, i.reverse, i.points, i.low, j.value, j.value_text, j.rationale,"
         " j.shown_at, j.answered_at, j.recorded_at"
         " FROM judgements j"
@@ -232,7 +236,7 @@ def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
     quality = {row["rater_id"]: row for row in quality_rows(review, severity)}
     study_code = data.spec.get("completion_code", "")
     rows = db.query(
-        "SELECT r.experiment_id, r.rater_id, r.external_id, r.id_source,"
+        "SELECT r.experiment_id, r.rater_id, r.panel, r.external_id, r.id_source,"
         " r.completion_code AS own_code, r.phase, r.started_at, r.finished_at,"
         " count(DISTINCT j.story_id) AS stories, count(j.item_id) AS judgements,"
         " count(NULLIF(j.rationale, '')) AS rationales,"
@@ -245,7 +249,7 @@ def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
     out = []
     for row in rows:
         own, phase = row.pop("own_code"), row.pop("phase")
-        imported = row["id_source"] == "import"
+        imported = row["id_source"] in ("import", "judge")
         row["finished"] = imported or phase == "done"
         # Only a rater who finished was shown a code.
         shown = row["finished"] and not imported

@@ -29,7 +29,7 @@ def rating_participants(
     first_answer_timeout: timedelta | None = None,
 ) -> list[dict[str, Any]]:
     """One row (:data:`cyoa.web.approvals.COLUMNS`) per rater of a rating experiment,
-    imported raters left out (no platform paid them through this app). A rater who has
+    imported raters and judges left out (no platform paid them through this app). A rater who has
     answered nothing has timed out after ``first_answer_timeout`` when it is shorter, as
     their places are given away then (:func:`cyoa.rating.assignment.holds_place`)."""
     seen = {
@@ -44,7 +44,7 @@ def rating_participants(
     }
     out = []
     for row in rater_rows(db, exp_id):
-        if row["id_source"] == "import":
+        if row["id_source"] in ("import", "judge"):
             continue
         excluded_because = (row.get("rules_broken") or "") if row["finished"] else ""
         updated_at, answered = seen[row["rater_id"]]

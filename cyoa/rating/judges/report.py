@@ -1,0 +1,163 @@
+"""Every judge of a stored rating experiment calibrated against its human panel, and the
+calibration as ``analyze`` shows it: a JSON-ready dict, Markdown tables and CSV rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from sqlite_utils import Database
+
+from cyoa.rating.analysis.data import RatingData, load_ratings
+from cyoa.rating.judges.calibration import ItemCalibration, JudgeCalibration, calibrate
+from cyoa.rating.judges.store import judge_panels
+
+
+def judge_calibrations(
+    db: Database, experiment: str, humans: RatingData
+) -> tuple[JudgeCalibration, ...]:
+    """Each judge panel of ``experiment`` against the human panel ``humans`` (unparsed
+    verdicts left out and counted)."""
+    return tuple(
+        calibrate(
+            humans.instrument,
+            humans.judgements,
+            load_ratings(db, experiment, panel=judge).judgements,
+            judge=judge,
+        )
+        for judge in judge_panels(db, experiment)
+    )
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with NaN as None, for JSON."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _plain(inner) for key, inner in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(inner) for inner in value]
+    return value
+
+
+def calibration_to_dict(calibration: JudgeCalibration) -> dict[str, Any]:
+    """``calibration`` as plain data (every figure named as in docs/analysis.md)."""
+    return _plain(dataclasses.asdict(calibration))
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _kappa_cell(row: ItemCalibration) -> str:
+    kappa = row.kappa
+    if kappa.kappa is None:
+        return "–"
+    if kappa.ci_low is None:
+        return _num(kappa.kappa)
+    return f"{_num(kappa.kappa)} [{_num(kappa.ci_low)}, {_num(kappa.ci_high)}]"
+
+
+def _alt_cell(row: ItemCalibration) -> str:
+    test = row.alt_test
+    if test is None or test.passed is None:
+        return "too few units"
+    verdict = "passes" if test.passed else "fails"
+    return f"{verdict} (ω {_num(test.winning_rate)}, ρ {_num(test.advantage_probability)})"
+
+
+def _row(judge: str, row: ItemCalibration) -> str:
+    scores = row.scores
+    second = (
+        f"{_num(scores.balanced_accuracy)} | {_num(scores.f1)}"
+        if scores is not None
+        else f"{_num(row.alpha)} | {_num(row.spearman)}"
+    )
+    return (
+        f"| {judge} | {row.label} | {row.kappa.units} | {_kappa_cell(row)} | {second} | "
+        f"{_num(row.ceiling.human)} | {_num(row.ceiling.judge)} | {_alt_cell(row)} | "
+        f"{row.unparsed} |"
+    )
+
+
+def calibration_markdown(calibrations: tuple[JudgeCalibration, ...]) -> str:
+    """The Judges section of ``analyze``: one calibration table (each judge over all items,
+    then per item), the system level and the count of disagreements."""
+    if not calibrations:
+        return ""
+    binary = any(row.kind == "binary" for c in calibrations for row in c.items)
+    second = "balanced accuracy | F1" if binary else "α | Spearman ρ"
+    lines = [
+        "# Judges",
+        "",
+        f"Each judge against the human raters (reference: their {'majority' if binary else 'mean'};"
+        " Cohen's κ with a 95% bootstrap interval over stories"
+        f"{'' if binary else ', quadratically weighted'}). The human ceiling is each human "
+        "against the others' majority, pooled; beside it the judge against the same "
+        "majorities. Alternative annotator test: Calderon et al. (2025), ε = "
+        f"{_epsilon(calibrations)}, Benjamini–Yekutieli across criteria. Unparsed verdicts "
+        "are left out and counted.",
+        "",
+        f"| judge | item | units | κ [95% CI] | {second} | human ceiling | judge in a human's "
+        "place | alternative annotator test | unparsed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for calibration in calibrations:
+        rows = ((calibration.overall,) if calibration.overall else ()) + calibration.items
+        lines += [_row(calibration.judge, row) for row in rows]
+    lines += [
+        "",
+        "| judge | source | humans | judge | Kendall's τ [95% CI] |",
+        "|---|---|---|---|---|",
+    ]
+    for calibration in calibrations:
+        system = calibration.system
+        tau = (
+            f"{_num(system.tau)} [{_num(system.ci_low)}, {_num(system.ci_high)}]"
+            if system.tau is not None
+            else "–"
+        )
+        lines += [
+            f"| {calibration.judge} | {row.source} | {_num(row.human)} | {_num(row.judge)} "
+            f"| {tau} |"
+            for row in system.rows
+        ]
+    lines.append("")
+    lines += [
+        f"{c.judge}: {len(c.disagreements)} units where the humans were unanimous and the "
+        "judge said otherwise (the JSON output lists them with both rationales)."
+        for c in calibrations
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _epsilon(calibrations: tuple[JudgeCalibration, ...]) -> str:
+    for calibration in calibrations:
+        for row in calibration.items:
+            if row.alt_test is not None:
+                return _num(row.alt_test.epsilon)
+    return "–"
+
+
+def calibration_csv_rows(calibrations: tuple[JudgeCalibration, ...]) -> list[tuple]:
+    """(table, row, column, value) rows of each judge's calibration, as the rating CSV has
+    them: table ``judge:<name>``, row the item, columns the figures."""
+    out = []
+    for calibration in calibrations:
+        rows = ((calibration.overall,) if calibration.overall else ()) + calibration.items
+        for row in rows:
+            figures = {
+                "units": row.kappa.units,
+                "kappa": row.kappa.kappa,
+                "kappa_ci_low": row.kappa.ci_low,
+                "kappa_ci_high": row.kappa.ci_high,
+                "ceiling_human": row.ceiling.human,
+                "ceiling_judge": row.ceiling.judge,
+                "unparsed": row.unparsed,
+                **(dataclasses.asdict(row.scores) if row.scores else {}),
+                **({"alpha": row.alpha, "spearman": row.spearman} if not row.scores else {}),
+                "alt_test_winning_rate": row.alt_test.winning_rate if row.alt_test else None,
+            }
+            out += [(f"judge:{calibration.judge}", row.item, k, v) for k, v in figures.items()]
+    return out
