@@ -95,6 +95,17 @@ def test_a_judge_that_follows_the_humans_is_not_flagged_even_when_they_follow_le
     assert not found.flagged
 
 
+def test_a_judge_that_says_yes_to_every_story_is_not_flagged_when_only_the_humans_follow_length():
+    # The humans say Yes less to longer stories; the judge always says Yes: its excess over
+    # the humans grows with length, but its own verdict does not follow length at all.
+    words = {f"s{n}": 200 + 50 * n for n in range(12)}
+    human = {f"s{n}": 1 - n / 12 for n in range(12)}
+    judge = {story: 1.0 if n % 5 else 0.9 for n, story in enumerate(human)}
+    found = length_bias("share of Yes", words, judge, human)
+    assert found.excess.p_value < 0.05 and found.judge.p_value >= 0.05
+    assert not found.flagged
+
+
 def test_stories_without_a_stored_text_are_left_out_of_the_length_figures_and_counted():
     words = {"a": 100, "b": 200, "c": 300}
     judge = {"a": 0.0, "b": 0.5, "c": 1.0, "d": 1.0}

@@ -7,7 +7,10 @@ mean coded Likert point. Stories are cut into length terciles (:func:`length_bia
 three Spearman correlations with the story's length in words are given with their p-values:
 the judge's score, the humans' score, and the judge's *excess* (judge − humans, per story).
 The excess is what the judge adds beyond following the humans, so a length effect the
-humans share is not held against the judge. **Flag**: the excess's p < :data:`ALPHA`.
+humans share is not held against the judge. **Flag**: the judge's own ρ and its excess's ρ
+both have p < :data:`ALPHA`, with the same sign: the judge's verdict follows length, and
+further than the humans' does (a judge whose verdict never moves is not flagged because the
+humans' does).
 
 **Position** (pairwise judging). A :class:`PairVerdict` row is one showing of a pair of texts:
 ``pair_id``, ``order`` (``AB``: the pair's first text in slot A, the first slot shown;
@@ -200,17 +203,23 @@ def length_bias(
 ) -> LengthBias:
     """The judge's per-story scores ``judge`` and the humans' ``human`` against the stories'
     length in words ``words`` (see the module)."""
-    excess = {story: judge[story] - human[story] for story in judge if story in human}
-    found = spearman_with_length(words, excess)
+    excess = spearman_with_length(
+        words, {story: judge[story] - human[story] for story in judge if story in human}
+    )
+    own = spearman_with_length(words, judge)
     return LengthBias(
         measure=measure,
         bands=length_bands(words, judge, human),
-        judge=spearman_with_length(words, judge),
+        judge=own,
         human=spearman_with_length(words, human),
-        excess=found,
+        excess=excess,
         without_length=sum(1 for story in judge if story not in words),
-        flagged=found.p_value is not None and found.p_value < ALPHA,
+        flagged=_significant(own) and _significant(excess) and (own.rho > 0) == (excess.rho > 0),
     )
+
+
+def _significant(found: Correlation) -> bool:
+    return found.p_value is not None and found.p_value < ALPHA
 
 
 def _clopper_pearson(successes: int, total: int) -> tuple[float, float]:

@@ -117,7 +117,8 @@ def bias_markdown(cards: tuple[BiasCard, ...]) -> str:
         "Each judge's score of a story (its "
         f"{cards[0].length.measure}) against the story's length in words, beside the "
         "humans'; Spearman's ρ with length of the judge's score, the humans' and the judge's "
-        f"excess (judge − humans), flagged when the excess's p < {ALPHA}. Pairwise judging: "
+        f"excess (judge − humans); flagged when the judge's ρ and the excess's both have "
+        f"p < {ALPHA}, with one sign. Pairwise judging: "
         f"flagged when the slot-A share's binomial p < {ALPHA} and the flip rate > "
         f"{FLIP_THRESHOLD}.",
         "",
