@@ -21,6 +21,13 @@ from cyoa.rating.analysis.ratings import RatingAnalysis, analyze_ratings
 from cyoa.rating.analysis.render import render_rating_analysis
 from cyoa.rating.analysis.scales import coded_values
 from cyoa.rating.instruments.types import Instrument
+from cyoa.rating.judges.bias import BiasCard
+from cyoa.rating.judges.bias_report import (
+    bias_csv_rows,
+    bias_markdown,
+    bias_to_dict,
+    judge_bias_cards,
+)
 from cyoa.rating.judges.calibration import JudgeCalibration
 from cyoa.rating.judges.report import (
     calibration_csv_rows,
@@ -56,6 +63,7 @@ class RatingReport:
     severity: RaterSeverity | None = None
     raters_known: bool = True
     judges: tuple[JudgeCalibration, ...] = ()  # each judge against every human rater
+    bias: tuple[BiasCard, ...] = ()  # each judge's bias card, in the order of ``judges``
 
 
 def raters_known(spec: dict[str, Any]) -> bool:
@@ -97,7 +105,8 @@ def rater_severity(
 
 def rating_report(db: Database, experiment: str, *, judges: bool = False) -> RatingReport:
     """Quality control and the analysis of the stored rating experiment ``experiment``'s
-    human panel, and with ``judges`` each judge panel calibrated against it."""
+    human panel, and with ``judges`` each judge panel calibrated against it, with its bias
+    card."""
     data = load_ratings(db, experiment)
     review = review_raters(db, experiment, data)
     known = raters_known(data.spec)
@@ -108,7 +117,8 @@ def rating_report(db: Database, experiment: str, *, judges: bool = False) -> Rat
         kept = analyze_ratings(data.instrument, rows, raters_known=known) if len(rows) else None
     severity = rater_severity(data.instrument, data.judgements, known)
     calibrations = judge_calibrations(db, experiment, data) if judges else ()
-    return RatingReport(review, everyone, kept, severity, known, calibrations)
+    bias = judge_bias_cards(db, experiment, data) if judges else ()
+    return RatingReport(review, everyone, kept, severity, known, calibrations, bias)
 
 
 def quality_rows(
@@ -173,6 +183,7 @@ def render_report(report: RatingReport, fmt: str) -> str:
             "all_raters": report.all_raters.to_dict(),
             "without_excluded": report.kept_raters.to_dict() if report.kept_raters else None,
             "judges": [calibration_to_dict(judge) for judge in report.judges],
+            "bias_cards": [bias_to_dict(card) for card in report.bias],
         }
         return json.dumps(body, indent=2, ensure_ascii=False, default=str) + "\n"
     if fmt == "csv":
@@ -186,7 +197,7 @@ def render_report(report: RatingReport, fmt: str) -> str:
             lines = render_rating_analysis(analysis, "csv").splitlines()[1:]
             for row in csv.reader(lines):
                 writer.writerow((label, *row))
-        for row in calibration_csv_rows(report.judges):
+        for row in calibration_csv_rows(report.judges) + bias_csv_rows(report.bias):
             writer.writerow(("all", *row))
         return out.getvalue()
     lines = ["# Quality control", ""]
@@ -218,6 +229,8 @@ def render_report(report: RatingReport, fmt: str) -> str:
         ]
     if report.judges:
         lines += [calibration_markdown(report.judges)]
+    if report.bias:
+        lines += [bias_markdown(report.bias)]
     return "\n".join(lines)
 
 

@@ -50,7 +50,8 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
-def _kappa_cell(row: ItemCalibration) -> str:
+def kappa_cell(row: ItemCalibration) -> str:
+    """κ of ``row`` with its 95% interval, "–" when undefined."""
     kappa = row.kappa
     if kappa.kappa is None:
         return "–"
@@ -59,7 +60,8 @@ def _kappa_cell(row: ItemCalibration) -> str:
     return f"{_num(kappa.kappa)} [{_num(kappa.ci_low)}, {_num(kappa.ci_high)}]"
 
 
-def _alt_cell(row: ItemCalibration) -> str:
+def alt_cell(row: ItemCalibration) -> str:
+    """The alternative annotator test's verdict on ``row`` with its ω and ρ."""
     test = row.alt_test
     if test is None or test.passed is None:
         return "too few units"
@@ -75,8 +77,8 @@ def _row(judge: str, row: ItemCalibration) -> str:
         else f"{_num(row.alpha)} | {_num(row.spearman)}"
     )
     return (
-        f"| {judge} | {row.label} | {row.kappa.units} | {_kappa_cell(row)} | {second} | "
-        f"{_num(row.ceiling.human)} | {_num(row.ceiling.judge)} | {_alt_cell(row)} | "
+        f"| {judge} | {row.label} | {row.kappa.units} | {kappa_cell(row)} | {second} | "
+        f"{_num(row.ceiling.human)} | {_num(row.ceiling.judge)} | {alt_cell(row)} | "
         f"{row.unparsed} |"
     )
 

@@ -33,6 +33,7 @@ from cyoa.rating.analysis.report import RatingReport, rating_report
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import AttentionCheck, QualitySpec, quality_spec, story_words
+from cyoa.rating.research.judges import card_lines, judge_list
 from cyoa.web.card import header, quote
 
 
@@ -55,7 +56,8 @@ class RatingCardData:
     """What the card is made of. ``raters``: the rows of the ``raters`` table (``phase``,
     ``id_source``, ``started_at``, ``updated_at``); ``raters_per_story``: per story, the raters
     who answered about it; ``report``: the analysis with quality control, ``None`` before the
-    first judgement."""
+    first judgement; ``judges``: the judge panels (:func:`cyoa.rating.research.judges.judge_list`),
+    apart from the human ``raters``."""
 
     experiment_id: str
     title: str
@@ -66,6 +68,7 @@ class RatingCardData:
     raters: tuple[Mapping[str, Any], ...]
     raters_per_story: Mapping[str, int]
     report: RatingReport | None
+    judges: tuple[Mapping[str, Any], ...] = ()
 
 
 def _spread(values: Sequence[float], digits: int = 0) -> str:
@@ -309,6 +312,7 @@ def rating_card(data: RatingCardData, details: Mapping[str, Any], now: datetime)
         *_raters_per_story(data),
         *_qualifications_and_agreement(data, details),
         *_references_pay_and_time(data, details),
+        *card_lines(list(data.judges), data.report),
     ]
     return "\n".join(lines)
 
@@ -475,13 +479,14 @@ def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None
     judged = {
         r["story_id"]: r["n"]
         for r in db.query(
-            "SELECT story_id, count(DISTINCT rater_id) AS n FROM judgements"
-            " WHERE experiment_id = ? GROUP BY story_id",
-            [exp_id],
+            "SELECT j.story_id, count(DISTINCT j.rater_id) AS n FROM judgements j JOIN raters r"
+            " ON r.experiment_id = j.experiment_id AND r.rater_id = j.rater_id"
+            " WHERE j.experiment_id = ? AND r.panel = ? GROUP BY j.story_id",
+            [exp_id, rating_store.HUMAN_PANEL],
         )
     }
     if report is None and judged:
-        report = rating_report(db, exp_id)
+        report = rating_report(db, exp_id, judges=True)
     return RatingCardData(
         experiment_id=exp_id,
         title=row["title"],
@@ -489,9 +494,14 @@ def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None
         instrument=instrument,
         quality=quality_spec(spec, exp_id, instrument, {s.story_id for s in stories}),
         stories=tuple(stories),
-        raters=tuple(rating_store.rating_rows(db, exp_id, "raters")),
+        raters=tuple(
+            row
+            for row in rating_store.rating_rows(db, exp_id, "raters")
+            if row["panel"] == rating_store.HUMAN_PANEL
+        ),
         raters_per_story=judged,
         report=report if judged else None,
+        judges=tuple(judge_list(db, exp_id, spec)),
     )
 
 

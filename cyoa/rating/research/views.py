@@ -52,6 +52,7 @@ from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.research.card import rating_card_markdown
 from cyoa.rating.research.charts import CHARTS, chart_names, rating_chart
 from cyoa.rating.research.exports import RATING_TABLES, export
+from cyoa.rating.research.judges import judges_section
 from cyoa.rating.service import RatingExperiment
 from cyoa.web import auth, tables
 from cyoa.web import research as web
@@ -153,7 +154,8 @@ def snapshot(db: Database, exp_id: str, now: datetime | None = None) -> Snapshot
             judged = db.execute(
                 "SELECT count(*) FROM judgements WHERE experiment_id = ?", [exp_id]
             ).fetchone()[0]
-            latest = Snapshot(version, now, rating_report(db, exp_id) if judged else None)
+            report = rating_report(db, exp_id, judges=True) if judged else None
+            latest = Snapshot(version, now, report)
         snapshots.latest[exp_id] = latest
         return latest
     finally:
@@ -192,21 +194,28 @@ def _number(value: float | None, digits: int = 0) -> str:
 
 
 def _progress(db: Database, exp: RatingExperiment, snap: Snapshot) -> dict[str, Any]:
-    """The progress figures: the counts live, ``excluded`` and ``median_seconds`` from the
-    analysis, ``as_of`` its time."""
+    """The progress figures of the human panel (judges' verdicts are in the Judges section):
+    the counts live, ``excluded`` and ``median_seconds`` from the analysis, ``as_of`` its
+    time."""
     report = snap.report
-    raters = rating_store.rating_rows(db, exp.id, "raters")
+    human = rating_store.HUMAN_PANEL
+    raters = [
+        row for row in rating_store.rating_rows(db, exp.id, "raters") if row["panel"] == human
+    ]
     per_story = [
         row["n"]
         for row in db.query(
-            "SELECT count(DISTINCT j.rater_id) AS n FROM stories s LEFT JOIN judgements j"
-            " ON j.experiment_id = s.experiment_id AND j.story_id = s.story_id"
+            "SELECT count(DISTINCT r.rater_id) AS n FROM stories s LEFT JOIN (judgements j"
+            " JOIN raters r ON r.experiment_id = j.experiment_id AND r.rater_id = j.rater_id"
+            " AND r.panel = ?) ON j.experiment_id = s.experiment_id AND j.story_id = s.story_id"
             " WHERE s.experiment_id = ? GROUP BY s.story_id",
-            [exp.id],
+            [human, exp.id],
         )
     ]
     judgements = db.execute(
-        "SELECT count(*) FROM judgements WHERE experiment_id = ?", [exp.id]
+        "SELECT count(*) FROM judgements j JOIN raters r ON r.experiment_id = j.experiment_id"
+        " AND r.rater_id = j.rater_id WHERE j.experiment_id = ? AND r.panel = ?",
+        [exp.id, human],
     ).fetchone()[0]
     quality = quality_rows(report.review, report.severity) if report else []
     times = [
@@ -338,6 +347,12 @@ def _agreement(report: RatingReport | None) -> dict[str, Any]:
     return {"headline": headline, "rows": rows, "note": note}
 
 
+def human_only(report: RatingReport) -> RatingReport:
+    """``report`` without its judges: the results tables are the human panel's (the judges
+    have a section of their own)."""
+    return replace(report, judges=(), bias=())
+
+
 def dashboard_payload(db: Database, exp: RatingExperiment) -> dict[str, Any]:
     """Everything the dashboard shows that changes while raters work, display-ready: the
     page renders it and ``progress.json`` sends it to the page's script."""
@@ -350,7 +365,7 @@ def dashboard_payload(db: Database, exp: RatingExperiment) -> dict[str, Any]:
         "quality": _quality(db, exp.id, report),
         "quality_note": _quality_note(report),
         "agreement": _agreement(report),
-        "tables": analysis_tables(render_report(report, "csv")) if report else [],
+        "tables": analysis_tables(render_report(human_only(report), "csv")) if report else [],
     }
 
 
@@ -368,11 +383,13 @@ def _dashboard(exp: RatingExperiment, typed: dict[str, str] | None = None, statu
     saved, shown again in their boxes so nothing typed is lost."""
     with web.db() as db:
         payload = dashboard_payload(db, exp)
+        judges = judges_section(db, exp.id, exp.spec, snapshot(db, exp.id).report)
         details = store.get_evaluation_details(db, exp.id) | (typed or {})
     page = render_template(
         "research/rating.html",
         experiment=exp,
         dashboard=payload,
+        judges=judges,
         charts=[(name, CHARTS[name]) for name in chart_names(exp.questions.instrument)],
         details=details,
         links=participant_links(web.public_url(), exp.id, START_PATH, WORK),
