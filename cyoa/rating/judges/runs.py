@@ -502,20 +502,38 @@ def judge_experiment(
     stop: Callable[[], bool] = lambda: False,
     log: Callable[[str], None] = print,
 ) -> JudgeRun:
-    """Start or resume the run ``request`` asks for with ``backend`` (loaded), tell ``log``
-    its estimate, store it, and ask every prompt left (:func:`run_judge`); returns the run
-    as it ended."""
+    """Start or resume the run ``request`` asks for with ``backend`` (loaded), as running
+    in ``worker`` (:func:`prepare_run`), then :func:`continue_run` it."""
     run, instrument = prepare_run(db, request, worker)
+    return continue_run(db, run, instrument, backend, stop, log)
+
+
+def continue_run(
+    db: Database,
+    run: JudgeRun,
+    instrument: Instrument,
+    backend: Backend,
+    stop: Callable[[], bool] = lambda: False,
+    log: Callable[[str], None] = print,
+) -> JudgeRun:
+    """Tell ``log`` the estimate of the prepared ``run``'s prompts left, store it, and ask
+    them (:func:`run_judge`); returns the run as it ended."""
     done = answered(db, run)
     todo = [p for p in run_prompts(db, run, instrument) if (p.story_id, p.item_id) not in done]
     if done:
         log(f"Resuming judge '{run.judge}': {len(done)} verdicts stored, {len(todo)} to ask.")
     try:
-        guess, speed = run_estimate(db, todo, run.sampling, request.card, backend, run.concurrency)
+        guess, speed = run_estimate(db, todo, run.sampling, backend.card, backend, run.concurrency)
     except Exception as failure:  # noqa: BLE001 - the warm-up is the model's first prompt
-        _set_state(db, run, FAILED, _failure(run, todo[0], failure))
+        fail_run(db, run, _failure(run, todo[0], failure))
         return stored_run(db, run.experiment, run.judge)
     log(f"Judge '{run.judge}' ({run.model}): {guess.sentence()}")
     save_estimate(db, run, guess.to_dict(), speed.to_dict() if speed else None)
     run_judge(db, run, instrument, backend, stop)
     return stored_run(db, run.experiment, run.judge)
+
+
+def fail_run(db: Database, run: JudgeRun, error: str) -> None:
+    """Record that ``run`` stopped on ``error`` (a sentence saying what to do); its verdicts
+    stay, and starting it again resumes it."""
+    _set_state(db, run, FAILED, error)
