@@ -485,6 +485,39 @@ def _panels(db: Database) -> None:
     db.execute("ALTER TABLE raters ADD COLUMN panel TEXT NOT NULL DEFAULT 'human'")
 
 
+def _judge_runs(db: Database) -> None:
+    """Judge runs: a model card administering a rating experiment's instrument as the judge
+    panel ``judge``, with what repeats it (model version, prompt templates, sampling, seed)
+    and where it stands; its verdicts are that panel's ``judgements``
+    (:mod:`cyoa.rating.judges.runs`)."""
+    db["judge_runs"].create(
+        {
+            "experiment_id": str,
+            "judge": str,
+            "model": str,
+            "model_version": str,
+            "backend": str,
+            "templates": str,
+            "sampling": str,
+            "seed": int,
+            "concurrency": int,
+            "story_limit": int,
+            "items": str,
+            "total": int,
+            "state": str,
+            "error": str,
+            "worker": str,
+            "estimate": str,
+            "speed": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk=("experiment_id", "judge"),
+        foreign_keys=[("experiment_id", "experiments", "id")],
+        not_null={"model", "templates", "sampling", "seed", "state", "created_at"},
+    )
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -494,6 +527,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _story_aliases,
     _item_lowest_points,
     _panels,
+    _judge_runs,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from cyoa.cli import analysis, export, judgements, models, research, setup
+from cyoa.cli import analysis, export, judge, judgements, models, research, setup
 
 
 @click.group(name="cyoa", help="CYOA: collaborative story writing for model evaluation.")
@@ -38,6 +38,7 @@ for command in (
     analysis.tag_command,
     judgements.import_ratings_command,
     judgements.generate_stories_command,
+    judge.judge_command,
     research.create_researcher_command,
     research.experiment_group,
     export.export_command,

@@ -42,6 +42,9 @@ class FakeBackend:
     - ``"empty"``: the stream ends at once, with no text;
     - ``"terse"``: the first :data:`TERSE_STREAMS` streams write only "Why?", later ones work;
     - ``"long"``: 400 characters of words with no sentence end.
+
+    ``answers`` (a list of words, default none): each sentence begins with one of them,
+    chosen by the same seeded draw, as a judge's verdict does ("Yes, the keeper …").
     """
 
     def __init__(self, card: ModelCard) -> None:
@@ -55,6 +58,7 @@ class FakeBackend:
                 f"Model card {card.name!r}: options.fail must be one of "
                 f"{', '.join(repr(f) for f in FAULTS if f)} or left out (found {self.fail!r})."
             )
+        self.answers = [str(word) for word in card.options.get("answers", [])]
         self._streams = 0
 
     def load(self, log: Callable[[str], None] = print) -> None:
@@ -83,6 +87,8 @@ class FakeBackend:
             f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} "
             f"{rng.choice(_TAILS)}."
         ).split()
+        if self.answers:
+            words[0:0] = [rng.choice(self.answers) + ","]
         words[0] = words[0].capitalize()
         for word in words[: sampling.max_new_tokens]:
             if self.delay_seconds:

@@ -40,13 +40,15 @@ class Snapshots:
 class RatingParts:
     """``rater_limiter``: a rater's actions, all their tabs together. ``jobs``: this
     process's story-generation jobs by id (:class:`cyoa.rating.research.admin.GenerationJob`),
-    changed under ``jobs_lock``."""
+    changed under ``jobs_lock``, as is ``judge_stops``: the stop signal of each judge run
+    this process runs, by (experiment, judge)."""
 
     ratings: RatingStudy
     rater_limiter: RateLimiter
     snapshots: Snapshots = field(default_factory=Snapshots)
     jobs: dict[str, Any] = field(default_factory=dict)
     jobs_lock: threading.Lock = field(default_factory=threading.Lock)
+    judge_stops: dict[tuple[str, str], threading.Event] = field(default_factory=dict)
 
 
 def parts(app: Flask | None = None) -> RatingParts:

@@ -11,7 +11,7 @@ from cyoa import store
 from cyoa.generation.types import ModelCard
 from cyoa.rating import pages
 from cyoa.rating.parts import RatingParts
-from cyoa.rating.research import admin, participants, preview, views
+from cyoa.rating.research import admin, judge_runs, participants, preview, views
 from cyoa.rating.research.jobs import interrupt_orphans
 from cyoa.rating.service import RatingStudy
 from cyoa.web.parts import SharedParts
@@ -37,5 +37,5 @@ def init_app(app: Flask, _shared: SharedParts, _nothing: None) -> None:
         ),
     )
     interrupt_orphans(Path(app.config["RATING_FILES"]))
-    for blueprint in (pages.bp, views.bp, admin.bp, preview.bp, participants.bp):
+    for blueprint in (pages.bp, views.bp, admin.bp, preview.bp, participants.bp, judge_runs.bp):
         app.register_blueprint(blueprint)

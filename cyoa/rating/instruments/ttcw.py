@@ -91,3 +91,12 @@ def load_ttcw() -> Instrument:
     ``cyoa/rating/instruments/data/ttcw_all_tests.json``."""
     path = resources.files("cyoa.rating.instruments").joinpath("data/ttcw_all_tests.json")
     return parse_ttcw(json.loads(path.read_text("utf-8")))
+
+
+def released_prompts() -> dict[str, str]:
+    """Each test's released ``full_prompt`` by item id (``"1"``–``"14"``): the expanded
+    measure, the instruction given to LLMs and the question, verbatim, as the paper's LLM
+    judges were asked (§6)."""
+    path = resources.files("cyoa.rating.instruments").joinpath("data/ttcw_all_tests.json")
+    tests = json.loads(path.read_text("utf-8"))
+    return {str(test["ttcw_idx"]): test["full_prompt"].strip() for test in tests}

@@ -42,6 +42,15 @@ def judge_origin(origin: Mapping[str, Any]) -> str:
     return "origin not recorded"
 
 
+def judge_template(origin: Mapping[str, Any]) -> str | None:
+    """The prompt template a judge was run with, as shown: a run stores one template per kind
+    of item (``templates``), each shown under its kind; ``None`` for imported verdicts."""
+    if origin.get("prompt_template"):
+        return str(origin["prompt_template"])
+    templates = origin.get("templates") or {}
+    return "\n\n".join(f"[{kind}]\n{text}" for kind, text in sorted(templates.items())) or None
+
+
 def judge_list(db: Database, exp_id: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every judge panel of ``exp_id``: its name, origin (:func:`judge_origin`), the prompt
     template and model version when recorded, and its verdicts, unparsed ones and stories."""
@@ -60,7 +69,7 @@ def judge_list(db: Database, exp_id: str, spec: Mapping[str, Any]) -> list[dict[
             {
                 "name": judge,
                 "origin": judge_origin(origin),
-                "template": origin.get("prompt_template"),
+                "template": judge_template(origin),
                 "model_version": origin.get("model_version") or "not recorded",
                 "verdicts": verdicts,
                 "unparsed": unparsed or 0,

@@ -1,0 +1,539 @@
+"""Judge runs: a model card administering a rating experiment's instrument to its stories, as
+the judge panel of its name (the edge where a judge model meets the database).
+
+A run is a row of ``judge_runs`` (what repeats it: the model and its version, the prompt
+templates, the sampling and the seed; where it stands: ``state``, ``total``, ``error``) and
+its verdicts are the judge's ``judgements``, one per story × item, each written in its own
+transaction as soon as it is answered (``INSERT OR IGNORE`` on the table's key). Starting a
+run that exists resumes it with what it stored: the prompts already answered are skipped, so
+a run stopped, failed or killed in the middle loses no verdict and repeats none.
+
+Each prompt is sampled with the run's sampling and its own seed, :func:`verdict_seed` (the
+run's seed and the story × item), so a verdict is the same whichever order or concurrency
+asked it, on the same machine (for a served model, where its server honours seeds).
+Concurrency: one prompt at a time for a model run in this process (the CPU is shared with the
+live studies), :data:`SERVED_CONCURRENCY` at a time for a served one (``openai`` backend).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import closing
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlite_utils import Database
+
+from cyoa import store
+from cyoa.generation.types import Backend, ModelCard, Sampling
+from cyoa.rating.instruments import Instrument
+from cyoa.rating.judges.estimate import Estimate, Speed, estimate, measure_speed
+from cyoa.rating.judges.prompts import JudgePrompt, judge_prompts, parse_answer, templates_for
+from cyoa.rating.judges.store import JUDGE_NAME, judge_panels, rating_design
+from cyoa.rating.store import HUMAN_PANEL
+from cyoa.web.workers import worker_gone
+
+SERVED_CONCURRENCY = 4
+# Answers of the TTCW release's judges run to 100–250 words.
+DEFAULT_MAX_NEW_TOKENS = 256
+RUNNING, DONE, STOPPED, FAILED, INTERRUPTED = "running", "done", "stopped", "failed", "interrupted"
+INTERRUPTED_MESSAGE = (
+    "The process running it stopped (a restart?); start it again to resume where it was."
+)
+
+
+class JudgeRunError(RuntimeError):
+    """A run that cannot start or resume; the message says what to do instead."""
+
+
+@dataclass(frozen=True)
+class JudgeRun:
+    """A stored run (a ``judge_runs`` row): ``story_limit`` is how many stories it judges
+    (the first ones; None: all), ``items`` which items it asks (None: all), ``total`` how many
+    prompts that makes."""
+
+    experiment: str
+    judge: str
+    model: str
+    model_version: str
+    backend: str
+    templates: dict[str, str]
+    sampling: Sampling
+    seed: int
+    concurrency: int
+    story_limit: int | None
+    items: tuple[str, ...] | None
+    total: int
+    state: str
+    error: str
+    worker: str
+
+
+def default_concurrency(card: ModelCard) -> int:
+    """How many prompts a run of ``card`` asks at once (see the module)."""
+    return SERVED_CONCURRENCY if card.backend == "openai" else 1
+
+
+def verdict_seed(seed: int, story_id: str, item_id: str) -> int:
+    """The seed of one verdict: a hash of the run's ``seed``, the story and the item (31
+    bits, as the study's seeds)."""
+    key = f"{seed}:{story_id}:{item_id}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") >> 1
+
+
+def _row_to_run(row: dict[str, Any]) -> JudgeRun:
+    return JudgeRun(
+        experiment=row["experiment_id"],
+        judge=row["judge"],
+        model=row["model"],
+        model_version=row["model_version"] or "",
+        backend=row["backend"] or "",
+        templates=json.loads(row["templates"]),
+        sampling=Sampling(**json.loads(row["sampling"])),
+        seed=int(row["seed"]),
+        concurrency=int(row["concurrency"] or 1),
+        story_limit=row["story_limit"],
+        items=tuple(json.loads(row["items"])) if row["items"] else None,
+        total=int(row["total"] or 0),
+        state=row["state"],
+        error=row["error"] or "",
+        worker=row["worker"] or "",
+    )
+
+
+def _read_run(db: Database, exp_id: str, judge: str) -> JudgeRun | None:
+    rows = list(
+        db.query("SELECT * FROM judge_runs WHERE experiment_id = ? AND judge = ?", [exp_id, judge])
+    )
+    return _row_to_run(rows[0]) if rows else None
+
+
+def stored_run(db: Database, exp_id: str, judge: str) -> JudgeRun | None:
+    """The run of ``judge`` in ``exp_id`` as stored; a run recorded as running whose process
+    is gone is marked interrupted first."""
+    run = _read_run(db, exp_id, judge)
+    if run is not None and run.state == RUNNING and worker_gone(run.worker):
+        _set_state(db, run, INTERRUPTED, INTERRUPTED_MESSAGE)
+        run = _read_run(db, exp_id, judge)
+    return run
+
+
+def experiment_runs(db: Database, exp_id: str) -> list[JudgeRun]:
+    """Every judge run of ``exp_id``, by judge name."""
+    judges = [
+        row[0]
+        for row in db.execute(
+            "SELECT judge FROM judge_runs WHERE experiment_id = ? ORDER BY judge", [exp_id]
+        )
+    ]
+    return [run for judge in judges if (run := stored_run(db, exp_id, judge)) is not None]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a researcher asks for: ``card`` judging ``experiment`` as ``judge`` (default: the
+    card's name); None fields take the defaults (or, when resuming, the stored run's)."""
+
+    experiment: str
+    card: ModelCard
+    judge: str = ""
+    seed: int = 0
+    max_new_tokens: int | None = None
+    templates: dict[str, str] | None = None
+    concurrency: int | None = None
+    story_limit: int | None = None
+    items: tuple[str, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.judge or self.card.name
+
+
+def prepare_run(db: Database, request: RunRequest, worker: str) -> tuple[JudgeRun, Instrument]:
+    """Start the run ``request`` asks for, or resume the stored run of that judge (same
+    model; its stored templates, sampling and seed are kept), as running in ``worker``; a
+    new run's judge is stored as a panel and described in the experiment's spec (under
+    ``judges``). Raises :class:`JudgeRunError` (or :class:`RatingImportError` for a missing
+    experiment) saying why it cannot."""
+    stored_run(db, request.experiment, request.name)  # marks an orphan interrupted
+    with store.write_transaction(db):
+        instrument, _ = rating_design(db, request.experiment)
+        existing = _read_run(db, request.experiment, request.name)
+        if existing is None:
+            run = _new_run(db, request, instrument, worker)
+        else:
+            run = _resumed(db, existing, request, worker)
+        total = len(run_prompts(db, run, instrument))
+        db.execute(
+            "UPDATE judge_runs SET total = ? WHERE experiment_id = ? AND judge = ?",
+            [total, run.experiment, run.judge],
+        )
+    return stored_run(db, run.experiment, run.judge), instrument
+
+
+def _resumed(db: Database, run: JudgeRun, request: RunRequest, worker: str) -> JudgeRun:
+    if run.model != request.card.name:
+        raise JudgeRunError(
+            f"'{run.experiment}' already has a judge '{run.judge}' run by model {run.model!r}; "
+            f"give this one another name (--judge)."
+        )
+    if run.state == RUNNING:
+        raise JudgeRunError(
+            f"The judge '{run.judge}' of '{run.experiment}' is running now; wait for it, or "
+            "stop it first."
+        )
+    limit = run.story_limit if request.story_limit is None else request.story_limit
+    db.execute(
+        "UPDATE judge_runs SET state = ?, error = '', worker = ?, story_limit = ?, updated_at = ?"
+        " WHERE experiment_id = ? AND judge = ?",
+        [RUNNING, worker, limit, store.now(), run.experiment, run.judge],
+    )
+    return _read_run(db, run.experiment, run.judge)
+
+
+def _new_run(db: Database, request: RunRequest, instrument: Instrument, worker: str) -> JudgeRun:
+    judge, exp_id, card = request.name, request.experiment, request.card
+    _check_name(db, exp_id, judge)
+    try:
+        templates = templates_for(instrument, request.templates)
+    except ValueError as error:
+        raise JudgeRunError(str(error)) from None
+    sampling = _sampling(request)
+    stamp = store.now()
+    row = {
+        "experiment_id": exp_id,
+        "judge": judge,
+        "model": card.name,
+        "model_version": card.version,
+        "backend": card.backend,
+        "templates": json.dumps(templates, sort_keys=True),
+        "sampling": json.dumps(sampling.to_dict(), sort_keys=True),
+        "seed": request.seed,
+        "concurrency": request.concurrency or default_concurrency(card),
+        "story_limit": request.story_limit,
+        "items": json.dumps(list(request.items)) if request.items else None,
+        "total": 0,
+        "state": RUNNING,
+        "error": "",
+        "worker": worker,
+        "created_at": stamp,
+        "updated_at": stamp,
+    }
+    db["judge_runs"].insert(row)
+    db["raters"].insert(
+        {"experiment_id": exp_id, "rater_id": judge, "id_source": "judge", "panel": judge,
+         "created_at": stamp}
+    )  # fmt: skip
+    spec = json.loads(store.get_experiment(db, exp_id)["spec"])
+    origin = {"format": "run", "model": card.name, "model_version": card.version,
+              "backend": card.backend, "templates": templates, "sampling": sampling.to_dict(),
+              "seed": request.seed}  # fmt: skip
+    spec["judges"] = {**spec.get("judges", {}), judge: origin}
+    db.execute(
+        "UPDATE experiments SET spec = ?, updated_at = ? WHERE id = ?",
+        [json.dumps(spec, sort_keys=True), stamp, exp_id],
+    )
+    return _row_to_run(row)
+
+
+def _check_name(db: Database, exp_id: str, judge: str) -> None:
+    if not JUDGE_NAME.fullmatch(judge):
+        raise JudgeRunError(
+            f"{judge!r} cannot name a judge: use letters, digits, '.', '-' and '_' (at most 64, "
+            "starting with a letter or digit)."
+        )
+    if judge == HUMAN_PANEL:
+        raise JudgeRunError(f"'{HUMAN_PANEL}' names the study's raters; name the judge otherwise.")
+    taken = (
+        judge in judge_panels(db, exp_id)
+        or db.execute(
+            "SELECT 1 FROM raters WHERE experiment_id = ? AND rater_id = ?", [exp_id, judge]
+        ).fetchone()
+    )
+    if taken:
+        raise JudgeRunError(
+            f"'{exp_id}' already has a judge or rater '{judge}' that no run made (imported "
+            "verdicts); give this judge another name (--judge)."
+        )
+
+
+def run_prompts(db: Database, run: JudgeRun, instrument: Instrument) -> list[JudgePrompt]:
+    """Every prompt of ``run`` (see :func:`story_prompts`)."""
+    return story_prompts(db, run.experiment, instrument, run.templates, run.story_limit, run.items)
+
+
+def story_prompts(
+    db: Database,
+    exp_id: str,
+    instrument: Instrument,
+    templates: dict[str, str],
+    story_limit: int | None,
+    items: tuple[str, ...] | None = None,
+) -> list[JudgePrompt]:
+    """The prompts of a run of ``exp_id``: its first ``story_limit`` stories (in the order
+    they were stored; None: all) × the instrument's ``items`` (None: all), from
+    ``templates``. Raises :class:`JudgeRunError` naming an item the instrument lacks."""
+    stories = {
+        row[0]: row[1] or ""
+        for row in db.execute(
+            "SELECT story_id, text FROM stories WHERE experiment_id = ? ORDER BY rowid", [exp_id]
+        )
+    }
+    if story_limit is not None:
+        stories = dict(list(stories.items())[:story_limit])
+    try:
+        prompts = judge_prompts(instrument, stories, templates)
+        for item in items or ():
+            instrument.item(item)
+    except ValueError as error:
+        raise JudgeRunError(str(error)) from None
+    return [p for p in prompts if items is None or p.item_id in items]
+
+
+def plan(db: Database, request: RunRequest) -> tuple[list[JudgePrompt], Sampling, dict[str, str]]:
+    """What starting ``request`` would ask, storing nothing: the prompts not answered yet,
+    the sampling and the templates (the stored run's when it resumes one)."""
+    instrument, _ = rating_design(db, request.experiment)
+    run = stored_run(db, request.experiment, request.name)
+    if run is not None:
+        limit = run.story_limit if request.story_limit is None else request.story_limit
+        prompts = story_prompts(db, run.experiment, instrument, run.templates, limit, run.items)
+        done = answered(db, run)
+        return (
+            [p for p in prompts if (p.story_id, p.item_id) not in done],
+            run.sampling,
+            run.templates,
+        )
+    try:
+        templates = templates_for(instrument, request.templates)
+    except ValueError as error:
+        raise JudgeRunError(str(error)) from None
+    prompts = story_prompts(
+        db, request.experiment, instrument, templates, request.story_limit, request.items
+    )
+    return prompts, _sampling(request), templates
+
+
+def _sampling(request: RunRequest) -> Sampling:
+    return request.card.sampling.with_overrides(
+        {"max_new_tokens": request.max_new_tokens or DEFAULT_MAX_NEW_TOKENS}
+    )
+
+
+def answered(db: Database, run: JudgeRun) -> set[tuple[str, str]]:
+    """The (story, item) pairs the run has a stored verdict for."""
+    return {
+        (row[0], row[1])
+        for row in db.execute(
+            "SELECT story_id, item_id FROM judgements WHERE experiment_id = ? AND rater_id = ?",
+            [run.experiment, run.judge],
+        )
+    }
+
+
+def ask(backend: Backend, prompt: str, sampling: Sampling, seed: int) -> str:
+    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``)."""
+    with closing(backend.stream(prompt, sampling, seed)) as pieces:
+        return "".join(pieces).strip()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A judge's response to one prompt, and when it was asked and answered (ISO times)."""
+
+    response: str
+    asked_at: str
+    answered_at: str
+
+
+def store_verdict(
+    db: Database, run: JudgeRun, instrument: Instrument, prompt: JudgePrompt, answer: Answer
+) -> None:
+    """One verdict, in its own transaction: the value read from the response
+    (:func:`~cyoa.rating.judges.prompts.parse_answer`; None when unparsed), the response as
+    its rationale, when it was asked and answered. A verdict stored already stays."""
+    value = parse_answer(instrument.item(prompt.item_id), answer.response)
+    with store.write_transaction(db):
+        db.execute(
+            "INSERT OR IGNORE INTO judgements (experiment_id, story_id, rater_id, item_id, value,"
+            " rationale, shown_at, answered_at, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run.experiment, prompt.story_id, run.judge, prompt.item_id, value, answer.response,
+             answer.asked_at, answer.answered_at, store.now()],
+        )  # fmt: skip
+
+
+def _answer(backend: Backend, run: JudgeRun, prompt: JudgePrompt) -> Answer:
+    asked = store.now()
+    seed = verdict_seed(run.seed, prompt.story_id, prompt.item_id)
+    response = ask(backend, prompt.text, run.sampling, seed)
+    return Answer(response, asked, store.now())
+
+
+def run_judge(
+    db: Database,
+    run: JudgeRun,
+    instrument: Instrument,
+    backend: Backend,
+    stop: Callable[[], bool] = lambda: False,
+) -> str:
+    """Ask every prompt of ``run`` not answered yet, ``run.concurrency`` at a time, storing
+    each verdict as it comes; returns how the run ended, also stored: ``done``, ``stopped``
+    (``stop()`` was true: asked before each prompt; those asked are finished and stored) or
+    ``failed`` (the model failed: its error stored; the verdicts so far are kept)."""
+    done = answered(db, run)
+    todo = iter(
+        [p for p in run_prompts(db, run, instrument) if (p.story_id, p.item_id) not in done]
+    )
+    error = ""
+    with ThreadPoolExecutor(max_workers=run.concurrency, thread_name_prefix="cyoa-judge") as pool:
+        flying: dict[Future[Answer], JudgePrompt] = {}
+        while True:
+            while not error and len(flying) < run.concurrency and not stop():
+                prompt = next(todo, None)
+                if prompt is None:
+                    break
+                flying[pool.submit(_answer, backend, run, prompt)] = prompt
+            if not flying:
+                break
+            finished, _ = wait(flying, return_when=FIRST_COMPLETED)
+            for future in finished:
+                prompt = flying.pop(future)
+                try:
+                    store_verdict(db, run, instrument, prompt, future.result())
+                except Exception as failure:  # noqa: BLE001 - the run records any failure
+                    error = error or _failure(run, prompt, failure)
+    state = FAILED if error else DONE if next(todo, None) is None else STOPPED
+    _set_state(db, run, state, error)
+    return state
+
+
+def _failure(run: JudgeRun, prompt: JudgePrompt, failure: Exception) -> str:
+    return (
+        f"Model {run.model!r} failed on story {prompt.story_id!r}, item {prompt.item_id} "
+        f"({type(failure).__name__}: {failure}). The verdicts so far are kept: fix the cause "
+        "and start the run again to resume."
+    )
+
+
+def _set_state(db: Database, run: JudgeRun, state: str, error: str = "") -> None:
+    with store.write_transaction(db):
+        db.execute(
+            "UPDATE judge_runs SET state = ?, error = ?, updated_at = ?"
+            " WHERE experiment_id = ? AND judge = ?",
+            [state, error, store.now(), run.experiment, run.judge],
+        )
+
+
+def save_estimate(
+    db: Database, run: JudgeRun, guess: dict[str, Any], speed: dict[str, float] | None
+) -> None:
+    """Keep the run's estimate and the speed it was measured at (the next run's "known
+    speed" of this model)."""
+    with store.write_transaction(db):
+        db.execute(
+            "UPDATE judge_runs SET estimate = ?, speed = ? WHERE experiment_id = ? AND judge = ?",
+            [json.dumps(guess), json.dumps(speed) if speed else None, run.experiment, run.judge],
+        )
+
+
+def known_speed(db: Database, model: str) -> dict[str, float] | None:
+    """The speed last measured for ``model`` by any run on this database, or None."""
+    row = db.execute(
+        "SELECT speed FROM judge_runs WHERE model = ? AND speed IS NOT NULL"
+        " ORDER BY updated_at DESC LIMIT 1",
+        [model],
+    ).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def run_status(db: Database, run: JudgeRun) -> dict[str, Any]:
+    """What the progress page shows of ``run``: its state and error, verdicts ``done`` of
+    ``total``, how many are ``unparsed``, the measured seconds a verdict took
+    (``seconds_per_verdict``, None before the first) and the run's stored estimate."""
+    done, unparsed, seconds = db.execute(
+        "SELECT count(*), sum(value IS NULL), avg((julianday(answered_at) - julianday(shown_at))"
+        " * 86400) FROM judgements WHERE experiment_id = ? AND rater_id = ?",
+        [run.experiment, run.judge],
+    ).fetchone()
+    estimate = db.execute(
+        "SELECT estimate FROM judge_runs WHERE experiment_id = ? AND judge = ?",
+        [run.experiment, run.judge],
+    ).fetchone()[0]
+    return {
+        **{key: value for key, value in asdict(run).items() if key != "worker"},
+        "sampling": run.sampling.to_dict(),
+        "done": done,
+        "unparsed": unparsed or 0,
+        "seconds_per_verdict": seconds,
+        "estimate": json.loads(estimate) if estimate else None,
+    }
+
+
+def run_estimate(
+    db: Database,
+    prompts: list[JudgePrompt],
+    sampling: Sampling,
+    card: ModelCard,
+    backend: Backend | None,
+    concurrency: int,
+) -> tuple[Estimate, Speed | None]:
+    """The estimate of asking ``prompts`` with ``card``: at the speed last measured for the
+    model on this database, else at one measured now by a warm-up of ``backend`` (loaded),
+    else with the time unknown (:mod:`cyoa.rating.judges.estimate`)."""
+    texts = [prompt.text for prompt in prompts]
+    known = known_speed(db, card.name)
+    if known is not None:
+        speed, basis = Speed(**known), "at the speed of this model's last run here"
+    elif backend is not None and prompts:
+        speed, basis = measure_speed(backend, texts[0], sampling, 0), "at a measured warm-up"
+    else:
+        speed, basis = None, ""
+    return estimate(texts, sampling.max_new_tokens, speed, concurrency, basis), speed
+
+
+def judge_experiment(
+    db: Database,
+    request: RunRequest,
+    backend: Backend,
+    worker: str,
+    stop: Callable[[], bool] = lambda: False,
+    log: Callable[[str], None] = print,
+) -> JudgeRun:
+    """Start or resume the run ``request`` asks for with ``backend`` (loaded), as running
+    in ``worker`` (:func:`prepare_run`), then :func:`continue_run` it."""
+    run, instrument = prepare_run(db, request, worker)
+    return continue_run(db, run, instrument, backend, stop, log)
+
+
+def continue_run(
+    db: Database,
+    run: JudgeRun,
+    instrument: Instrument,
+    backend: Backend,
+    stop: Callable[[], bool] = lambda: False,
+    log: Callable[[str], None] = print,
+) -> JudgeRun:
+    """Tell ``log`` the estimate of the prepared ``run``'s prompts left, store it, and ask
+    them (:func:`run_judge`); returns the run as it ended."""
+    done = answered(db, run)
+    todo = [p for p in run_prompts(db, run, instrument) if (p.story_id, p.item_id) not in done]
+    if done:
+        log(f"Resuming judge '{run.judge}': {len(done)} verdicts stored, {len(todo)} to ask.")
+    try:
+        guess, speed = run_estimate(db, todo, run.sampling, backend.card, backend, run.concurrency)
+    except Exception as failure:  # noqa: BLE001 - the warm-up is the model's first prompt
+        fail_run(db, run, _failure(run, todo[0], failure))
+        return stored_run(db, run.experiment, run.judge)
+    log(f"Judge '{run.judge}' ({run.model}): {guess.sentence()}")
+    save_estimate(db, run, guess.to_dict(), speed.to_dict() if speed else None)
+    run_judge(db, run, instrument, backend, stop)
+    return stored_run(db, run.experiment, run.judge)
+
+
+def fail_run(db: Database, run: JudgeRun, error: str) -> None:
+    """Record that ``run`` stopped on ``error`` (a sentence saying what to do); its verdicts
+    stay, and starting it again resumes it."""
+    _set_state(db, run, FAILED, error)
