@@ -518,6 +518,58 @@ def _judge_runs(db: Database) -> None:
     )
 
 
+def _round_judges(db: Database) -> None:
+    """Judges of the writers' choices in a co-writing experiment: a model card shown each
+    round's two suggestions in both orders (``round_judge_runs``: what repeats a run and where
+    it stands; ``round_verdicts``: one verdict per round and order), see
+    :mod:`cyoa.cowriting.judges.runs`."""
+    db["round_judge_runs"].create(
+        {
+            "experiment_id": str,
+            "judge": str,
+            "model": str,
+            "model_version": str,
+            "backend": str,
+            "template": str,
+            "sampling": str,
+            "seed": int,
+            "round_limit": int,
+            "total": int,
+            "state": str,
+            "error": str,
+            "worker": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk=("experiment_id", "judge"),
+        foreign_keys=[("experiment_id", "experiments", "id")],
+        not_null={"model", "template", "sampling", "seed", "state", "created_at"},
+    )
+    db["round_verdicts"].create(
+        {
+            "experiment_id": str,
+            "judge": str,
+            "session_id": str,
+            "round": int,
+            "shown_order": str,
+            "slot_a_system": str,
+            "slot_b_system": str,
+            "chosen_slot": str,
+            "chosen_system": str,
+            "response": str,
+            "asked_at": str,
+            "answered_at": str,
+            "recorded_at": str,
+        },
+        pk=("experiment_id", "judge", "session_id", "round", "shown_order"),
+        foreign_keys=[
+            ("experiment_id", "experiments", "id"),
+            ("session_id", "sessions", "id"),
+        ],
+        not_null={"shown_order", "slot_a_system", "slot_b_system", "response", "recorded_at"},
+    )
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -528,6 +580,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _item_lowest_points,
     _panels,
     _judge_runs,
+    _round_judges,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import FAKE_CARD
+
+from cyoa import store
+from cyoa.cli import cli
+from cyoa.cowriting.analysis.data import RoundRecord, load_study
 from cyoa.cowriting.judges.figures import RoundVerdict, agreement_with_writers
 from cyoa.cowriting.judges.prompts import (
     TEMPLATE,
@@ -24,10 +28,6 @@ from cyoa.cowriting.judges.prompts import (
 )
 from cyoa.cowriting.judges.report import study_judges
 from cyoa.cowriting.judges.runs import RoundJudgeRequest, judge_rounds, run_progress
-
-from cyoa import store
-from cyoa.cli import cli
-from cyoa.cowriting.analysis.data import RoundRecord, load_study
 from cyoa.generation import load_model_cards
 from cyoa.generation.fake import FakeBackend
 from cyoa.stats import clustered_preference

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import click
 
-from cyoa.cli import analysis, export, judge, judgements, models, research, setup
+from cyoa.cli import (
+    analysis,
+    export,
+    judge,
+    judge_rounds,
+    judgements,
+    models,
+    research,
+    setup,
+)
 
 
 @click.group(name="cyoa", help="CYOA: collaborative story writing for model evaluation.")
@@ -39,6 +48,7 @@ for command in (
     judgements.import_ratings_command,
     judgements.generate_stories_command,
     judge.judge_command,
+    judge_rounds.judge_rounds_command,
     research.create_researcher_command,
     research.experiment_group,
     export.export_command,

@@ -1,14 +1,23 @@
 """The ``analyze`` verb's text for a co-writing experiment: the paper's tables with their
-tests, one set per pair of systems that writers compared (:mod:`.tables`, :mod:`.render`)."""
+tests, one set per pair of systems that writers compared (:mod:`.tables`, :mod:`.render`),
+each followed by the judges of the writers' choices (:mod:`cyoa.cowriting.judges.report`):
+a Markdown section, ``judges`` rows in CSV, a ``judges`` list in each pair's JSON object."""
 
 from __future__ import annotations
+
+import csv
+import io
+import json
 
 from sqlite_utils import Database
 
 from cyoa.cowriting.analysis.data import experiment_pairs, load_study
-from cyoa.cowriting.analysis.render import render
+from cyoa.cowriting.analysis.render import render, to_markdown
+from cyoa.cowriting.analysis.results import Analysis
 from cyoa.cowriting.analysis.tables import analyze
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
+from cyoa.cowriting.judges import report as judges_report
+from cyoa.cowriting.judges.figures import WriterAgreement
 from cyoa.errors import AnalysisError
 
 
@@ -33,4 +42,27 @@ def report(
     analyses = [
         analyze(data, compat=compat, alternative=alternative, cache=cache) for data in studies
     ]
-    return render(analyses, fmt)
+    judges = [judges_report.study_judges(db, data) for data in studies]
+    return with_judges(analyses, judges, fmt)
+
+
+def with_judges(analyses: list[Analysis], judges: list[list[WriterAgreement]], fmt: str) -> str:
+    """``analyses`` rendered in ``fmt``, each pair followed by its ``judges``."""
+    if fmt == "json":
+        plain = json.loads(render(analyses, "json"))
+        for entry, found in zip(plain, judges, strict=True):
+            entry["judges"] = judges_report.to_dicts(found)
+        return json.dumps(plain, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "markdown":
+        return "\n".join(
+            to_markdown(analysis) + "\n".join(judges_report.markdown_lines(found))
+            for analysis, found in zip(analyses, judges, strict=True)
+        )
+    text = render(analyses, fmt)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for analysis, found in zip(analyses, judges, strict=True):
+        pair = " vs ".join(analysis.systems)
+        for row in judges_report.csv_rows(found):
+            writer.writerow((pair, *("" if v is None else v for v in row)))
+    return text + out.getvalue()
