@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FAKE_CARD
+from conftest import FAKE_CARD, Writer
 
 from cyoa import store
 from cyoa.cli import cli
@@ -285,3 +286,25 @@ def test_a_judge_of_an_unknown_experiment_or_model_is_refused_with_a_sentence(tm
     assert result.exit_code != 0 and "nope" in result.output and "Traceback" not in result.output
     result = cli_run(config, "judge-rounds", "exp", "--model", "ghost")
     assert result.exit_code != 0 and "Unknown model card" in result.output
+
+
+def test_the_results_page_shows_each_judge_against_the_writers(app, researcher):
+    writer = Writer(app, "?pid=w1")
+    for n in range(1, 4):
+        writer.write_round(n, slot=1)
+    judge_card = replace(load_model_cards(Path(app.config["MODELS_DIR"]))["fake-a"],
+                         options={"answers": ["A", "B"]})  # fmt: skip
+    db = store.connect(app.config["DATABASE"])
+    try:
+        judge_rounds(db, RoundJudgeRequest("fake-ab", judge_card, "reader"),
+                     FakeBackend(judge_card), "test/1/1/x", log=lambda _: None)  # fmt: skip
+    finally:
+        db.close()
+    results = researcher.get("/research/experiments/fake-ab/results.json").get_json()
+    (table,) = [t for t in results["tables"] if t["key"].startswith("judges-")]
+    assert table["title"].startswith("Judges of the writers' choices")
+    (row,) = table["rows"]
+    assert row[0] == "reader (fake-a)" and row[2] == "6 (0 unread)"
+    assert "writer-clustered bootstrap" in table["notes"][0]
+    page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
+    assert "Judges of the writers&#39; choices" in page

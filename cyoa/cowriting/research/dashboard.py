@@ -25,6 +25,7 @@ from cyoa.cowriting.analysis.data import StudyData, experiment_pairs, load_study
 from cyoa.cowriting.analysis.results import OVERALL, Analysis, LikertRow, Mean, ShareRow
 from cyoa.cowriting.analysis.tables import analyze, likert_rows
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
+from cyoa.cowriting.judges import report as judges_report
 from cyoa.cowriting.spec import Experiment
 from cyoa.metrics.edit import edit_metrics_many
 from cyoa.web.charts import CHART_LOCK
@@ -276,6 +277,26 @@ def _ranking_table(ranking: Ranking) -> Table:
 # --- computing -----------------------------------------------------------------------
 
 
+def _judges_tables(db: Database, studies: list[StudyData], resamples: int) -> list[Table]:
+    """Per pair of systems with a judge of its rounds, the judges against the writers
+    (:mod:`cyoa.cowriting.judges.report`)."""
+    tables = []
+    for data in studies:
+        found = judges_report.study_judges(db, data, resamples=resamples)
+        if found:
+            first, second = data.systems
+            tables.append(
+                Table(
+                    key=f"judges-{first}-{second}",
+                    title=f"Judges of the writers' choices: {first} vs {second}",
+                    columns=judges_report.COLUMNS,
+                    rows=tuple(judges_report.display_rows(found)),
+                    notes=(judges_report.NOTE, *sorted({a.note for a in found if a.note})),
+                )
+            )
+    return tables
+
+
 def choices_by_writer(studies: list[StudyData]) -> dict[str, list[tuple[str, str]]]:
     """Per session, its counted choices as ``(chosen system, other system)``."""
     choices: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -313,6 +334,7 @@ def compute_results(
         tables += [t for t in (_preference_table(analysis),) if t]
     for analysis in analyses:
         tables += [t for t in (_edit_table(analysis), _text_table(analysis)) if t]
+    tables += _judges_tables(db, studies, resamples)
     likert = tuple(row for data in studies for row in likert_rows(data))
     likert_table = _likert_table(likert)
     if likert_table:
@@ -378,13 +400,16 @@ def _draw(charts, results: Results, name: str) -> bytes:
 
 
 def data_version(db: Database, exp_id: str) -> str:
-    """Changes whenever an event of the experiment is recorded."""
+    """Changes whenever an event of the experiment or a judge's verdict is recorded."""
     count, last = db.execute(
         "SELECT count(*), max(e.server_time) FROM events e JOIN sessions s ON s.id = e.session_id"
         " WHERE s.experiment_id = ?",
         [exp_id],
     ).fetchone()
-    return f"{count}-{last or ''}"
+    verdicts, judged = db.execute(
+        "SELECT count(*), max(recorded_at) FROM round_verdicts WHERE experiment_id = ?", [exp_id]
+    ).fetchone()
+    return f"{count}-{last or ''}-{verdicts}-{judged or ''}"
 
 
 class ResultsCache:
