@@ -228,3 +228,11 @@ def test_a_csv_with_a_reference_column_needs_a_reference_in_every_row(tmp_path):
     result = run_command(tmp_path, config, "plots.csv")
     assert result.exit_code == 1
     assert "plots.csv, line 3: no target: its reference is empty" in result.output
+
+
+def test_a_model_that_writes_nothing_is_named_not_stored_as_an_empty_story(tmp_path):
+    config = write_setup(tmp_path, options_b='fail = "empty"')
+    (tmp_path / "plots.jsonl").write_text(json.dumps({"prompt": PLOT, "target_words": 300}))
+    result = run_command(tmp_path, config, "plots.jsonl", "--max-rounds", "2")
+    assert result.exit_code == 1
+    assert "fake-b wrote nothing for prompt 1 in 2 round(s)" in result.output
