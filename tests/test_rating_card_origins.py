@@ -49,3 +49,21 @@ def test_generated_stories_are_listed_with_prompt_sampling_and_seeds():
 
 def test_a_card_without_generated_stories_has_no_such_table():
     assert "| story | model | prompt |" not in card((CardStory("h1", "human", 25),))
+
+
+def test_stories_written_to_a_target_length_say_how_close_they_came():
+    def lengthened(words: int, rounds: int, within: bool) -> dict:
+        control = {"target_words": 1500, "tolerance": 200, "words": words, "rounds": rounds,
+                   "within_tolerance": within}  # fmt: skip
+        return {**ORIGIN, "length_control": control}
+
+    stories = (
+        CardStory("g1", "sys-a", 1420, "gemma-3-270m (v1)", lengthened(1420, 3, True)),
+        CardStory("g2", "sys-b", 610, "gemma-3-270m (v1)", lengthened(610, 5, False)),
+    )
+    text = section(card(stories), "Stories")
+    assert (
+        "Written to a target length (Chakrabarty et al., CHI 2024, §5.1: the model writes, then "
+        "is asked to lengthen its story): 1 of 2 within the tolerance. Kept outside it: g2 "
+        "(610 words of 1500 after 5 rounds)."
+    ) in text

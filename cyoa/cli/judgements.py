@@ -16,13 +16,20 @@ from cyoa.rating.importing import (
     RatingImportError,
     fei_questions,
     long_judgements,
+    read_records,
     stories_from_file,
     ttcw_judgements,
 )
 from cyoa.rating.instruments import TTCW, InstrumentError, fei_instrument, load_instrument
 from cyoa.rating.judges.store import add_judge, rating_design
 from cyoa.rating.judges.verdicts import ttcw_llm_judgements
-from cyoa.rating.stories.generate import GenerationFailed, generate_stories
+from cyoa.rating.stories import StoryRecord
+from cyoa.rating.stories.generate import (
+    GenerationFailed,
+    generate_stories,
+    generate_stories_to_length,
+)
+from cyoa.rating.stories.length import LengthControl, LengthError, PlotPrompt, plot_prompts
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -224,6 +231,20 @@ def _instrument(name: str | None, questions: Path | None):
 @click.option("--per-prompt", type=click.IntRange(1, 50), default=1, show_default=True)
 @click.option("--sentences", type=click.IntRange(1, 30), default=5, show_default=True)
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True)
+@click.option(
+    "--tolerance",
+    type=click.IntRange(1),
+    default=200,
+    show_default=True,
+    help="With targets: a story is long enough when it is fewer than this many words off.",
+)
+@click.option(
+    "--max-rounds",
+    type=click.IntRange(1, 50),
+    default=5,
+    show_default=True,
+    help="With targets: the most model calls a story may take (the first included).",
+)
 @click.pass_context
 def generate_stories_command(
     ctx: click.Context,
@@ -233,10 +254,14 @@ def generate_stories_command(
     per_prompt: int,
     sentences: int,
     seed: int,
+    tolerance: int,
+    max_rounds: int,
 ) -> None:
-    """Let each model write stories from the PROMPTS file (one opening per line), with the
-    same seeds for every model, into a JSON Lines file of stories for a rating study
-    ([stories] file = …), each with its model, version, sampling and seeds."""
+    """Let each model write stories from the PROMPTS file, with the same seeds for every
+    model, into a JSON Lines file of stories for a rating study ([stories] file = …), each
+    with its model, version, sampling and seeds. A text file gives one opening per line,
+    continued sentence by sentence; a CSV or JSON Lines file gives a prompt per row, and rows
+    with a reference story or target_words are plots written to that length (TTCW §5.1)."""
     app = get_app(ctx)
     cards = load_model_cards(Path(app.config["MODELS_DIR"]))
     unknown = [name for name in models if name not in cards]
@@ -244,9 +269,8 @@ def generate_stories_command(
         raise click.ClickException(
             f"Unknown model card(s) {', '.join(unknown)}: use one of {', '.join(sorted(cards))}."
         )
-    openings = [line.strip() for line in _read(prompts).splitlines() if line.strip()]
-    if not openings:
-        raise click.ClickException(f"{prompts.name} has no prompt: write one opening per line.")
+    openings, plots = _prompts(prompts)
+    _check_length_options(ctx, plots)
     backends = {
         name: make_backend(cards[name], Path(app.config["MODEL_CACHE"])) for name in set(models)
     }
@@ -254,16 +278,16 @@ def generate_stories_command(
         click.echo(f"Loading {name}…", err=True)
         backend.load(log=lambda line: click.echo(line, err=True))
     systems = [System(name, cards[name], cards[name].sampling) for name in dict.fromkeys(models)]
+    log = lambda line: click.echo(line, err=True)  # noqa: E731
     try:
-        stories = generate_stories(
-            systems,
-            backends,
-            openings,
-            stories_per_prompt=per_prompt,
-            sentences=sentences,
-            seed=seed,
-            log=lambda line: click.echo(line, err=True),
-        )
+        if plots is None:
+            stories = generate_stories(systems, backends, openings, stories_per_prompt=per_prompt,
+                                       sentences=sentences, seed=seed, log=log)  # fmt: skip
+        else:
+            control = LengthControl(tolerance=tolerance, max_rounds=max_rounds)
+            stories = generate_stories_to_length(
+                systems, backends, plots, control, stories_per_prompt=per_prompt, seed=seed, log=log
+            )
     except GenerationFailed as error:
         raise click.ClickException(str(error)) from error
     out.write_text(
@@ -278,4 +302,64 @@ def generate_stories_command(
         ),
         encoding="utf-8",
     )  # fmt: skip
-    click.echo(f"Wrote {len(stories)} stories to {out}.")
+    click.echo(f"Wrote {len(stories)} stories to {out}." + _flagged(stories, tolerance))
+
+
+def _prompts(path: Path) -> tuple[list[str], list[PlotPrompt] | None]:
+    """The openings of a text file (one a line), or the rows of a CSV or JSON Lines file:
+    their plots with targets (:func:`plot_prompts`), else their prompts as openings."""
+    try:
+        text = _read(path)
+        if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson", ".json"):
+            openings = [line.strip() for line in text.splitlines() if line.strip()]
+            plots = None
+        else:
+            records = list(read_records(text, path.name))
+            plots = plot_prompts(records, path.name)
+            openings = [str(record.get("prompt") or "").strip() for _, record in records]
+    except (RatingImportError, LengthError) as error:
+        raise click.ClickException(str(error)) from None
+    if plots is None and not all(openings):
+        raise click.ClickException(f"{path.name}: every row needs a prompt (the opening).")
+    if not openings:
+        raise click.ClickException(f"{path.name} has no prompt: write one opening per line.")
+    return openings, plots
+
+
+def _check_length_options(ctx: click.Context, plots: list[PlotPrompt] | None) -> None:
+    """Options that mean nothing for these prompts are refused, not silently ignored."""
+
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+
+    if plots is None and (given("tolerance") or given("max_rounds")):
+        raise click.ClickException(
+            "--tolerance and --max-rounds need a prompt file whose rows give a reference story "
+            "or target_words (CSV or JSON Lines): without a target the openings are continued "
+            "--sentences sentences."
+        )
+    if plots is not None and given("sentences"):
+        raise click.ClickException(
+            "--sentences is for openings: rows with a target are written whole and lengthened "
+            "to it (--tolerance, --max-rounds)."
+        )
+
+
+def _flagged(stories: list[StoryRecord], tolerance: int) -> str:
+    """The sentence that names the stories kept outside the tolerance ('' when none)."""
+    missed = [
+        s for s in stories if not s.origin.get("length_control", {}).get("within_tolerance", True)
+    ]
+    if not missed:
+        return ""
+    listed = ", ".join(
+        f"{s.story_id} ({s.origin['length_control']['words']} words of "
+        f"{s.origin['length_control']['target_words']}, {s.origin['length_control']['rounds']} "
+        "rounds)"
+        for s in missed
+    )
+    are = "story is" if len(missed) == 1 else "stories are"
+    return (
+        f" {len(missed)} {are} not within {tolerance} words of its target: {listed}; "
+        "kept and flagged (origin.length_control.within_tolerance is false)."
+    )

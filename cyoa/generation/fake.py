@@ -45,6 +45,11 @@ class FakeBackend:
 
     ``answers`` (a list of words, default none): each sentence begins with one of them,
     chosen by the same seeded draw, as a judge's verdict does ("Yes, the keeper …").
+
+    ``expand_words`` (a whole number, default 0: off): the fake acts as a writer asked to
+    lengthen its story (:mod:`cyoa.rating.stories.length`): it gives back the text after the
+    prompt's last ``Current story:`` (nothing in a first prompt) and ``expand_words`` more
+    made-up words, word by word.
     """
 
     def __init__(self, card: ModelCard) -> None:
@@ -59,6 +64,12 @@ class FakeBackend:
                 f"{', '.join(repr(f) for f in FAULTS if f)} or left out (found {self.fail!r})."
             )
         self.answers = [str(word) for word in card.options.get("answers", [])]
+        self.expand_words = card.options.get("expand_words", 0)
+        if type(self.expand_words) is not int or self.expand_words < 0:
+            raise ValueError(
+                f"Model card {card.name!r}: options.expand_words must be a whole number, 0 "
+                "(off) or more."
+            )
         self._streams = 0
 
     def load(self, log: Callable[[str], None] = print) -> None:
@@ -83,10 +94,10 @@ class FakeBackend:
             return
         # A string seed is hashed with SHA-512 by random.Random: stable across processes.
         rng = random.Random(f"{self.card.name}\n{seed}\n{prompt}")
-        words = (
-            f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} "
-            f"{rng.choice(_TAILS)}."
-        ).split()
+        if self.expand_words > 0:
+            yield from self._expanded(prompt, rng, sampling)
+            return
+        words = _sentence(rng)
         if self.answers:
             words[0:0] = [rng.choice(self.answers) + ","]
         words[0] = words[0].capitalize()
@@ -94,3 +105,20 @@ class FakeBackend:
             if self.delay_seconds:
                 time.sleep(self.delay_seconds)
             yield " " + word
+
+    def _expanded(self, prompt: str, rng: random.Random, sampling: Sampling) -> Iterator[str]:
+        """The story after the prompt's last ``Current story:``, then ``expand_words`` words."""
+        _, marker, story = prompt.rpartition("Current story:")
+        more: list[str] = []
+        while len(more) < self.expand_words:
+            more += _sentence(rng)
+        words = (story.split() if marker else []) + more[: self.expand_words]
+        for word in words[: sampling.max_new_tokens]:
+            yield " " + word
+
+
+def _sentence(rng: random.Random) -> list[str]:
+    """A made-up sentence's words."""
+    return (
+        f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} {rng.choice(_TAILS)}."
+    ).split()

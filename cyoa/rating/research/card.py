@@ -229,7 +229,33 @@ def _generated_lines(stories: tuple[CardStory, ...]) -> list[str]:
             f"| {story.story_id} | {story.model or '–'} | {_cell(str(origin.get('prompt', '')))} "
             f"| `{sampling}` | {seeds or '–'} |"
         )
-    return lines
+    return lines + _length_lines(generated)
+
+
+def _length_lines(generated: list[CardStory]) -> list[str]:
+    """How close the stories written to a target length came to it (``origin.length_control``,
+    :mod:`cyoa.rating.stories.length`), naming every story kept outside the tolerance."""
+    controls = {
+        story.story_id: story.origin["length_control"]
+        for story in generated
+        if "length_control" in story.origin
+    }
+    if not controls:
+        return []
+    missed = {story: c for story, c in controls.items() if not c.get("within_tolerance")}
+    line = (
+        "Written to a target length (Chakrabarty et al., CHI 2024, §5.1: the model writes, then "
+        f"is asked to lengthen its story): {len(controls) - len(missed)} of {len(controls)} "
+        "within the tolerance."
+    )
+    if missed:
+        named = ", ".join(
+            f"{story} ({c.get('words')} words of {c.get('target_words')} after "
+            f"{c.get('rounds')} rounds)"
+            for story, c in missed.items()
+        )
+        line += f" Kept outside it: {named}."
+    return ["", line]
 
 
 def _story_lines(data: RatingCardData) -> list[str]:

@@ -7,17 +7,29 @@ seeds for every system (a seed per prompt, story and sentence), so systems diffe
 their model and sampling. A sentence too short for a turn is drawn again with the next seed,
 up to five draws, as the co-writing runner does. Each story records its model, version,
 sampling and seeds, so it can be reproduced on the same machine.
+
+With a target length per prompt (:func:`generate_stories_to_length`), each prompt is a plot
+instead: the model writes a whole story and is asked to lengthen it, as the TTCW study did
+(:mod:`cyoa.rating.stories.length`).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from contextlib import closing
+from dataclasses import asdict, replace
 
 from cyoa.generation import SuggestionError, System, generate_suggestion
-from cyoa.generation.types import Backend
+from cyoa.generation.types import Backend, Sampling
 from cyoa.rating.stories import StoryRecord
+from cyoa.rating.stories.length import (
+    LengthControl,
+    LengthResult,
+    PlotPrompt,
+    round_tokens,
+    write_to_length,
+)
 
 DRAWS = 5
 
@@ -114,3 +126,114 @@ def _sentence(
         f"{system.name} wrote no sentence of {min_chars} characters or more in {DRAWS} draws "
         f"(prompt {where[1]}); try another seed or prompt."
     )
+
+
+def generate_stories_to_length(
+    systems: Sequence[System],
+    backends: Mapping[str, Backend],
+    plots: Sequence[PlotPrompt],
+    control: LengthControl,
+    *,
+    stories_per_prompt: int = 1,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+    stop: Callable[[], bool] = lambda: False,
+) -> list[StoryRecord]:
+    """``stories_per_prompt`` stories per plot and system, each written to the plot's target
+    length by :func:`~cyoa.rating.stories.length.write_to_length`; ids, sources, ``stop`` and
+    ``log`` as :func:`generate_stories`. A round may write up to
+    :func:`~cyoa.rating.stories.length.round_tokens` tokens (or the card's ``max_new_tokens``
+    if more); round ``r`` is seeded ``sentence_seed(seed, prompt, story, r, 0)``, the same for
+    every system. ``origin`` adds ``length_control``: the target, where it came from, the
+    tolerance and rounds allowed, the final and per-round word counts, the rounds taken and
+    whether the story ended within the tolerance (a story that did not is kept)."""
+    total = len(systems) * len(plots) * stories_per_prompt
+    stories: list[StoryRecord] = []
+    for p, plot in enumerate(plots, start=1):
+        for n in range(1, stories_per_prompt + 1):
+            for system in systems:
+                if stop():
+                    raise GenerationCancelled(f"Stopped after {len(stories)}/{total} stories.")
+                budget = max(
+                    system.sampling.max_new_tokens, round_tokens(plot.target_words, control)
+                )
+                sampling = replace(system.sampling, max_new_tokens=budget)
+                result = write_to_length(
+                    _writer(backends[system.model.name], sampling, (seed, p, n)),
+                    plot.prompt,
+                    plot.target_words,
+                    control,
+                )
+                seeds = [sentence_seed(seed, p, n, r, 0) for r in range(1, result.rounds + 1)]
+                if not result.story:
+                    raise GenerationFailed(
+                        f"{system.name} wrote nothing for prompt {p} in {result.rounds} "
+                        "round(s); try another seed or model."
+                    )
+                stories.append(
+                    _story_to_length(system, sampling, plot, p, n, result, control, seeds)
+                )
+                log(
+                    f"Generated {len(stories)}/{total} stories ({system.name}, prompt {p}): "
+                    + _length_note(result, plot, control)
+                )
+    return stories
+
+
+def _writer(
+    backend: Backend, sampling: Sampling, where: tuple[int, int, int]
+) -> Callable[[str, int], str]:
+    """One round of :func:`write_to_length`: the model's whole response to the prompt."""
+
+    def write(prompt: str, round_: int) -> str:
+        with closing(backend.stream(prompt, sampling, sentence_seed(*where, round_, 0))) as pieces:
+            return "".join(pieces)
+
+    return write
+
+
+def _story_to_length(
+    system: System,
+    sampling: Sampling,
+    plot: PlotPrompt,
+    p: int,
+    n: int,
+    result: LengthResult,
+    control: LengthControl,
+    seeds: list[int],
+) -> StoryRecord:
+    return StoryRecord(
+        story_id=f"{system.name}-p{p}-{n}",
+        source=system.name,
+        title="",
+        text=result.story,
+        origin={
+            "generated": True,
+            "prompt_index": p,
+            "prompt": plot.prompt,
+            "model": system.model.name,
+            "model_version": system.model.version,
+            "sampling": asdict(sampling),
+            "seeds": seeds,
+            "length_control": {
+                "target_words": plot.target_words,
+                "target_from": plot.target_from,
+                "tolerance": control.tolerance,
+                "max_rounds": control.max_rounds,
+                "words": result.words,
+                "rounds": result.rounds,
+                "round_words": result.round_words,
+                "within_tolerance": result.within_tolerance,
+                "stopped": result.stopped,
+            },
+        },
+    )
+
+
+def _length_note(result: LengthResult, plot: PlotPrompt, control: LengthControl) -> str:
+    rounds = f"{result.rounds} round{'s' if result.rounds != 1 else ''}"
+    told = f"{result.words} words in {rounds} (target {plot.target_words})"
+    if result.within_tolerance:
+        return told + "."
+    why = "too long" if result.stopped == "too_long" else "rounds used up"
+    return f"{told}: NOT within {control.tolerance} words ({why}); kept and flagged."
