@@ -307,6 +307,9 @@ def display_value(column: str, value: str) -> str:
 
 
 def _interval(low: float | None, high: float | None, digits: int = 2) -> str:
+    if low == -math.inf and not _undefined(high):
+        # An interval without a lower bound (ICC(2,k) from few stories).
+        return f" [−∞, {_num(high, digits)}]"
     if _undefined(low) or _undefined(high):
         return ""
     return f" [{_num(low, digits)}, {_num(high, digits)}]"
