@@ -1,6 +1,7 @@
 """Agreement between raters: Krippendorff's α, Fleiss' κ and exact agreement, worked out by
 hand on small examples."""
 
+import math
 import warnings
 
 import krippendorff
@@ -22,6 +23,8 @@ from cyoa.rating.analysis.agreement import (
     krippendorff_alpha,
     value_counts,
 )
+from cyoa.rating.analysis.ratings import analyze_ratings
+from cyoa.rating.analysis.render import render_rating_analysis
 from cyoa.rating.instruments import instrument_from_spec
 
 # Three raters, four stories, Yes = 1 / No = 0.
@@ -438,6 +441,32 @@ def test_icc_2k_and_its_interval_equal_pingouins():
             pytest.approx(low, abs=0.005),
             pytest.approx(high, abs=0.005),
         )
+
+
+def test_an_icc_2k_interval_unbounded_below_contains_its_estimate():
+    # Two raters, three stories (7, 9), (8, 8), (10, 9): ICC(2,k) = (BMS − EMS)/(BMS +
+    # (JMS − EMS)/n) = .29. One rater's lower end (−2.08) lies below −1/(k − 1) = −1, where
+    # Spearman–Brown, k·r/(1 + (k − 1)·r), has its pole: the k-rater interval has no lower
+    # bound. Carried through the pole it reads [3.86, 0.99] (pingouin 0.7.0 prints that).
+    result = icc_2k(_long([[7, 9], [8, 8], [10, 9]]))
+    assert result.icc == pytest.approx(2 / 7)
+    assert result.ci_low == -math.inf
+    assert result.ci_high == pytest.approx(0.9857, abs=5e-4)
+    rubric = instrument_from_spec(
+        {
+            "id": "rubric",
+            "name": "Rubric",
+            "items": [{"id": "plot", "text": "Plot.", "kind": "likert", "low": 0, "points": 11}],
+        },
+        "test",
+    )
+    rows = [
+        (f"s{story}", "X", f"r{rater}", "plot", float(value))
+        for story, pair in enumerate([[7, 9], [8, 8], [10, 9]])
+        for rater, value in enumerate(pair)
+    ]
+    analysis = analyze_ratings(rubric, _judgements(rows), bootstrap=0)
+    assert "| 0.29 [−∞, 0.99] |" in render_rating_analysis(analysis)
 
 
 def test_icc_2k_uses_the_stories_every_rater_rated_and_says_when_there_are_none():

@@ -366,3 +366,42 @@ def test_ttcw_and_fei_with_three_sources_print_their_pairs():
     )
     fei = analyze_ratings(fei_instrument(questions), frame, bootstrap=10)
     assert "fei_pairs,EWC: A vs B,p_holm," in render_rating_analysis(fei, "csv")
+
+
+def test_ttcw_tests_passed_per_rater_get_the_mixed_model_as_their_headline():
+    # Three experts judge every story of two sources: tests passed per rater × story
+    # (0–14) share both the story and the expert, so the headline is the crossed model's.
+    rng = np.random.default_rng(3)
+    leniency = {"e0": 0.25, "e1": 0.5, "e2": 0.75}
+    rows = [
+        (f"{source}-{n}", source, rater, item.id, float(rng.random() < share), "ok")
+        for source in ("GPT4", "Human")
+        for n in range(6)
+        for rater, share in leniency.items()
+        for item in TTCW.items
+    ]
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    tests = analyze_ratings(TTCW, frame, bootstrap=10).tests
+    model = tests.model
+    assert model.what == "tests passed per rater"
+    assert model.method.startswith("linear mixed model (REML), random story and rater")
+    assert (model.stories, model.raters, model.observations) == (12, 3, 36)
+    for mean in model.means:
+        assert 0 <= mean.ci_low <= mean.mean <= mean.ci_high <= 14
+    markdown = render_rating_analysis(analyze_ratings(TTCW, frame, bootstrap=10))
+    assert markdown.index("## Source means from the mixed model") < markdown.index(
+        "## Tests passed per story (mean [95% t CI over story means] (stories))"
+    )
+    assert "| tests passed per rater |" in markdown
+    assert "model_means,tests passed per rater GPT4,mean," in render_rating_analysis(
+        analyze_ratings(TTCW, frame, bootstrap=10), "csv"
+    )
+    positions = analyze_ratings(TTCW, frame, bootstrap=10, raters_known=False).tests.model
+    assert "raters of unknown identity" in positions.method
+
+
+def test_every_interval_of_the_items_table_says_what_it_is():
+    markdown = render_rating_analysis(
+        analyze_ratings(AISS_V1, aiss_study({"A": 0, "B": 1}), bootstrap=10)
+    )
+    assert "## Items (mean answer as given [95% t CI over story means] (stories)" in markdown

@@ -145,3 +145,22 @@ def test_a_0_to_10_rubric_without_factors_charts_its_one_scale_on_0_to_10():
     assert "all items" in shown and "0.50" in shown and "8.50" in shown
     assert any("0–10" in t for t in shown)
     assert "0" in shown and "10" in shown  # the axis runs over the scale's own points
+
+
+def test_the_factor_chart_of_raters_numbered_per_story_says_the_model_has_no_rater_effect():
+    rows = [
+        (f"{source}-{n}", source, f"{rater}", item.id, float(1 + (n + rater + shift) % 5), None)
+        for source, shift in (("A", 0), ("B", 2))
+        for n in range(4)
+        for rater in range(3)
+        for item in AISS_V1.items
+    ]
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    known = analyze_ratings(AISS_V1, frame, bootstrap=10)
+    assert any(
+        "random story and rater" in t for t in texts(rating_chart("factors", AISS_V1, known))
+    )
+    positions = analyze_ratings(AISS_V1, frame, bootstrap=10, raters_known=False)
+    shown = texts(rating_chart("factors", AISS_V1, positions))
+    assert not any("random story and rater" in t for t in shown)
+    assert any("raters of unknown identity" in t for t in shown)

@@ -451,12 +451,20 @@ def _icc_2k_of(
         scale = k * jms + (k * n - k - n) * ems
         low = n * (bms - upper_f * ems) / (upper_f * scale + n * bms)
         high = n * (lower_f * bms - ems) / (scale + n * lower_f * bms)
-        # Spearman–Brown: from one rater's reliability to that of the mean of k raters.
-        ends = (low * k / (1 + low * (k - 1)), high * k / (1 + high * (k - 1)))
-    if not all(math.isfinite(end) for end in ends):
+    if not (math.isfinite(low) and math.isfinite(high)):
         # With an ICC near 0 the Satterthwaite degrees of freedom are undefined.
         return icc, None, None
-    return icc, float(ends[0]), float(ends[1])
+    return icc, _spearman_brown(low, k), _spearman_brown(high, k)
+
+
+def _spearman_brown(single: float, k: int) -> float:
+    """The reliability of the mean of ``k`` raters from one rater's, k·r / (1 + (k − 1)·r):
+    increasing on (−1/(k − 1), 1], unbounded below as r falls to −1/(k − 1). An interval end
+    of one rater's ICC at or below that pole has no finite image: −∞ (an interval without
+    a lower bound), never the positive value the formula gives past the pole."""
+    if single <= -1 / (k - 1):
+        return -math.inf
+    return float(single * k / (1 + single * (k - 1)))
 
 
 def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:

@@ -281,7 +281,7 @@ def analyze_ratings(
         scales=analyze_scales(instrument, scored, raters_known=raters_known)
         if "likert" in kinds
         else None,
-        tests=analyze_tests(instrument, scored) if "yes_no" in kinds else None,
+        tests=analyze_tests(instrument, scored, raters_known) if "yes_no" in kinds else None,
         fei=analyze_fei(instrument, scored, bootstrap=bootstrap, seed=seed) if has_fei else None,
         agreement=agreement_table(
             instrument, scored, bootstrap=bootstrap, seed=seed, likert_level=likert_level

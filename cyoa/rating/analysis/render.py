@@ -127,7 +127,7 @@ def _scale_rows(scales: ScaleAnalysis) -> list[tuple]:
 
 
 def _ttcw_rows(tests: TtcwAnalysis) -> list[tuple]:
-    rows: list[tuple] = []
+    rows: list[tuple] = _model_rows((tests.model,) if tests.model is not None else ())
     for rate in tests.pass_rates:
         row = f"{rate.test_id} {rate.source}"
         rows += [("pass_rates", row, field, getattr(rate, field)) for field in ("yes", "n", "rate")]
@@ -307,6 +307,9 @@ def display_value(column: str, value: str) -> str:
 
 
 def _interval(low: float | None, high: float | None, digits: int = 2) -> str:
+    if low == -math.inf and not _undefined(high):
+        # An interval without a lower bound (ICC(2,k) from few stories).
+        return f" [−∞, {_num(high, digits)}]"
     if _undefined(low) or _undefined(high):
         return ""
     return f" [{_num(low, digits)}, {_num(high, digits)}]"
@@ -327,6 +330,8 @@ def _means(analysis: RatingAnalysis) -> list[MeanInterval | SourceMean]:
     if analysis.tests is not None:
         for passed in analysis.tests.tests_passed:
             means += [passed.majority, passed.per_rater]
+        if analysis.tests.model is not None:
+            means += list(analysis.tests.model.means)
     return means
 
 
@@ -520,7 +525,10 @@ def _scale_lines(analysis: RatingAnalysis, scales: ScaleAnalysis) -> list[str]:
     lines += _table(head, body) + _test_method(list(scales.tests))
     lines += _pair_lines(list(scales.tests), "factor")
     lines += _reliability_lines(scales)
-    lines += ["## Items (mean answer as given [95% CI] (stories); answers per point)", ""]
+    lines += [
+        "## Items (mean answer as given [95% t CI over story means] (stories); answers per point)",
+        "",
+    ]
     items = list(dict.fromkeys(item.item_id for item in scales.items))
     by_item = {(item.item_id, item.source): item for item in scales.items}
     head = ["Item", "Statement", *sources, *(f"{s} per point" for s in sources)]
@@ -583,7 +591,8 @@ def _ttcw_lines(analysis: RatingAnalysis, tests: TtcwAnalysis) -> list[str]:
         lines += ["## Pass rates per dimension (%)", ""]
         body = [[d, *(_pct(by_dimension[(d, s)].rate) for s in sources)] for d in dimensions]
         lines += _table(["Dimension", *sources], body)
-    lines += ["## Tests passed per story (mean [95% CI] (stories))", ""]
+    lines += _model_lines(analysis, (tests.model,) if tests.model is not None else ())
+    lines += ["## Tests passed per story (mean [95% t CI over story means] (stories))", ""]
     body = [
         [passed.source, _mean(passed.majority), _mean(passed.per_rater)]
         for passed in tests.tests_passed

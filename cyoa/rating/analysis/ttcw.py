@@ -31,6 +31,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from cyoa.rating.analysis.agreement import Fleiss, GwetAC1, fleiss_kappa, gwet_ac1
+from cyoa.rating.analysis.mixed import ModelEstimate, source_model
 from cyoa.rating.analysis.scales import (
     MeanInterval,
     SourceTest,
@@ -112,8 +113,10 @@ class TtcwAnalysis:
     """The Yes/No part of a rating analysis. ``average``: per source, the mean of its
     per-test pass rates (Table 5's "Average" row). ``mean_kappa``/``mean_ac1``: the mean of
     the tests' Fleiss' κ and Gwet's AC1. ``test``: tests passed per rater (story
-    means) between sources. ``rationales``: judgements of tests that ask for a rationale
-    that came with one, out of ``rationale_asked``."""
+    means) between sources. ``model``: the headline, tests passed per rater × story from the
+    crossed story × rater mixed model (:func:`cyoa.rating.analysis.mixed.source_model`).
+    ``rationales``: judgements of tests that ask for a rationale that came
+    with one, out of ``rationale_asked``."""
 
     pass_rates: tuple[PassRate, ...]
     average: dict[str, float | None]
@@ -126,6 +129,7 @@ class TtcwAnalysis:
     rationales: int
     rationale_asked: int
     mean_ac1: float | None = None
+    model: ModelEstimate | None = None
 
 
 def _yes_no(instrument: Instrument, judgements: pd.DataFrame) -> pd.DataFrame:
@@ -278,9 +282,12 @@ def fleiss_per_test(instrument: Instrument, judgements: pd.DataFrame) -> tuple[T
     return tuple(results)
 
 
-def analyze_tests(instrument: Instrument, judgements: pd.DataFrame) -> TtcwAnalysis:
+def analyze_tests(
+    instrument: Instrument, judgements: pd.DataFrame, raters_known: bool = True
+) -> TtcwAnalysis:
     """The Yes/No part of a rating analysis (``judgements``: the rating contract of
-    :func:`cyoa.rating.analysis.ratings.analyze_ratings`; Yes is 1.0, No 0.0)."""
+    :func:`cyoa.rating.analysis.ratings.analyze_ratings`; Yes is 1.0, No 0.0).
+    ``raters_known``: False when rater ids are positions (no rater effect in the model)."""
     rates = pass_rates(instrument, judgements)
     sources = sorted(judgements["source"].unique())
     average = {}
@@ -316,6 +323,12 @@ def analyze_tests(instrument: Instrument, judgements: pd.DataFrame) -> TtcwAnaly
     ]
     given = sum(1 for text in asked["rationale"] if isinstance(text, str) and text.strip())
     test = compare_sources(per_rater_by_source, "tests passed per rater")
+    model = source_model(
+        totals.rename(columns={"passed": "score"}),
+        "tests passed per rater",
+        (0, tests),
+        raters_known=raters_known,
+    )
     return TtcwAnalysis(
         pass_rates=rates,
         average=average,
@@ -328,4 +341,5 @@ def analyze_tests(instrument: Instrument, judgements: pd.DataFrame) -> TtcwAnaly
         test=None if test is None else with_holm([test])[0],
         rationales=given,
         rationale_asked=int(asked.shape[0]),
+        model=model,
     )

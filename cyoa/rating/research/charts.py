@@ -101,7 +101,10 @@ def rating_chart(
             for mean in model.means
             if model.components is not None
         }
-        return factor_chart(analysis.scales.factors, tuple(scales), bounds, caption, models)
+        known = all(m.raters is not None for m in analysis.scales.models if m.components)
+        return factor_chart(
+            analysis.scales.factors, tuple(scales), bounds, caption, models, raters_known=known
+        )
     if analysis is None or analysis.fei is None:
         return empty_chart(NO_DATA)
     if not analysis.fei.summaries:
@@ -236,14 +239,17 @@ def factor_chart(
     bounds: tuple[float, float],
     caption: str = "",
     models: Mapping[tuple[str, str], SourceMean] | None = None,
+    *,
+    raters_known: bool = True,
 ) -> bytes:
     """Each factor's mean score per source (the mean over stories of the story's mean over
     its raters, after reverse coding, in points ``bounds`` = (lowest, highest)), with the
     95% Student t interval over stories as whiskers (none with one story) and the mean
     written beside it. With ``models`` ((factor, source) → the mixed model's mean,
     :mod:`cyoa.rating.analysis.mixed`) for every factor and source shown, those are drawn
-    instead, and the title says so. Factors along the x axis in ``order``; one colour per
-    source, sorted by name."""
+    instead, and the title says so (``raters_known`` False: the model had no rater effect,
+    the raters' ids being positions within a story). Factors along the x axis in
+    ``order``; one colour per source, sorted by name."""
     factors = [f for f in factors if f.mean.mean is not None]
     modelled = bool(models) and all((f.factor, f.source) in models for f in factors)
     if modelled:
@@ -273,9 +279,14 @@ def factor_chart(
         axes.set_yticks(range(low, high + 1))
         axes.set_ylabel(f"mean factor score ({low}–{high}, after reverse coding)")
         axes.legend(title="source", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        effects = (
+            "random story and rater"
+            if raters_known
+            else ("random story; raters of unknown identity")
+        )
         axes.set_title(
             (
-                "Mixed-model mean (random story and rater) with 95% interval"
+                f"Mixed-model mean ({effects}) with 95% interval"
                 if modelled
                 else "Mean over stories with 95% t interval"
             )
