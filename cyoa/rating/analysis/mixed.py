@@ -577,5 +577,20 @@ def cluster_bootstrap(
         observations=len(rows),
         replicates=replicates,
         dropped=replicates - len(kept),
-        note=f"The mixed model was not fitted: {reason}.",
+        note=f"The mixed model was not fitted: {reason}.{_few_raters(rows, raters_known)}",
+    )
+
+
+def _few_raters(rows: pd.DataFrame, raters_known: bool) -> str:
+    """A warning when raters are too few to be resampled: n raters give only C(2n − 1, n)
+    distinct bootstrap draws of raters (3 for 2 raters), so the percentile interval cannot
+    reflect how much another set of raters would move the means."""
+    raters = int(rows["rater_id"].nunique())
+    if not raters_known or raters >= MIN_RATERS:
+        return ""
+    draws = math.comb(2 * raters - 1, raters)
+    return (
+        f" With {raters} rater{'s' if raters != 1 else ''} a resample of raters takes one of "
+        f"{draws} distinct draw{'s' if draws != 1 else ''}: the intervals understate the "
+        "uncertainty due to who rated; read them as too narrow."
     )
