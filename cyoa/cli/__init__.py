@@ -18,6 +18,7 @@ from cyoa.cli import (
     judge_rounds,
     judgements,
     models,
+    plan,
     research,
     setup,
 )
@@ -53,5 +54,6 @@ for command in (
     research.experiment_group,
     export.export_command,
     models.try_model_command,
+    plan.plan_command,
 ):
     cli.add_command(command)

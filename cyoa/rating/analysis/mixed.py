@@ -53,6 +53,9 @@ References:
     Davison, A. C. and Hinkley, D. V. (1997). Bootstrap Methods and their Application, §3.8.
     Owen, A. B. (2007). The pigeonhole bootstrap. Annals of Applied Statistics 1(2).
     Holm, S. (1979).
+    Westfall, J., Kenny, D. A. and Judd, C. M. (2014). Statistical power and optimal design in
+    experiments in which samples of participants respond to samples of stimuli. Journal of
+    Experimental Psychology: General 143(5).
 """
 
 from __future__ import annotations
@@ -594,3 +597,28 @@ def _few_raters(rows: pd.DataFrame, raters_known: bool) -> str:
         f"{draws} distinct draw{'s' if draws != 1 else ''}: the intervals understate the "
         "uncertainty due to who rated; read them as too narrow."
     )
+
+
+def planned_contrast(
+    layout: pd.DataFrame, variances: tuple[float, float, float], weights: np.ndarray
+) -> tuple[float, float]:
+    """The standard error and Satterthwaite df that :func:`contrast` would report for c'β
+    (``weights`` c, one per source in sorted order) if ratings laid out as ``layout``
+    (``story_id``, ``source``, ``rater_id``) were fitted and REML found exactly
+    ``variances`` (σ²_story, σ²_rater, σ²_residual): the quantities of an analytic power
+    calculation for this model (Westfall, Kenny and Judd 2014). Units: those of the score."""
+    design = _design(layout.assign(score=0.0), True)
+    theta = np.asarray(variances, dtype=float)
+    if not theta[-1] > 0 or np.any(theta < 0):
+        raise ValueError("The residual variance must be positive and the others 0 or more.")
+    blocks = _Blocks(design, np.sqrt(theta[:-1] / theta[-1]))
+    hx = blocks.h_inverse(design.x)
+    cov_h = np.linalg.inv(design.x.T @ hx)
+    zhx = design.z.T @ hx
+    with np.errstate(all="ignore"):
+        info = _information(design, blocks, theta, cov_h, zhx)
+    covariance = np.linalg.pinv(info)
+    fitted = _Fitted(design, np.zeros(len(design.sources)), theta, cov_h, zhx, hx, covariance,
+                     np.zeros(0))  # fmt: skip
+    _, se, df = contrast(fitted, np.asarray(weights, dtype=float))
+    return se, df
