@@ -69,6 +69,7 @@ import pandas as pd
 from scipy import optimize, sparse
 from scipy import stats as scipy_stats
 from scipy.linalg import cho_factor, cho_solve
+from threadpoolctl import threadpool_limits
 
 from cyoa.stats import holm
 
@@ -483,7 +484,10 @@ def source_model(
         return None
     rows = rows.astype({"story_id": str, "source": str, "rater_id": str})
     try:
-        fitted = fit_model(rows, raters_known)
+        # The matrices are small: one BLAS thread is fastest, and several threads on a busy
+        # machine (generation running beside the analysis) wait on each other.
+        with threadpool_limits(1):
+            fitted = fit_model(rows, raters_known)
     except (ModelNotFitted, np.linalg.LinAlgError) as error:
         reason = str(error) if isinstance(error, ModelNotFitted) else "the model is singular"
         return cluster_bootstrap(
