@@ -1,5 +1,7 @@
 """The plan verb: from typed assumptions, a power table, a chosen design and its cost."""
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
 from cyoa.cli import cli
@@ -19,3 +21,17 @@ def test_an_unknown_assumption_is_named_in_a_sentence_not_a_traceback():
     result = CliRunner().invoke(cli, ["plan", "--kind", "cowriting", "--assume", "q=1"])
     assert result.exit_code == 2
     assert "'q' is not an assumption of this kind" in result.output
+
+
+def test_a_plan_from_a_small_pilot_says_its_estimates_are_rough(tmp_path):
+    scales = Path(__file__).parent / "data" / "scales"
+    db = ["--db", str(tmp_path / "cyoa.sqlite")]
+    imported = CliRunner().invoke(cli, [
+        *db, "import-ratings", str(scales / "crowd-1-4.csv"), "--format", "long",
+        "--instrument", str(scales / "crowd-1-4.toml"), "--name", "crowd",
+    ])  # fmt: skip
+    assert imported.exit_code == 0, imported.output
+    result = CliRunner().invoke(cli, [*db, "plan", "crowd"])
+    assert result.exit_code == 0, result.output
+    assert "Caution: the pilot has 4 stories and 4 raters" in result.output
+    assert "| nan |" not in result.output

@@ -73,3 +73,8 @@ def test_planned_power_from_a_pilot_is_the_power_realised_by_cyoa_s_own_analysis
     chosen = plan.chosen
     realised = simulated_power(TRUTH, chosen.stories, chosen.raters_per_story, 2, 200, seed=3)
     assert realised.power == pytest.approx(chosen.power, abs=0.03)
+
+
+def test_a_difference_of_dozens_of_standard_errors_has_power_one_not_nan():
+    cell = planned_power(RatingAssumptions(1.2, 0.0, 0.1, 0.3), 40, 3, 2)
+    assert cell.power == pytest.approx(1.0)

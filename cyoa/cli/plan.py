@@ -38,6 +38,11 @@ class Options:
     progress: Callable[[int, int], None]
 
 
+# Below these a pilot's variance components are rough (the plan says so).
+SMALL_PILOT_STORIES = 20
+SMALL_PILOT_RATERS = 5
+
+
 def parse_assumptions(text: str, allowed: set[str]) -> dict[str, float]:
     """``"p=0.6,writer_sd=0.5"`` as numbers; :class:`click.BadParameter` naming what to fix."""
     values: dict[str, float] = {}
@@ -113,7 +118,7 @@ def rating_text(values: dict[str, float], o: Options) -> str:
         difference, values["story_sd"], values["rater_sd"], values["residual_sd"]
     )
     plan = rating_planning.plan_rating(a, alpha=o.alpha, target=o.target, progress=o.progress)
-    lines = [
+    lines = _small_pilot(values) + [
         f"Rating plan: difference {a.difference:.3f}; SDs story {a.story_sd:.3f}, rater "
         f"{a.rater_sd:.3f}, residual {a.residual_sd:.3f} (score units); mixed-model t-test, "
         f"two-sided at α = {plan.alpha}; target power {plan.target}; "
@@ -137,6 +142,20 @@ def rating_text(values: dict[str, float], o: Options) -> str:
     )
     lines.append(_cost_lines(c.raters, values.get("minutes"), values.get("exclusion", 0.0), o))
     return "\n".join(lines)
+
+
+def _small_pilot(values: dict[str, float]) -> list[str]:
+    """A caution when the pilot's variance components rest on few stories or raters: their
+    estimates are rough (a component estimated as 0 is often one the pilot could not see)."""
+    stories, raters = values.get("pilot_stories"), values.get("pilot_raters")
+    if stories is None or (stories >= SMALL_PILOT_STORIES and raters >= SMALL_PILOT_RATERS):
+        return []
+    return [
+        f"Caution: the pilot has {int(stories)} stories and {int(raters)} raters; variance "
+        f"components from fewer than {SMALL_PILOT_STORIES} stories or {SMALL_PILOT_RATERS} "
+        "raters are rough. Check the plan with --assume values you can defend.",
+        "",
+    ]
 
 
 def cowriting_pilot(db: Database, exp_id: str) -> tuple[dict[str, float], Any]:
@@ -179,7 +198,8 @@ def rating_pilot(db: Database, exp_id: str) -> dict[str, float]:
     frame = frame.groupby(["story_id", "source", "rater_id"], as_index=False)["score"].mean()
     a = rating_planning.estimate_pilot(frame)
     values = {"difference": a.difference, "story_sd": a.story_sd, "rater_sd": a.rater_sd,
-              "residual_sd": a.residual_sd}  # fmt: skip
+              "residual_sd": a.residual_sd, "pilot_stories": frame["story_id"].nunique(),
+              "pilot_raters": frame["rater_id"].nunique()}  # fmt: skip
     review = review_raters(db, exp_id, data)
     seconds = [q.seconds_per_story("median") for q in review.qualities]
     seconds = [s for s in seconds if s is not None]

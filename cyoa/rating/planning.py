@@ -122,9 +122,15 @@ def planned_layout(stories: int, raters_per_story: int, stories_per_rater: int) 
 
 
 def _two_sided_power(difference: float, se: float, df: float, alpha: float) -> float:
+    """P(|T| > t_crit) for T ~ noncentral t(df, |difference| / se). scipy's noncentral t
+    gives NaN far out in the tail (a shift of dozens of standard errors); there the normal
+    approximation, whose power is 1 to many decimals, is used."""
     critical = stats.t.ppf(1 - alpha / 2, df)
     shift = abs(difference) / se
-    return float(stats.nct.sf(critical, df, shift) + stats.nct.cdf(-critical, df, shift))
+    power = float(stats.nct.sf(critical, df, shift) + stats.nct.cdf(-critical, df, shift))
+    if not math.isfinite(power):
+        power = float(stats.norm.sf(critical - shift) + stats.norm.cdf(-critical - shift))
+    return min(1.0, power)
 
 
 def planned_power(
