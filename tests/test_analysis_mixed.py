@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -100,6 +101,28 @@ def test_ratings_that_are_all_the_same_fall_back_to_the_bootstrap_without_a_warn
         model = source_model(frame, "score", (1, 5))
     assert model.note == "The mixed model was not fitted: every rating is the same."
     assert (model.means[0].ci_low, model.means[0].ci_high) == (4.0, 4.0)
+
+
+def test_ratings_that_rater_offsets_explain_exactly_are_said_to_leave_no_residual_at_once():
+    # Each rater gives every story the same score: REML's residual variance goes to 0, which
+    # the search would chase for 2,000 iterations (seconds per item on the dashboard).
+    frame = pd.DataFrame(
+        {
+            "story_id": ["h1", "h1", "h2", "m1", "m2", "m2"],
+            "source": ["human", "human", "human", "model", "model", "model"],
+            "rater_id": ["harsh", "kind", "kinder", "kind", "harsh", "kinder"],
+            "score": [2.0, 4.0, 4.0, 4.0, 2.0, 4.0],
+        }
+    )
+    started = time.perf_counter()
+    model = source_model(frame, "score", (1, 5))
+    assert time.perf_counter() - started < 1.0
+    assert model.components is None
+    assert model.note == (
+        "The mixed model was not fitted: the ratings leave the model no residual variance."
+    )
+    # Without a rater effect the same ratings differ within a story, and the model is fitted.
+    assert source_model(frame, "score", (1, 5), raters_known=False).components is not None
 
 
 def test_a_source_with_one_story_gets_a_bootstrap_mean_without_an_interval():
