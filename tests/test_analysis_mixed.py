@@ -24,7 +24,12 @@ from cyoa.cli import cli
 from cyoa.rating.analysis.mixed import fit_model, source_model
 from cyoa.rating.analysis.ratings import analyze_ratings
 from cyoa.rating.analysis.render import render_rating_analysis
-from cyoa.rating.analysis.report import POSITIONAL_NOTE, quality_rows, rating_report, report_text
+from cyoa.rating.analysis.report import (
+    POSITIONAL_NOTE,
+    quality_rows,
+    rating_report,
+    render_report,
+)
 from cyoa.rating.instruments import AISS_V1
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -205,12 +210,13 @@ def import_aiss(tmp_path: Path, judgements: pd.DataFrame, *options: str) -> Path
 def test_a_lenient_rater_has_the_highest_severity_on_the_quality_table(tmp_path):
     db = store.connect(import_aiss(tmp_path, aiss_judgements("r2")))
     try:
-        report = rating_report(db, "aiss")
+        # No interval is looked at: a few bootstrap replicates, one report rendered twice.
+        report = rating_report(db, "aiss", judges=True, bootstrap=50)
         rows = {
             row["rater_id"]: row["severity"] for row in quality_rows(report.review, report.severity)
         }
-        text = report_text(db, "aiss", "markdown")
-        body = json.loads(report_text(db, "aiss", "json"))
+        text = render_report(report, "markdown")
+        body = json.loads(render_report(report, "json"))
     finally:
         db.close()
     assert max(rows, key=rows.get) == "r2" and rows["r2"] > 0.5
@@ -223,8 +229,8 @@ def test_raters_numbered_per_story_get_no_per_rater_quality_control_and_a_note(t
     db_path = import_aiss(tmp_path, aiss_judgements(), "--rater-ids", "positions")
     db = store.connect(db_path)
     try:
-        report = rating_report(db, "aiss")
-        text = report_text(db, "aiss", "markdown")
+        report = rating_report(db, "aiss", judges=True, bootstrap=50)
+        text = render_report(report, "markdown")
     finally:
         db.close()
     assert quality_rows(report.review, report.severity) == []
