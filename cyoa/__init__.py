@@ -83,6 +83,7 @@ def default_settings(instance: Path) -> dict[str, Any]:
         RATER_ACTIONS_PER_SECOND=1.0,
         RATER_ACTION_BURST=30,
         PROXIES=0,
+        RATING_BOOTSTRAP=1000,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=60 * 60 * 24 * 30,

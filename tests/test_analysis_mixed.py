@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -23,7 +24,12 @@ from cyoa.cli import cli
 from cyoa.rating.analysis.mixed import fit_model, source_model
 from cyoa.rating.analysis.ratings import analyze_ratings
 from cyoa.rating.analysis.render import render_rating_analysis
-from cyoa.rating.analysis.report import POSITIONAL_NOTE, quality_rows, rating_report, report_text
+from cyoa.rating.analysis.report import (
+    POSITIONAL_NOTE,
+    quality_rows,
+    rating_report,
+    render_report,
+)
 from cyoa.rating.instruments import AISS_V1
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -103,6 +109,28 @@ def test_ratings_that_are_all_the_same_fall_back_to_the_bootstrap_without_a_warn
         model = source_model(frame, "score", (1, 5))
     assert model.note == "The mixed model was not fitted: every rating is the same."
     assert (model.means[0].ci_low, model.means[0].ci_high) == (4.0, 4.0)
+
+
+def test_ratings_that_rater_offsets_explain_exactly_are_said_to_leave_no_residual_at_once():
+    # Each rater gives every story the same score: REML's residual variance goes to 0, which
+    # the search would chase for 2,000 iterations (seconds per item on the dashboard).
+    frame = pd.DataFrame(
+        {
+            "story_id": ["h1", "h1", "h2", "m1", "m2", "m2"],
+            "source": ["human", "human", "human", "model", "model", "model"],
+            "rater_id": ["harsh", "kind", "kinder", "kind", "harsh", "kinder"],
+            "score": [2.0, 4.0, 4.0, 4.0, 2.0, 4.0],
+        }
+    )
+    started = time.perf_counter()
+    model = source_model(frame, "score", (1, 5))
+    assert time.perf_counter() - started < 1.0
+    assert model.components is None
+    assert model.note == (
+        "The mixed model was not fitted: the ratings leave the model no residual variance."
+    )
+    # Without a rater effect the same ratings differ within a story, and the model is fitted.
+    assert source_model(frame, "score", (1, 5), raters_known=False).components is not None
 
 
 def test_a_source_with_one_story_gets_a_bootstrap_mean_without_an_interval():
@@ -185,12 +213,13 @@ def import_aiss(tmp_path: Path, judgements: pd.DataFrame, *options: str) -> Path
 def test_a_lenient_rater_has_the_highest_severity_on_the_quality_table(tmp_path):
     db = store.connect(import_aiss(tmp_path, aiss_judgements("r2")))
     try:
-        report = rating_report(db, "aiss")
+        # No interval is looked at: a few bootstrap replicates, one report rendered twice.
+        report = rating_report(db, "aiss", judges=True, bootstrap=50)
         rows = {
             row["rater_id"]: row["severity"] for row in quality_rows(report.review, report.severity)
         }
-        text = report_text(db, "aiss", "markdown")
-        body = json.loads(report_text(db, "aiss", "json"))
+        text = render_report(report, "markdown")
+        body = json.loads(render_report(report, "json"))
     finally:
         db.close()
     assert max(rows, key=rows.get) == "r2" and rows["r2"] > 0.5
@@ -203,8 +232,8 @@ def test_raters_numbered_per_story_get_no_per_rater_quality_control_and_a_note(t
     db_path = import_aiss(tmp_path, aiss_judgements(), "--rater-ids", "positions")
     db = store.connect(db_path)
     try:
-        report = rating_report(db, "aiss")
-        text = report_text(db, "aiss", "markdown")
+        report = rating_report(db, "aiss", judges=True, bootstrap=50)
+        text = render_report(report, "markdown")
     finally:
         db.close()
     assert quality_rows(report.review, report.severity) == []

@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
-from conftest import Researcher, db_rows
+from conftest import Researcher, db_rows, write_setup
 
-from cyoa import store
+from cyoa import create_app, default_settings, store
 from cyoa.cli import cli
 from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement
@@ -150,7 +150,7 @@ def test_the_dashboard_shows_agreement_exclusions_and_links_the_card(study, rese
     headline = re.search(r'<strong id="agreement-headline">(.*?)</strong>', text)[1]
     assert re.fullmatch(
         r"Krippendorff&#39;s α over every item \(ordinal; percentile bootstrap over 4 stories, "
-        r"each with all its items, 1,000 replicates, seed 0\): "
+        rf"each with all its items, {study.config['RATING_BOOTSTRAP']:,} replicates, seed 0\): "
         r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]‡; without the excluded raters: .+",
         headline,
     )
@@ -167,6 +167,18 @@ def test_the_dashboard_shows_agreement_exclusions_and_links_the_card(study, rese
     assert progress["progress"]["excluded"] == 1
     chart = researcher.get(f"{BASE}/charts/factors.svg").data
     assert b"3 kept raters (1 excluded by the spec" in chart
+
+
+def test_the_dashboard_draws_as_many_bootstrap_replicates_as_the_app_is_set_to(tmp_path):
+    assert default_settings(tmp_path)["RATING_BOOTSTRAP"] == 1000
+    app = open_study(create_app({**write_setup(tmp_path), "RATING_BOOTSTRAP": 37}), tmp_path)
+    rate_everything(app, "careful")
+    rate_everything(app, "second")
+    researcher = Researcher(app)
+    researcher.login()
+    text = researcher.get(BASE).get_data(as_text=True)
+    headline = re.search(r'<strong id="agreement-headline">(.*?)</strong>', text)[1]
+    assert "each with all its items, 37 replicates, seed 0" in headline
 
 
 def test_the_charts_count_only_kept_raters_who_answered(study, researcher):

@@ -316,6 +316,21 @@ def _information(design: _Design, blocks: _Blocks, theta: np.ndarray, cov_h, zhx
     return info
 
 
+def _additive_residual(design: _Design) -> float:
+    """The residual sum of squares of the scores on story and rater effects as fixed effects
+    (least squares, solved for the raters through the Schur complement of the diagonal story
+    block; the sources lie within the stories). Zero when every rating is its story's level
+    plus its rater's offset: REML's residual variance then goes to 0, and its search would
+    chase it to the iteration limit, so the model is refused before the search."""
+    s, crossed = design.stories, design.crossed
+    rhs = design.zt_xy[:, -1]
+    story_means = rhs[:s] / design.story_counts
+    schur = np.diag(design.rater_counts) - crossed.T @ (crossed / design.story_counts[:, None])
+    offsets = np.linalg.lstsq(schur, rhs[s:] - crossed.T @ story_means, rcond=None)[0]
+    levels = np.concatenate([story_means - crossed @ offsets / design.story_counts, offsets])
+    return float(np.sum((design.y - design.z @ levels) ** 2))
+
+
 def fit_model(frame: pd.DataFrame, raters_known: bool = True) -> _Fitted:
     """The crossed model fitted to ``frame`` (``story_id``, ``source``, ``rater_id``,
     ``score``; no NaN); :class:`ModelNotFitted` with the reason when it cannot be."""
@@ -324,6 +339,8 @@ def fit_model(frame: pd.DataFrame, raters_known: bool = True) -> _Fitted:
     spread = float(np.var(design.y))
     if spread == 0:
         raise ModelNotFitted("every rating is the same")
+    if _additive_residual(design) <= 1e-20 * spread * design.y.size:
+        raise ModelNotFitted("the ratings leave the model no residual variance")
     lam, beta, sigma2, blocks = _fit(design)
     if sigma2 < 1e-10 * spread:
         raise ModelNotFitted("the ratings leave the model no residual variance")

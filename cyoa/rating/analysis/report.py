@@ -103,20 +103,29 @@ def rater_severity(
     return RaterSeverity(model.rater_offsets, measure)
 
 
-def rating_report(db: Database, experiment: str, *, judges: bool = False) -> RatingReport:
+def rating_report(
+    db: Database, experiment: str, *, judges: bool = False, bootstrap: int = 1000
+) -> RatingReport:
     """Quality control and the analysis of the stored rating experiment ``experiment``'s
     human panel, and with ``judges`` each judge panel calibrated against it, with its bias
-    card."""
+    card. ``bootstrap``: the replicates of every bootstrap interval (agreement, FEI, the
+    judges' κ and τ)."""
     data = load_ratings(db, experiment)
     review = review_raters(db, experiment, data)
     known = raters_known(data.spec)
-    everyone = analyze_ratings(data.instrument, data.judgements, raters_known=known)
+    everyone = analyze_ratings(
+        data.instrument, data.judgements, raters_known=known, bootstrap=bootstrap
+    )
     kept = None
     if review.excluded:
         rows, _ = split_judgements(data.judgements, review.excluded, review.check_ids)
-        kept = analyze_ratings(data.instrument, rows, raters_known=known) if len(rows) else None
+        kept = (
+            analyze_ratings(data.instrument, rows, raters_known=known, bootstrap=bootstrap)
+            if len(rows)
+            else None
+        )
     severity = rater_severity(data.instrument, data.judgements, known)
-    calibrations = judge_calibrations(db, experiment, data) if judges else ()
+    calibrations = judge_calibrations(db, experiment, data, bootstrap) if judges else ()
     bias = judge_bias_cards(db, experiment, data) if judges else ()
     return RatingReport(review, everyone, kept, severity, known, calibrations, bias)
 

@@ -15,16 +15,17 @@ from cyoa.rating.judges.store import judge_panels
 
 
 def judge_calibrations(
-    db: Database, experiment: str, humans: RatingData
+    db: Database, experiment: str, humans: RatingData, bootstrap: int = 1000
 ) -> tuple[JudgeCalibration, ...]:
     """Each judge panel of ``experiment`` against the human panel ``humans`` (unparsed
-    verdicts left out and counted)."""
+    verdicts left out and counted), its intervals from ``bootstrap`` replicates."""
     return tuple(
         calibrate(
             humans.instrument,
             humans.judgements,
             load_ratings(db, experiment, panel=judge).judgements,
             judge=judge,
+            bootstrap=bootstrap,
         )
         for judge in judge_panels(db, experiment)
     )

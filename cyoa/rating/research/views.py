@@ -134,7 +134,8 @@ def snapshot(db: Database, exp_id: str, now: datetime | None = None) -> Snapshot
     Whether the data changed (:func:`data_version`) is looked at once per
     :data:`RECOMPUTE_SECONDS`, and the analysis is computed again only when it did. One
     computation per experiment at a time, experiments in parallel: only a request that
-    finds no snapshot at all waits for one."""
+    finds no snapshot at all waits for one. Its bootstrap intervals draw the app's
+    ``RATING_BOOTSTRAP`` replicates."""
     now = now or datetime.now(UTC)
     snapshots = rating_parts().snapshots
     latest = snapshots.latest.get(exp_id)
@@ -154,7 +155,10 @@ def snapshot(db: Database, exp_id: str, now: datetime | None = None) -> Snapshot
             judged = db.execute(
                 "SELECT count(*) FROM judgements WHERE experiment_id = ?", [exp_id]
             ).fetchone()[0]
-            report = rating_report(db, exp_id, judges=True) if judged else None
+            replicates = int(current_app.config["RATING_BOOTSTRAP"])
+            report = (
+                rating_report(db, exp_id, judges=True, bootstrap=replicates) if judged else None
+            )
             latest = Snapshot(version, now, report)
         snapshots.latest[exp_id] = latest
         return latest
