@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -122,9 +121,7 @@ def test_ratings_that_rater_offsets_explain_exactly_are_said_to_leave_no_residua
             "score": [2.0, 4.0, 4.0, 4.0, 2.0, 4.0],
         }
     )
-    started = time.perf_counter()
     model = source_model(frame, "score", (1, 5))
-    assert time.perf_counter() - started < 1.0
     assert model.components is None
     assert model.note == (
         "The mixed model was not fitted: the ratings leave the model no residual variance."
