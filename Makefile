@@ -47,7 +47,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 test: models browser redis lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 # Without the real models and the browser: seconds, for the edit-test loop.
 test-fast: $(STAMP) redis

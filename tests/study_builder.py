@@ -60,11 +60,12 @@ def add_writer(
     exp_id: str = "exp",
     rounds: int = 5,
     pair: tuple[str, str] = (FIRST, SECOND),
+    session_id: str | None = None,
 ) -> str:
     """Record ``writer``'s session comparing ``pair`` (``system_a``, ``system_b``); ``survey``
     (item id → answer) is submitted after the last round when given. Returns the session
-    id."""
-    session_id = secrets.token_hex(8)
+    id (``session_id``, or a random one)."""
+    session_id = session_id or secrets.token_hex(8)
     cowriting_store.create_session(
         db,
         session_id=session_id,

@@ -64,7 +64,9 @@ def study(tmp_path: Path) -> dict[str, str]:
     try:
         make_experiment(db)
         for writer in range(WRITERS):
-            add_writer(db, f"w{writer}", round_turns(writer))
+            # Fixed session ids: a verdict's seed depends on its session, so the planted
+            # judge's draws are the same in every run.
+            add_writer(db, f"w{writer}", round_turns(writer), session_id=f"session-{writer}")
     finally:
         db.close()
     models = tmp_path / "models"

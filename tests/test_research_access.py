@@ -22,6 +22,7 @@ SAMPLES = {
     "table": "judgements",
     "fmt": "csv",
     "job_id": "job1",
+    "judge": "judge-1",
 }
 
 
