@@ -19,6 +19,7 @@ from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement, Story
 from cyoa.rating.instruments import TTCW
 from cyoa.rating.judges.store import add_judge
+from cyoa.rating.research.judges import judge_template
 
 BASE = "/research/ratings/ttcw-small"
 SCRIPT = "<script>alert('judge')</script>"
@@ -153,3 +154,10 @@ def test_analyze_reports_each_judge_s_bias_card(app):
     assert [band["stories"] for band in card["length"]["bands"]] == [3, 3, 2]
     markdown = CliRunner().invoke(cli, ["--db", db_path, "analyze", "ttcw-small"]).output
     assert "# Bias card" in markdown and "**Flagged: length bias.**" in markdown
+
+
+def test_a_run_judge_shows_its_templates_by_kind_and_an_imported_one_none():
+    run = {"format": "run", "templates": {"yes_no": "Q: {question}", "likert": "Rate {item}"}}
+    assert judge_template(run) == "[likert]\nRate {item}\n\n[yes_no]\nQ: {question}"
+    assert judge_template({"file": "annotations_gpt4.jsonl", "format": "ttcw-llm"}) is None
+    assert judge_template({"prompt_template": "Judge: {story}"}) == "Judge: {story}"
