@@ -4,7 +4,6 @@ the card as ``analyze`` shows it: a JSON-ready dict, Markdown and CSV rows."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 from sqlite_utils import Database
@@ -20,6 +19,7 @@ from cyoa.rating.judges.bias import (
     score_measure,
     story_scores,
 )
+from cyoa.rating.judges.report import num, plain
 from cyoa.rating.judges.store import judge_panels
 from cyoa.rating.quality import story_words
 
@@ -58,30 +58,16 @@ def judge_bias_cards(db: Database, experiment: str, humans: RatingData) -> tuple
     )
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _plain(inner) for key, inner in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(inner) for inner in value]
-    return value
-
-
 def bias_to_dict(card: BiasCard) -> dict[str, Any]:
     """``card`` as plain data (every figure named as in docs/analysis.md, "Bias card")."""
-    return _plain(dataclasses.asdict(card))
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+    return plain(dataclasses.asdict(card))
 
 
 def correlation_text(found: Correlation) -> str:
     """ρ with its p-value and stories, or why there is none."""
     if found.rho is None:
         return f"– ({found.stories} stories: too few, or a score that never varies)"
-    return f"{_num(found.rho)} (p = {found.p_value:.3g}, {found.stories} stories)"
+    return f"{num(found.rho)} (p = {found.p_value:.3g}, {found.stories} stories)"
 
 
 def position_lines(card: BiasCard) -> list[str]:
@@ -93,14 +79,14 @@ def position_lines(card: BiasCard) -> list[str]:
         return [f"- Position: none of {found.verdicts} pairwise verdicts could be read."]
     slot = found.slot_a
     flips = (
-        f"{_num(found.flip_rate)} [{_num(found.flip_ci_low)}, {_num(found.flip_ci_high)}] "
+        f"{num(found.flip_rate)} [{num(found.flip_ci_low)}, {num(found.flip_ci_high)}] "
         f"({found.flips} of {found.pairs} pairs judged in both orders)"
         if found.flip_rate is not None
         else "– (no pair judged in both orders)"
     )
     return [
-        f"- Position: slot A chosen in {_num(slot.share)} [{_num(slot.ci_low)}, "
-        f"{_num(slot.ci_high)}] of {slot.total} read verdicts (binomial p = {slot.p_value:.3g}); "
+        f"- Position: slot A chosen in {num(slot.share)} [{num(slot.ci_low)}, "
+        f"{num(slot.ci_high)}] of {slot.total} read verdicts (binomial p = {slot.p_value:.3g}); "
         f"flip rate {flips}; {found.unread} unread. "
         + ("**Flagged: position bias.**" if found.flagged else "Not flagged.")
     ]
@@ -132,7 +118,7 @@ def bias_markdown(cards: tuple[BiasCard, ...]) -> str:
             "|---|---|---|---|---|",
             *(
                 f"| {band.label} | {band.stories} | {band.min_words}–{band.max_words} | "
-                f"{_num(band.judge)} | {_num(band.human)} |"
+                f"{num(band.judge)} | {num(band.human)} |"
                 for band in length.bands
             ),
             "",

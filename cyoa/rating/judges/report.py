@@ -31,23 +31,24 @@ def judge_calibrations(
     )
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """``value`` with NaN as None, for JSON."""
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, dict):
-        return {key: _plain(inner) for key, inner in value.items()}
+        return {key: plain(inner) for key, inner in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(inner) for inner in value]
+        return [plain(inner) for inner in value]
     return value
 
 
 def calibration_to_dict(calibration: JudgeCalibration) -> dict[str, Any]:
     """``calibration`` as plain data (every figure named as in docs/analysis.md)."""
-    return _plain(dataclasses.asdict(calibration))
+    return plain(dataclasses.asdict(calibration))
 
 
-def _num(value: float | None, digits: int = 2) -> str:
+def num(value: float | None, digits: int = 2) -> str:
+    """``value`` to ``digits`` decimals, "–" when undefined."""
     return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
@@ -57,8 +58,8 @@ def kappa_cell(row: ItemCalibration) -> str:
     if kappa.kappa is None:
         return "–"
     if kappa.ci_low is None:
-        return _num(kappa.kappa)
-    return f"{_num(kappa.kappa)} [{_num(kappa.ci_low)}, {_num(kappa.ci_high)}]"
+        return num(kappa.kappa)
+    return f"{num(kappa.kappa)} [{num(kappa.ci_low)}, {num(kappa.ci_high)}]"
 
 
 def alt_cell(row: ItemCalibration) -> str:
@@ -67,19 +68,19 @@ def alt_cell(row: ItemCalibration) -> str:
     if test is None or test.passed is None:
         return "too few units"
     verdict = "passes" if test.passed else "fails"
-    return f"{verdict} (ω {_num(test.winning_rate)}, ρ {_num(test.advantage_probability)})"
+    return f"{verdict} (ω {num(test.winning_rate)}, ρ {num(test.advantage_probability)})"
 
 
 def _row(judge: str, row: ItemCalibration) -> str:
     scores = row.scores
     second = (
-        f"{_num(scores.balanced_accuracy)} | {_num(scores.f1)}"
+        f"{num(scores.balanced_accuracy)} | {num(scores.f1)}"
         if scores is not None
-        else f"{_num(row.alpha)} | {_num(row.spearman)}"
+        else f"{num(row.alpha)} | {num(row.spearman)}"
     )
     return (
         f"| {judge} | {row.label} | {row.kappa.units} | {kappa_cell(row)} | {second} | "
-        f"{_num(row.ceiling.human)} | {_num(row.ceiling.judge)} | {alt_cell(row)} | "
+        f"{num(row.ceiling.human)} | {num(row.ceiling.judge)} | {alt_cell(row)} | "
         f"{row.unparsed} |"
     )
 
@@ -117,13 +118,12 @@ def calibration_markdown(calibrations: tuple[JudgeCalibration, ...]) -> str:
     for calibration in calibrations:
         system = calibration.system
         tau = (
-            f"{_num(system.tau)} [{_num(system.ci_low)}, {_num(system.ci_high)}]"
+            f"{num(system.tau)} [{num(system.ci_low)}, {num(system.ci_high)}]"
             if system.tau is not None
             else "–"
         )
         lines += [
-            f"| {calibration.judge} | {row.source} | {_num(row.human)} | {_num(row.judge)} "
-            f"| {tau} |"
+            f"| {calibration.judge} | {row.source} | {num(row.human)} | {num(row.judge)} | {tau} |"
             for row in system.rows
         ]
     lines.append("")
@@ -139,7 +139,7 @@ def _epsilon(calibrations: tuple[JudgeCalibration, ...]) -> str:
     for calibration in calibrations:
         for row in calibration.items:
             if row.alt_test is not None:
-                return _num(row.alt_test.epsilon)
+                return num(row.alt_test.epsilon)
     return "–"
 
 
