@@ -239,8 +239,7 @@ def estimate_pilot(ratings: pd.DataFrame, pair: tuple[str, str] | None = None) -
     from :func:`~cyoa.rating.analysis.mixed.source_model` of ``ratings`` (``story_id``,
     ``source``, ``rater_id``, ``score``). :class:`ValueError` with a sentence when the
     model cannot be fitted to the pilot."""
-    with threadpool_limits(1):
-        model = source_model(ratings, "score")
+    model = source_model(ratings, "score")  # fitted on one BLAS thread (source_model)
     if model is None:
         raise ValueError("The pilot has no ratings to plan from.")
     if model.components is None or model.components.rater is None:
