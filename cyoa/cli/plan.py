@@ -13,6 +13,7 @@ import click
 from sqlite_utils import Database
 
 from cyoa import kinds
+from cyoa.cli import plan_precision
 from cyoa.cli.context import open_existing
 from cyoa.cowriting import planning as cowriting_planning
 from cyoa.cowriting.analysis.data import experiment_pairs, load_study
@@ -25,6 +26,7 @@ from cyoa.rating.analysis.scales import coded_values
 
 COWRITING_KEYS = {"p", "writer_sd", "minutes", "exclusion"}
 RATING_KEYS = {"difference", "story_sd", "rater_sd", "residual_sd", "minutes", "exclusion"}
+RATING_KEYS |= plan_precision.RATING_KEYS
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,7 @@ def _progress(done: int, total: int) -> None:
 @click.argument("experiment", required=False)
 @click.option(
     "--kind",
-    type=click.Choice(["cowriting", "rating"]),
+    type=click.Choice(["cowriting", "rating", *plan_precision.KINDS]),
     default=None,
     help="Plan from assumptions, without a pilot: the study kind.",
 )
@@ -246,6 +248,13 @@ def _progress(done: int, total: int) -> None:
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
+    "--alpha-width",
+    type=click.FloatRange(0, 2, min_open=True),
+    default=0.2,
+    show_default=True,
+    help="Target 95% width of α's (and a judge's κ's) interval.",
+)
+@click.option(
     "--effect",
     type=float,
     default=None,
@@ -254,7 +263,7 @@ def _progress(done: int, total: int) -> None:
 @click.pass_context
 def plan_command(ctx: click.Context, experiment: str | None, kind: str | None, assume: str,
                  target_power: float, alpha: float, hourly_rate: float, fee: float,
-                 seed: int, effect: float | None) -> None:  # fmt: skip
+                 seed: int, alpha_width: float, effect: float | None) -> None:  # fmt: skip
     """How many writers × rounds (co-writing) or stories × raters per story (rating) a
     comparison needs to reach the target power, and its cost: from a stored pilot EXPERIMENT,
     or from --kind and --assume."""
@@ -267,18 +276,23 @@ def plan_command(ctx: click.Context, experiment: str | None, kind: str | None, a
             kind = kinds.kind_of(db, experiment).name
             if kind == "cowriting":
                 values, pilot = cowriting_pilot(db, experiment)
+            elif plan_precision.is_fei(db, experiment):
+                kind, values, pilot = "fei", {}, None
             else:
                 values, pilot = rating_pilot(db, experiment), None
             keys = COWRITING_KEYS if kind == "cowriting" else RATING_KEYS
             values.update(parse_assumptions(assume, keys))
         else:
             keys = COWRITING_KEYS if kind == "cowriting" else RATING_KEYS
+            keys = {"fei": plan_precision.FEI_KEYS, "judge": plan_precision.JUDGE_KEYS}.get(
+                kind, keys
+            )
             values, pilot = parse_assumptions(assume, keys), None
-        text = (
-            cowriting_text(values, options, pilot)
-            if kind == "cowriting"
-            else rating_text(values, options)
-        )
+        text = plan_precision.plan_text(
+            kind, values, options, alpha_width, (db, experiment) if experiment else None,
+            lambda: cowriting_text(values, options, pilot) if kind == "cowriting"
+            else rating_text(values, options),
+        )  # fmt: skip
     except (AnalysisError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(text)
