@@ -294,3 +294,13 @@ def test_the_judgements_export_names_each_judgement_s_panel(judged, tmp_path):
     frame = pd.read_csv(out)
     assert (frame["panel"] == "human").sum() == 1008
     assert (frame.loc[frame["rater_id"] == "gpt4", "panel"] == "gpt4").all()
+
+
+def test_a_plan_from_a_pilot_with_judges_says_how_many_stories_pin_each_judge_s_kappa(judged):
+    result = run(judged, "plan", "ttcw", "--alpha-width", "0.3")
+    assert result.exit_code == 0, result.output
+    section = result.output.split("Judges: human-rated stories needed")[1]
+    assert "interval 0.3 wide" in section
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "%" in line]
+    assert sorted(row.split(" | ")[0].lstrip("| ") for row in rows) == sorted(JUDGES)
+    assert all(int(row.rstrip(" |").rsplit("| ", 1)[1]) > 30 for row in rows)

@@ -112,3 +112,8 @@ def test_corrupted_stories_get_the_higher_entropy(app, tmp_path):
     assert fei["tests"] == []
     markdown = runner.invoke(cli, [*base, "analyze", "aiss-pilot"]).output
     assert "Corrupted copies against their originals" in markdown
+    plan = runner.invoke(cli, [*base, "plan", "aiss-pilot"])
+    assert plan.exit_code == 0, plan.output
+    assert "readers per question" in plan.output.lower()
+    assert "model (shuffled)" in plan.output and "Traceback" not in plan.output
+    assert "plan at least 4 stories per source" in plan.output

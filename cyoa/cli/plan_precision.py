@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -110,6 +111,7 @@ def fei_text(shares: tuple[list[float], list[float]], stories: int, questions: i
         f"{c.low:.3f}–{c.high:.3f} |"
         for c in plan.cells
     ]
+    lines += _too_few_stories(stories, o.alpha)
     c = plan.chosen
     lines.append(
         f"\nNo number of readers up to {plan.cells[-1].readers} has a bias within "
@@ -119,6 +121,19 @@ def fei_text(shares: tuple[list[float], list[float]], stories: int, questions: i
         f"{c.power:.3f})."
     )
     return "\n".join(lines)
+
+
+def _too_few_stories(stories: int, alpha: float) -> list[str]:
+    """A note when no number of readers can help: with n stories per source the exact
+    two-sided Mann–Whitney p is at least 2 / C(2n, n) (the two sources fully separated)."""
+    if 2 / math.comb(2 * stories, stories) <= alpha:
+        return []
+    enough = next(n for n in range(stories, 100) if 2 / math.comb(2 * n, n) <= alpha)
+    return [
+        f"\nWith {stories} stories per source the two-sided Mann–Whitney test cannot reach "
+        f"p < {alpha} whatever the readers (its smallest p is "
+        f"{2 / math.comb(2 * stories, stories):.3f}): plan at least {enough} stories per source."
+    ]
 
 
 def kappa_text(rows: list[tuple[str, float, float]], width: float) -> str:
