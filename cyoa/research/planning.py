@@ -51,7 +51,8 @@ class PlanInputError(ValueError):
 class Options:
     """How to plan: ``target`` power and ``alpha`` (fractions), the pay per hour and the
     platform ``fee`` (a fraction of the pay), the simulation ``seed``, the ``effect`` to
-    detect (None: the pilot's or assumed one) and a ``progress(done, total)`` callback."""
+    detect (None: the pilot's or assumed one), a ``progress(done, total)`` callback, and the
+    co-writing ``simulations`` per cell (a rating plan's power is computed, not simulated)."""
 
     target: float = 0.8
     alpha: float = 0.05
@@ -60,6 +61,7 @@ class Options:
     seed: int = 0
     effect: float | None = None
     progress: Progress | None = None
+    simulations: int = cowriting_planning.SIMULATIONS
 
 
 @dataclass
@@ -145,8 +147,9 @@ def cowriting_plan(
     p = o.effect if o.effect is not None else values.get("p", 0.6)
     sd = values.get("writer_sd", 0.0)
     plan = cowriting_planning.plan_cowriting(
-        p, sd, alpha=o.alpha, target=o.target, seed=o.seed, progress=o.progress
-    )
+        p, sd, alpha=o.alpha, target=o.target, seed=o.seed, progress=o.progress,
+        simulations=o.simulations,
+    )  # fmt: skip
     lines = [
         f"Co-writing plan: preference {p:.3f}, writer SD {sd:.3f} (log-odds); "
         f"{plan.test} test, {plan.alternative} at α = {plan.alpha}; target power "
@@ -170,8 +173,9 @@ def cowriting_plan(
     lines.append(f"\nChosen design: {c.writers} writers × {c.rounds} rounds (power {c.power:.3f}).")
     if pilot is not None:
         found = cowriting_planning.detectable_preference(
-            pilot.writers, max(1, pilot.median_rounds), sd, alpha=o.alpha, target=o.target
-        )
+            pilot.writers, max(1, pilot.median_rounds), sd, alpha=o.alpha, target=o.target,
+            simulations=o.simulations,
+        )  # fmt: skip
         record.detectable = found
         lines.append(
             f"The pilot's size ({pilot.writers} writers × {pilot.median_rounds} rounds) "
