@@ -2,7 +2,9 @@
 reported while it is made, and it is shown and stored once made; bad input is a sentence."""
 
 import html
+import io
 import time
+import zipfile
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -42,6 +44,22 @@ def test_a_co_writing_plan_started_from_the_form_is_shown_and_stored(app, resear
     assert plan["record"]["inputs"]["p"] == {"value": 0.75, "source": "typed"}
     dashboard = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
     assert "Latest plan" in dashboard
+
+
+def test_the_co_writing_card_reports_the_latest_plan_or_how_to_make_one(app, researcher):
+    def card() -> str:
+        bundle = researcher.get("/research/experiments/fake-ab/download/bundle.zip").data
+        return zipfile.ZipFile(io.BytesIO(bundle)).read("evaluation-card.md").decode()
+
+    assert "python -m cyoa plan fake-ab --save" in card()
+    start = researcher.post("/research/plan/fake-ab", data={
+        "assume": "p=0.75,minutes=20", "simulations": "200",
+    })  # fmt: skip
+    assert finished(researcher, start.headers["Location"])["state"] == "saved"
+    text = card()
+    assert "## Planned sample size" in text
+    assert "p = 0.75 (typed)" in text and "writer_sd = 0 (default)" in text
+    assert "5 writers × 10 counted rounds each, power 0.815" in text and "- Cost: recruit" in text
 
 
 def test_a_plan_in_progress_reports_how_far_it_has_got(app, researcher):
