@@ -5,3 +5,7 @@ what to do next."""
 class AnalysisError(ValueError):
     """The data cannot be analysed (or exported, or read) as asked; the message says what to
     do next."""
+
+
+class PlanInputError(ValueError):
+    """A typed assumption or option a plan cannot use; the message names it."""

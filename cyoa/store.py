@@ -570,6 +570,25 @@ def _round_judges(db: Database) -> None:
     )
 
 
+def _plans(db: Database) -> None:
+    """Sample-size plans made for an experiment (:mod:`cyoa.research.planning`), kept as a
+    history: a new plan is a new row, and the latest is the experiment's plan."""
+    db["plans"].create(
+        {
+            "id": int,
+            "experiment_id": str,
+            "created_at": str,
+            "kind": str,
+            "record": str,
+            "text": str,
+        },
+        pk="id",
+        foreign_keys=[("experiment_id", "experiments", "id")],
+        not_null={"experiment_id", "created_at", "kind", "record", "text"},
+    )
+    db["plans"].create_index(["experiment_id", "id"])
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -581,6 +600,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _panels,
     _judge_runs,
     _round_judges,
+    _plans,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -741,3 +761,36 @@ def set_evaluation_details(
             },
             pk="experiment_id",
         )
+
+
+# --- plans -------------------------------------------------------------------------------
+
+
+def insert_plan(db: Database, exp_id: str, kind: str, record: dict[str, Any], text: str) -> int:
+    """Store a plan made for ``exp_id`` (its structured ``record`` as JSON, and its ``text``)
+    and return its id. Plans are never changed: the latest is the experiment's plan."""
+    with write_transaction(db):
+        return (
+            db["plans"]
+            .insert(
+                {
+                    "experiment_id": exp_id,
+                    "created_at": now(),
+                    "kind": kind,
+                    "record": json.dumps(record, ensure_ascii=False),
+                    "text": text,
+                }
+            )
+            .last_pk
+        )
+
+
+def latest_plan(db: Database, exp_id: str) -> dict[str, Any] | None:
+    """The latest plan stored for ``exp_id`` (``id``, ``created_at``, ``kind``, ``record``
+    as a dict, ``text``), or None when none was made."""
+    rows = list(db.query(
+        "SELECT * FROM plans WHERE experiment_id = ? ORDER BY id DESC LIMIT 1", [exp_id]
+    ))  # fmt: skip
+    if not rows:
+        return None
+    return {**rows[0], "record": json.loads(rows[0]["record"])}

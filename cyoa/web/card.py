@@ -1,9 +1,11 @@
 """What both kinds' evaluation cards share: the title and where the card comes from, and the
-researcher's free text quoted as Markdown."""
+researcher's free text quoted as Markdown, and the planned sample size."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 
 def header(title: str, exp_id: str, now: datetime) -> list[str]:
@@ -24,3 +26,50 @@ def quote(text: str) -> list[str]:
     """``text`` as Markdown quote lines (``> …``), ``(none)`` when it is empty."""
     lines = (text or "").strip().splitlines() or ["(none)"]
     return [f"> {line}" if line.strip() else ">" for line in lines]
+
+
+def _design(record: Mapping[str, Any]) -> str:
+    chosen = record["chosen"]
+    if record["kind"] == "rating":
+        return (
+            f"{chosen['stories']} stories per source × {chosen['raters_per_story']} raters per "
+            f"story ({chosen['raters']} raters, {chosen['ratings']} ratings)"
+        )
+    return f"{chosen['writers']} writers × {chosen['rounds']} counted rounds each"
+
+
+def planned_sample_size(plan: Mapping[str, Any] | None, exp_id: str) -> list[str]:
+    """The card's "Planned sample size" section: the latest stored plan (``plan`` as
+    :func:`cyoa.store.latest_plan` returns it) with its inputs, seed, target, chosen design,
+    power and cost, and when it was made, so a paper can report the sample size as planned
+    in advance (Card et al. 2020, "With Little Power Comes Great Responsibility", EMNLP);
+    without a plan, how to make one."""
+    lines = ["## Planned sample size", ""]
+    if plan is None:
+        return [*lines, f"No plan was stored. Make one on the experiment's Plan page or with "
+                f"`python -m cyoa plan {exp_id} --save`.", ""]  # fmt: skip
+    record = plan["record"]
+    inputs = ", ".join(
+        f"{name} = {entry['value']:.3g} ({entry['source']})"
+        for name, entry in record["inputs"].items()
+    )
+    lines += [
+        f"Plan {plan['id']}, made {plan['created_at']} (UTC) by CYOA's planner (docs/analysis.md, "
+        '"Planning a study").',
+        "",
+        f"- Assumed: {inputs}.",
+        f"- Test: {record['test']}, {record['alternative']} at α = {record['alpha']}; target "
+        f"power {record['target_power']}; seed {record['seed']}.",
+    ]
+    if record["chosen"] is None:
+        lines.append("- Chosen design: none of the grid reached the target power.")
+    else:
+        lines.append(f"- Chosen design: {_design(record)}, power {record['chosen']['power']:.3f}.")
+    cost = record.get("cost")
+    if cost:
+        lines.append(
+            f"- Cost: recruit {cost['recruit']} (for {cost['kept']} kept) × "
+            f"{cost['minutes']:.1f} min × {cost['hourly_rate']:g}/h, + {cost['fee_rate']:.0%} "
+            f"fee = {cost['total']:.2f}."
+        )
+    return [*lines, ""]

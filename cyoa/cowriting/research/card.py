@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from cyoa.cowriting.spec import Experiment
-from cyoa.web.card import header, quote
+from cyoa.web.card import header, planned_sample_size, quote
 from cyoa.web.research import format_seconds
 
 
@@ -47,10 +47,11 @@ def evaluation_card(
     sessions: Sequence[dict[str, Any]],
     rounds: Sequence[dict[str, Any]],
     now: datetime,
+    plan: dict[str, Any] | None = None,
 ) -> str:
     """The card as Markdown. ``sessions`` and ``rounds`` are the rows of the ``sessions`` and
     ``preference`` export tables; ``details`` the researcher's entries (``pay``,
-    ``qualifications``)."""
+    ``qualifications``); ``plan`` the latest stored plan (:func:`cyoa.store.latest_plan`)."""
     lines = [
         *_task(exp, now),
         *_rated_text(exp, rounds),
@@ -58,6 +59,7 @@ def evaluation_card(
         *_instructions_and_quality(exp, details),
         *_number_of_items(exp, sessions, rounds),
         *_systems_and_raters(exp),
+        *planned_sample_size(plan, exp.id),
         *_pay_and_time(details, sessions, rounds),
         *_files(),
     ]

@@ -416,6 +416,9 @@ def bundle(
         archive.writestr(
             "experiment-spec.json", json.dumps(exp.source, indent=2, ensure_ascii=False) + "\n"
         )
-        card = evaluation_card(exp, details, tables["sessions"], tables["preference"], now)
+        card = evaluation_card(
+            exp, details, tables["sessions"], tables["preference"], now,
+            store.latest_plan(db, exp.id),
+        )  # fmt: skip
         archive.writestr("evaluation-card.md", card)
     return out.getvalue()

@@ -249,6 +249,7 @@ def experiment(exp_id: str):
         results = cowriting_parts().results.get(db, exp)
         writers = writer_rows(db, exp)
         details = store.get_evaluation_details(db, exp.id)
+        plan = store.latest_plan(db, exp.id)
         edit_refusal = lifecycle.edit_refusal(db, exp.id, _spec_folder())
     return render_template(
         "research/experiment.html",
@@ -257,6 +258,7 @@ def experiment(exp_id: str):
         results=results,
         writers=writers,
         details=details,
+        plan=plan,
         edit_refusal=edit_refusal,
         links=participant_links(web.public_url(), exp.id, START_PATH, WORK),
         naming_warning=naming_warning(exp.id, exp.title, shared_parts().cards.values()),

@@ -34,7 +34,7 @@ from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import AttentionCheck, QualitySpec, quality_spec, story_words
 from cyoa.rating.research.judges import card_lines, judge_list
-from cyoa.web.card import header, quote
+from cyoa.web.card import header, planned_sample_size, quote
 
 
 @dataclass(frozen=True)
@@ -329,13 +329,20 @@ def _time_lines(report: RatingReport | None) -> list[str]:
     ]
 
 
-def rating_card(data: RatingCardData, details: Mapping[str, Any], now: datetime) -> str:
+def rating_card(
+    data: RatingCardData,
+    details: Mapping[str, Any],
+    now: datetime,
+    plan: Mapping[str, Any] | None = None,
+) -> str:
     """The card as Markdown; ``details`` is what the researcher entered (``pay``,
-    ``qualifications``; :func:`cyoa.store.get_evaluation_details`)."""
+    ``qualifications``; :func:`cyoa.store.get_evaluation_details`), ``plan`` the latest
+    stored plan (:func:`cyoa.store.latest_plan`)."""
     lines = [
         *_header_and_instrument(data, now),
         *_instructions_and_stories(data),
         *_raters_per_story(data),
+        *planned_sample_size(plan, data.experiment_id),
         *_qualifications_and_agreement(data, details),
         *_references_pay_and_time(data, details),
         *card_lines(list(data.judges), data.report),
@@ -536,5 +543,8 @@ def rating_card_markdown(
 ) -> str:
     """The card of the stored rating experiment ``exp_id`` with the researcher's entries."""
     return rating_card(
-        load_card_data(db, exp_id, report), store.get_evaluation_details(db, exp_id), now
+        load_card_data(db, exp_id, report),
+        store.get_evaluation_details(db, exp_id),
+        now,
+        store.latest_plan(db, exp_id),
     )

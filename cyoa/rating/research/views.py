@@ -389,6 +389,7 @@ def _dashboard(exp: RatingExperiment, typed: dict[str, str] | None = None, statu
         payload = dashboard_payload(db, exp)
         judges = judges_section(db, exp.id, exp.spec, snapshot(db, exp.id).report)
         details = store.get_evaluation_details(db, exp.id) | (typed or {})
+        plan = store.latest_plan(db, exp.id)
     page = render_template(
         "research/rating.html",
         experiment=exp,
@@ -396,6 +397,7 @@ def _dashboard(exp: RatingExperiment, typed: dict[str, str] | None = None, statu
         judges=judges,
         charts=[(name, CHARTS[name]) for name in chart_names(exp.questions.instrument)],
         details=details,
+        plan=plan,
         links=participant_links(web.public_url(), exp.id, START_PATH, WORK),
         naming_warning=naming_warning(exp.id, exp.title, shared_parts().cards.values()),
         poll_ms=POLL_MS,

@@ -1,5 +1,5 @@
-"""The precision sections of the ``plan`` verb: the expected width of α's interval
-(:mod:`cyoa.rating.agreement_planning`), readers per FEI question
+"""The precision sections of a plan (:mod:`cyoa.research.planning`): the expected width of
+α's interval (:mod:`cyoa.rating.agreement_planning`), readers per FEI question
 (:mod:`cyoa.rating.fei_planning`) and the stories that pin a judge's κ
 (:mod:`cyoa.rating.judges.planning`), from a stored pilot or from typed assumptions."""
 
@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
 from typing import Any
 
-import click
 from sqlite_utils import Database
 
+from cyoa.errors import AnalysisError, PlanInputError
 from cyoa.rating import agreement_planning, fei_planning
 from cyoa.rating.analysis.data import load_ratings
 from cyoa.rating.analysis.fei import question_entropies
@@ -31,12 +30,12 @@ def _number(values: dict[str, float], key: str, default: float | None = None) ->
     if key in values:
         return values[key]
     if default is None:
-        raise click.BadParameter(f"This plan needs {key}=… in --assume.")
+        raise PlanInputError(f"This plan needs {key}=… in --assume.")
     return default
 
 
-def _refused(error: ValueError) -> click.BadParameter:
-    return click.BadParameter(str(error))
+def _refused(error: ValueError) -> PlanInputError:
+    return PlanInputError(str(error))
 
 
 def alpha_width_text(values: dict[str, float], o: Any, width: float) -> str:
@@ -187,7 +186,7 @@ def fei_pilot_text(db: Database, experiment: str, o: Any) -> str:
     questions, _ = question_entropies(data.instrument, data.judgements)
     sources = sorted({q.source for q in questions})
     if len(sources) < 2:
-        raise click.ClickException("The FEI pilot needs two sources with answered questions.")
+        raise AnalysisError("The FEI pilot needs two sources with answered questions.")
     pair = sources[:2]
     shares = tuple([q.p_true for q in questions if q.source == s] for s in pair)
     per_story: dict[str, int] = {}
@@ -216,30 +215,44 @@ def judge_rows(db: Database, experiment: str) -> list[tuple[str, float, float]]:
 COMPONENTS = {"story_sd", "rater_sd", "residual_sd"}
 
 
-def plan_text(
-    kind: str,
-    values: dict[str, float],
-    o: Any,
-    width: float,
-    pilot: tuple[Database, str] | None,
-    power_text: Callable[[], str],
-) -> str:
-    """The whole plan: ``power_text`` (the co-writing or rating power plan) where it applies,
-    then the precision sections of ``kind``: α's width for a rating plan, readers per
-    question for FEI, and the stories per judge for a pilot with judges."""
+def _summary(text: str) -> str:
+    """A section's conclusion: its last line that is not a table row."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return next((line for line in reversed(lines) if not line.startswith("|")), "")
+
+
+def precision_sections(
+    kind: str, values: dict[str, float], o: Any, pilot: tuple[Database, str] | None
+) -> list[dict[str, str]]:
+    """The precision sections of a plan of ``kind`` (``{"title", "text", "summary"}``):
+    from typed values alone, an FEI or judge plan; α's width for a rating plan; readers per
+    question for an FEI pilot; and the stories per judge for a pilot with judges."""
+    width = o.alpha_width
     if pilot is None and kind in KINDS:
-        return assumed_text(kind, values, o, width)
+        text = assumed_text(kind, values, o, width)
+        title = "Readers per FEI question" if kind == "fei" else "Judge calibration"
+        return [{"title": title, "text": text, "summary": _summary(text)}]
     sections = []
     if kind == "fei":
-        sections.append(fei_pilot_text(*pilot, o))  # type: ignore[misc]
+        text = fei_pilot_text(*pilot, o)  # type: ignore[misc]
+        sections.append({"title": "Readers per FEI question", "text": text})
     elif kind == "rating":
-        precision = set(values) >= COMPONENTS or bool(RATING_KEYS & set(values))
-        if set(values) >= COMPONENTS or not precision:
-            sections.append(power_text())
-        sections.append(alpha_width_text(values, o, width))
-    else:
-        sections.append(power_text())
+        text = alpha_width_text(values, o, width)
+        sections.append({"title": "Precision of agreement", "text": text})
+    for section in sections:
+        section["summary"] = _summary(section["text"])
     rows = judge_rows(*pilot) if pilot is not None and kind != "cowriting" else []
     if rows:
-        sections.append(kappa_text(rows, width))
-    return "\n\n".join(sections)
+        summary = "; ".join(
+            f"{judge} {_stories_for(kappa, prevalence, width)}" for judge, kappa, prevalence in rows
+        )
+        sections.append({"title": "Judge calibration", "text": kappa_text(rows, width),
+                         "summary": f"human-rated stories per judge: {summary}"})  # fmt: skip
+    return sections
+
+
+def _stories_for(kappa: float, prevalence: float, width: float) -> str:
+    try:
+        return str(judge_planning.plan_kappa(kappa, prevalence, width).stories)
+    except ValueError:
+        return "none"
