@@ -96,3 +96,12 @@ def test_the_card_shows_the_latest_plan_or_how_to_make_one():
     assert "story_sd = 0.5 (typed)" in text and "seed 9" in text
     assert "60 stories per source × 2 raters per story (120 raters, 240 ratings), power" in text
     assert "Cost: recruit 120 (for 120 kept)" in text
+    assert "- Precision of agreement: Smallest design for α ± 0.10:" in text
+
+
+def test_the_card_shows_a_judge_plan_s_stories_without_a_power_test():
+    record = make_plan(None, None, "judge", {"kappa": 0.4, "prevalence": 0.3}, Options())
+    plan = {"id": 1, "created_at": "2026-11-27T10:00:00.000Z", "record": record.to_dict()}
+    text = "\n".join(planned_sample_size(plan, "demo"))
+    assert "- Judge calibration: " in text and "a 95% interval 0.2 wide: 379." in text
+    assert "- Test:" not in text and "Chosen design" not in text

@@ -58,13 +58,22 @@ def planned_sample_size(plan: Mapping[str, Any] | None, exp_id: str) -> list[str
         '"Planning a study").',
         "",
         f"- Assumed: {inputs}.",
-        f"- Test: {record['test']}, {record['alternative']} at α = {record['alpha']}; target "
-        f"power {record['target_power']}; seed {record['seed']}.",
     ]
-    if record["chosen"] is None:
-        lines.append("- Chosen design: none of the grid reached the target power.")
-    else:
-        lines.append(f"- Chosen design: {_design(record)}, power {record['chosen']['power']:.3f}.")
+    if record["test"]:
+        lines.append(
+            f"- Test: {record['test']}, {record['alternative']} at α = {record['alpha']}; "
+            f"target power {record['target_power']}; seed {record['seed']}."
+        )
+        if record["chosen"] is None:
+            lines.append("- Chosen design: none of the grid reached the target power.")
+        else:
+            power = record["chosen"]["power"]
+            lines.append(f"- Chosen design: {_design(record)}, power {power:.3f}.")
+    lines += [
+        f"- {section['title']}: {section['summary']}"
+        for section in record.get("sections", [])
+        if section.get("summary")
+    ]
     cost = record.get("cost")
     if cost:
         lines.append(
