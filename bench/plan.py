@@ -12,7 +12,8 @@ Times the planners behind ``python -m cyoa plan`` at their defaults and as the w
   up to 49 steps of 2,000 simulations);
 - rating (:func:`cyoa.rating.planning.plan_rating`): the default grid (10 story counts × 3
   raters per story, analytic) and one design as the stories grow;
-- the command itself, ``python -m cyoa plan --kind … --assume …``, start to finish.
+- the command itself, ``python -m cyoa plan --kind … --assume …``, start to finish, and its
+  start-up alone (``plan --help``).
 
 Growth is summarised as the exponent b of time ∝ size^b (least squares on log–log).
 Writes ``bench/results/plan.md`` and ``.json``.
@@ -43,6 +44,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 PREFERENCE, WRITER_SD = 0.6, 0.5
 ASSUMED = rating.RatingAssumptions(difference=0.3, story_sd=0.5, rater_sd=0.5, residual_sd=0.8)
 COMMANDS = {
+    "start-up alone": ["--help"],
     "co-writing": ["--kind", "cowriting", "--assume", f"p={PREFERENCE},writer_sd={WRITER_SD}"],
     "rating": [
         "--kind", "rating", "--assume",
@@ -132,7 +134,7 @@ def render_markdown(body: dict) -> str:
         "| what | seconds |",
         "|---|---:|",
     ]
-    lines += [f"| `plan --{' '.join(COMMANDS[k][:2])[2:]}`, start to finish | {v:.1f} |"
+    lines += [f"| `plan {' '.join(COMMANDS[k][:2])}`, start to finish | {v:.1f} |"
               for k, v in cli.items()]  # fmt: skip
     lines += [f"| co-writing: {k} | {v:.2f} |" for k, v in co.items() if isinstance(v, float)]
     lines.append(f"| rating: default grid (analytic) | {ra['default grid']:.2f} |")
