@@ -7,8 +7,6 @@ named for its part (setup, analysis, ratings, research, export).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from cyoa.cli import (
@@ -28,12 +26,13 @@ from cyoa.cli import (
 @click.option(
     "--db",
     "db_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="SQLite database to use instead of the app's (instance/cyoa.sqlite).",
+    metavar="PATH",
+    help="SQLite database to use instead of the app's (CYOA_DATABASE, by default "
+    "instance/cyoa.sqlite).",
 )
 @click.pass_context
-def cli(ctx: click.Context, db_path: Path | None) -> None:
+def cli(ctx: click.Context, db_path: str | None) -> None:
     ctx.ensure_object(dict)
     ctx.obj["db_path"] = db_path
 

@@ -10,6 +10,7 @@ from flask.cli import ScriptInfo
 from sqlite_utils import Database
 
 from cyoa import create_app, store
+from cyoa.database_url import DatabaseSettingError, sqlite_path
 
 
 def get_app(ctx: click.Context) -> Flask:
@@ -18,14 +19,17 @@ def get_app(ctx: click.Context) -> Flask:
     if "app" not in root.meta:
         overrides: dict[str, object] = {"LOAD_MODELS_AT_START": False}
         db_path = (ctx.find_object(dict) or {}).get("db_path")
-        if db_path:
-            overrides["DATABASE"] = str(db_path)
         info = ctx.find_object(ScriptInfo)
-        if info is not None:
-            app = info.load_app()
-            app.config.update(overrides)
-        else:
-            app = create_app(overrides)
+        try:
+            if db_path:
+                overrides["DATABASE"] = str(sqlite_path(db_path))
+            if info is not None:
+                app = info.load_app()
+                app.config.update(overrides)
+            else:
+                app = create_app(overrides)
+        except DatabaseSettingError as error:
+            raise click.ClickException(str(error)) from None
         root.meta["app"] = app
     return root.meta["app"]
 
@@ -33,9 +37,10 @@ def get_app(ctx: click.Context) -> Flask:
 def database_path(ctx: click.Context) -> Path:
     """The database a verb works on: ``--db`` if given (no app is built), else the app's."""
     db_path = (ctx.find_object(dict) or {}).get("db_path")
-    if db_path:
-        return Path(db_path)
-    return Path(get_app(ctx).config["DATABASE"])
+    try:
+        return sqlite_path(db_path or get_app(ctx).config["DATABASE"])
+    except DatabaseSettingError as error:
+        raise click.ClickException(str(error)) from None
 
 
 def open_existing(ctx: click.Context) -> Database:
