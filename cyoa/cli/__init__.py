@@ -11,6 +11,7 @@ import click
 
 from cyoa.cli import (
     analysis,
+    backup,
     export,
     judge,
     judge_rounds,
@@ -41,6 +42,8 @@ for command in (
     setup.init_db_command,
     setup.prepare_models_command,
     setup.links_command,
+    backup.backup_command,
+    backup.restore_command,
     analysis.analyze_command,
     analysis.metrics_command,
     analysis.import_tsv_command,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -11,6 +12,7 @@ from sqlite_utils import Database
 
 from cyoa import create_app, store
 from cyoa.database_url import DatabaseSettingError, sqlite_path
+from cyoa.paths import ROOT
 
 
 def get_app(ctx: click.Context) -> Flask:
@@ -39,6 +41,20 @@ def database_path(ctx: click.Context) -> Path:
     db_path = (ctx.find_object(dict) or {}).get("db_path")
     try:
         return sqlite_path(db_path or get_app(ctx).config["DATABASE"])
+    except DatabaseSettingError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def configured_database(ctx: click.Context) -> Path:
+    """The database a verb works on, found as the app would find it but without building the
+    app (which would create a missing database): ``--db``, else the app Flask's CLI loaded,
+    else ``CYOA_DATABASE``, else ``instance/cyoa.sqlite``."""
+    db_path = (ctx.find_object(dict) or {}).get("db_path")
+    if not db_path and ctx.find_object(ScriptInfo) is not None:
+        db_path = get_app(ctx).config["DATABASE"]
+    setting = db_path or os.environ.get("CYOA_DATABASE") or ROOT / "instance" / "cyoa.sqlite"
+    try:
+        return sqlite_path(setting)
     except DatabaseSettingError as error:
         raise click.ClickException(str(error)) from None
 
