@@ -122,7 +122,9 @@ def test_a_restored_version_1_database_is_upgraded_through_the_migrations(tmp_pa
     assert store.schema_version(db) == store.SCHEMA_VERSION
     assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] == 2
     db.close()
-    assert store.schema_version(store.connect(old)) == 1
+    source = store.connect(old)
+    assert store.schema_version(source) == 1
+    source.close()
 
 
 def test_restore_refuses_a_database_in_use_unless_forced(study, tmp_path):
