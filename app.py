@@ -9,10 +9,14 @@ import logging
 from cyoa import create_app
 from cyoa.cli import cli
 from cyoa.cli.setup import participant_links, serving_url
+from cyoa.database_url import DatabaseSettingError
 from cyoa.web.realtime import socketio
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-app = create_app()
+try:
+    app = create_app()
+except DatabaseSettingError as error:
+    raise SystemExit(str(error)) from None
 app.cli.add_command(cli)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from postgres_server import postgres_cluster, postgres_url  # noqa: F401 (fixtures)
 
 from cyoa import create_app, store
 from cyoa.cowriting.parts import parts as cowriting_parts

@@ -7,12 +7,11 @@ named for its part (setup, analysis, ratings, research, export).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from cyoa.cli import (
     analysis,
+    backup,
     export,
     judge,
     judge_rounds,
@@ -28,12 +27,13 @@ from cyoa.cli import (
 @click.option(
     "--db",
     "db_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="SQLite database to use instead of the app's (instance/cyoa.sqlite).",
+    metavar="PATH",
+    help="SQLite database to use instead of the app's (CYOA_DATABASE, by default "
+    "instance/cyoa.sqlite).",
 )
 @click.pass_context
-def cli(ctx: click.Context, db_path: Path | None) -> None:
+def cli(ctx: click.Context, db_path: str | None) -> None:
     ctx.ensure_object(dict)
     ctx.obj["db_path"] = db_path
 
@@ -42,6 +42,8 @@ for command in (
     setup.init_db_command,
     setup.prepare_models_command,
     setup.links_command,
+    backup.backup_command,
+    backup.restore_command,
     analysis.analyze_command,
     analysis.metrics_command,
     analysis.import_tsv_command,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -10,6 +11,8 @@ from flask.cli import ScriptInfo
 from sqlite_utils import Database
 
 from cyoa import create_app, store
+from cyoa.database_url import DatabaseSettingError, sqlite_path
+from cyoa.paths import ROOT
 
 
 def get_app(ctx: click.Context) -> Flask:
@@ -18,14 +21,17 @@ def get_app(ctx: click.Context) -> Flask:
     if "app" not in root.meta:
         overrides: dict[str, object] = {"LOAD_MODELS_AT_START": False}
         db_path = (ctx.find_object(dict) or {}).get("db_path")
-        if db_path:
-            overrides["DATABASE"] = str(db_path)
         info = ctx.find_object(ScriptInfo)
-        if info is not None:
-            app = info.load_app()
-            app.config.update(overrides)
-        else:
-            app = create_app(overrides)
+        try:
+            if db_path:
+                overrides["DATABASE"] = str(sqlite_path(db_path))
+            if info is not None:
+                app = info.load_app()
+                app.config.update(overrides)
+            else:
+                app = create_app(overrides)
+        except DatabaseSettingError as error:
+            raise click.ClickException(str(error)) from None
         root.meta["app"] = app
     return root.meta["app"]
 
@@ -33,9 +39,24 @@ def get_app(ctx: click.Context) -> Flask:
 def database_path(ctx: click.Context) -> Path:
     """The database a verb works on: ``--db`` if given (no app is built), else the app's."""
     db_path = (ctx.find_object(dict) or {}).get("db_path")
-    if db_path:
-        return Path(db_path)
-    return Path(get_app(ctx).config["DATABASE"])
+    try:
+        return sqlite_path(db_path or get_app(ctx).config["DATABASE"])
+    except DatabaseSettingError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def configured_database(ctx: click.Context) -> Path:
+    """The database a verb works on, found as the app would find it but without building the
+    app (which would create a missing database): ``--db``, else the app Flask's CLI loaded,
+    else ``CYOA_DATABASE``, else ``instance/cyoa.sqlite``."""
+    db_path = (ctx.find_object(dict) or {}).get("db_path")
+    if not db_path and ctx.find_object(ScriptInfo) is not None:
+        db_path = get_app(ctx).config["DATABASE"]
+    setting = db_path or os.environ.get("CYOA_DATABASE") or ROOT / "instance" / "cyoa.sqlite"
+    try:
+        return sqlite_path(setting)
+    except DatabaseSettingError as error:
+        raise click.ClickException(str(error)) from None
 
 
 def open_existing(ctx: click.Context) -> Database:

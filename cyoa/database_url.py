@@ -1,0 +1,118 @@
+"""What ``CYOA_DATABASE`` (or ``--db``) names: a SQLite file, the embedded default, or a
+PostgreSQL server by its URL. Pure: it reads the text only, it opens nothing.
+
+Accepted forms:
+
+- a file path (``instance/cyoa.sqlite``, ``/srv/cyoa/study.sqlite``, ``:memory:``), or
+  SQLAlchemy's ``sqlite:///PATH`` (``sqlite:////srv/study.sqlite`` for an absolute path);
+- ``postgresql://USER:PASSWORD@HOST:PORT/DATABASE``, also written ``postgresql+psycopg://…``
+  or ``postgres://…``; :attr:`DatabaseLocation.url` gives it in the form SQLAlchemy's psycopg 3
+  dialect reads (``postgresql+psycopg://``).
+
+PostgreSQL is being built (docs/deployment.md, "PostgreSQL: status"): :func:`sqlite_path` is
+what the app and the verbs use today, and it refuses a PostgreSQL URL with a sentence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
+
+POSTGRESQL_SCHEMES = ("postgresql", "postgresql+psycopg", "postgres")
+EXAMPLE_URL = "postgresql://cyoa:PASSWORD@db.example.org:5432/cyoa"
+
+
+class DatabaseSettingError(ValueError):
+    """The database setting names no database CYOA can use; the message says what to write."""
+
+
+@dataclass(frozen=True)
+class DatabaseLocation:
+    """Where the data lives: ``kind`` is ``"sqlite"`` (then ``path`` is the file) or
+    ``"postgresql"`` (then ``url`` is the SQLAlchemy URL, ``postgresql+psycopg://…``)."""
+
+    kind: Literal["sqlite", "postgresql"]
+    path: Path | None = None
+    url: str | None = None
+
+    def __str__(self) -> str:
+        return str(self.path) if self.kind == "sqlite" else redacted(self.url or "")
+
+
+def parse_database(value: str | Path) -> DatabaseLocation:
+    """The database ``value`` names, or :class:`DatabaseSettingError` with a sentence for
+    an empty value, an unknown scheme, or a PostgreSQL URL without a host or database name."""
+    text = str(value).strip()
+    if not text:
+        raise DatabaseSettingError(
+            "CYOA_DATABASE is empty: give a SQLite file path (the default is "
+            f"instance/cyoa.sqlite) or a PostgreSQL URL such as {EXAMPLE_URL}."
+        )
+    if "://" not in text:
+        return DatabaseLocation("sqlite", path=Path(text))
+    scheme = text.split("://", 1)[0].lower()
+    if scheme == "sqlite":
+        return _sqlite_url(text)
+    if scheme in POSTGRESQL_SCHEMES:
+        return _postgresql_url(text)
+    raise DatabaseSettingError(
+        f"CYOA_DATABASE starts with '{scheme}://', which CYOA cannot use: give a SQLite file "
+        f"path or a PostgreSQL URL such as {EXAMPLE_URL}."
+    )
+
+
+def sqlite_path(value: str | Path) -> Path:
+    """The SQLite file ``value`` names. A PostgreSQL URL is refused with a sentence while
+    PostgreSQL support is being built; anything else :func:`parse_database` refuses is too."""
+    location = parse_database(value)
+    if location.kind != "sqlite" or location.path is None:
+        raise DatabaseSettingError(
+            f"CYOA_DATABASE is a PostgreSQL URL ({location}), and PostgreSQL support is still "
+            "being built (docs/deployment.md, 'PostgreSQL: status'): use a SQLite file path "
+            "for now, e.g. instance/cyoa.sqlite."
+        )
+    return location.path
+
+
+def redacted(url: str) -> str:
+    """``url`` with its password replaced by ``***``, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _sqlite_url(text: str) -> DatabaseLocation:
+    """SQLAlchemy's ``sqlite:///relative/path`` or ``sqlite:////absolute/path``."""
+    path = text.split("://", 1)[1]
+    if not path.startswith("/") or len(path) == 1:
+        raise DatabaseSettingError(
+            f"'{text}' names no file: write sqlite:///relative/path.sqlite, "
+            "sqlite:////absolute/path.sqlite, or the path alone."
+        )
+    return DatabaseLocation("sqlite", path=Path(path[1:]))
+
+
+def _postgresql_url(text: str) -> DatabaseLocation:
+    """A PostgreSQL URL with a host (or a socket folder in ``?host=``) and a database name."""
+    parts = urlsplit(text)
+    shown = redacted(text)
+    try:
+        _ = parts.port  # urlsplit checks the port only when asked for it
+    except ValueError:
+        raise DatabaseSettingError(
+            f"The port in {shown} is not a number: write it as HOST:5432."
+        ) from None
+    if not parts.hostname and "host=" not in parts.query:
+        raise DatabaseSettingError(
+            f"{shown} names no server: write the host after '//', as in {EXAMPLE_URL}."
+        )
+    if not parts.path.strip("/"):
+        raise DatabaseSettingError(
+            f"{shown} names no database: add '/NAME' after the host, as in {EXAMPLE_URL}."
+        )
+    return DatabaseLocation("postgresql", url="postgresql+psycopg" + text[len(parts.scheme) :])

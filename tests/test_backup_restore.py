@@ -1,0 +1,202 @@
+"""``python -m cyoa backup`` and ``restore``: a backup taken while writers keep writing is one
+consistent snapshot, and the restored database gives the same analysis as the source."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cyoa import store
+from cyoa.backup import in_use
+from cyoa.cli import cli
+from tests.study_builder import FIRST, SECOND, add_writer, make_experiment, story
+
+ROOT = Path(__file__).resolve().parent.parent
+V1_DUMP = ROOT / "tests" / "data" / "cyoa-schema-v1.sql"
+SCALES = ROOT / "tests" / "data" / "scales"
+
+
+def run(db_path: Path, *args: str):
+    return CliRunner().invoke(cli, ["--db", str(db_path), *args])
+
+
+def analysis(db_path: Path, experiment: str) -> list:
+    result = run(db_path, "analyze", experiment, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def events(db_path: Path, experiment: str) -> dict[str, list[tuple]]:
+    """Each session of ``experiment``: its events in order."""
+    conn = sqlite3.connect(db_path)
+    try:
+        rows = conn.execute(
+            "SELECT e.session_id, e.seq, e.type, e.payload FROM events e "
+            "JOIN sessions s ON s.id = e.session_id WHERE s.experiment_id = ? ORDER BY 1, 2",
+            (experiment,),
+        ).fetchall()
+    finally:
+        conn.close()
+    sessions: dict[str, list[tuple]] = {}
+    for row in rows:
+        sessions.setdefault(row[0], []).append(row[1:])
+    return sessions
+
+
+@pytest.fixture
+def study(tmp_path) -> Path:
+    """A database with a co-writing experiment ``exp`` (four writers), an empty one
+    ``live``, and a rating experiment ``crowd`` (a 4-point crowd rating of three items)."""
+    path = tmp_path / "study.sqlite"
+    db = store.connect(path)
+    make_experiment(db, "exp")
+    make_experiment(db, "live")
+    for n, chosen in enumerate((FIRST, FIRST, SECOND, FIRST)):
+        add_writer(db, f"w{n}", story((FIRST, SECOND), chosen, f"w{n}"))
+    db.close()
+    args = ["--format", "long", "--instrument", str(SCALES / "crowd-1-4.toml"), "--name", "crowd"]
+    result = run(path, "import-ratings", str(SCALES / "crowd-1-4.csv"), *args)
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def keep_writing(path: Path, stop: threading.Event, written: list[str]) -> None:
+    """Add whole writers to experiment ``live`` until ``stop`` is set."""
+    db = store.connect(path)
+    try:
+        while not stop.is_set():
+            name = f"live{len(written)}"
+            add_writer(db, name, story((FIRST, SECOND), FIRST, name), exp_id="live")
+            written.append(name)
+    finally:
+        db.close()
+
+
+def test_a_backup_taken_while_a_writer_writes_restores_to_the_same_analysis(study, tmp_path):
+    before = {name: analysis(study, name) for name in ("exp", "crowd")}
+    stop, written = threading.Event(), []
+    writer = threading.Thread(target=keep_writing, args=(study, stop, written))
+    writer.start()
+    try:
+        while len(written) < 3:
+            threading.Event().wait(0.01)
+        backed_up = run(study, "backup", str(tmp_path / "backup.sqlite"))
+        at_backup = len(written)
+        while len(written) < at_backup + 2:
+            threading.Event().wait(0.01)
+    finally:
+        stop.set()
+        writer.join()
+    assert backed_up.exit_code == 0, backed_up.output
+    assert "Backed up" in backed_up.output
+
+    fresh = tmp_path / "fresh" / "cyoa.sqlite"
+    restored = run(fresh, "restore", str(tmp_path / "backup.sqlite"))
+    assert restored.exit_code == 0, restored.output
+    assert {name: analysis(fresh, name) for name in ("exp", "crowd")} == before
+
+    source_live, restored_live = events(study, "live"), events(fresh, "live")
+    assert 3 <= len(restored_live) <= at_backup + 1 < len(source_live)
+    for session, recorded in restored_live.items():
+        assert recorded == source_live[session][: len(recorded)]
+    conn = sqlite3.connect(fresh)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    conn.close()
+
+
+def test_a_restored_version_1_database_is_upgraded_through_the_migrations(tmp_path):
+    old = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(old)
+    conn.executescript(V1_DUMP.read_text(encoding="utf-8"))
+    conn.close()
+    fresh = tmp_path / "cyoa.sqlite"
+    result = run(fresh, "restore", str(old))
+    assert result.exit_code == 0, result.output
+    assert "upgraded from schema version 1" in result.output
+    db = store.connect(fresh)
+    assert store.schema_version(db) == store.SCHEMA_VERSION
+    assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] == 2
+    db.close()
+    source = store.connect(old)
+    assert store.schema_version(source) == 1
+    source.close()
+
+
+def test_restore_refuses_a_database_in_use_unless_forced(study, tmp_path):
+    backup = tmp_path / "backup.sqlite"
+    assert run(study, "backup", str(backup)).exit_code == 0
+    target = tmp_path / "live.sqlite"
+    assert run(target, "restore", str(backup)).exit_code == 0
+    app = store.connect(target)
+    app.execute("SELECT count(*) FROM experiments").fetchone()
+    assert in_use(target)
+
+    refused = run(target, "restore", str(backup))
+    assert refused.exit_code == 1
+    assert "is open in another process (is the app running?)" in refused.output
+    assert "--force" in refused.output
+
+    app.close()
+    assert not in_use(target)
+    refused = run(target, "restore", str(backup))
+    assert "already holds a database: add --force" in refused.output
+    forced = run(target, "restore", str(backup), "--force")
+    assert forced.exit_code == 0, forced.output
+
+
+def test_a_backup_never_overwrites_a_file(study, tmp_path):
+    backup = tmp_path / "backup.sqlite"
+    backup.write_text("precious")
+    result = run(study, "backup", str(backup))
+    assert result.exit_code == 1
+    assert "already exists: a backup never overwrites a file" in result.output
+    assert backup.read_text() == "precious"
+
+
+@pytest.mark.parametrize(
+    ("make", "sentence"),
+    [
+        (lambda p: None, "There is no backup at"),
+        (lambda p: p.write_text("not a database"), "is not a SQLite database"),
+        (
+            lambda p: sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.close(),
+            "is a SQLite database but not CYOA's",
+        ),
+        (
+            lambda p: sqlite3.connect(p).executescript(
+                "CREATE TABLE experiments (id); PRAGMA user_version = 999;"
+            ),
+            "newer than this CYOA's",
+        ),
+    ],
+)
+def test_a_file_that_is_no_cyoa_backup_is_refused_with_a_sentence(tmp_path, make, sentence):
+    backup = tmp_path / "backup.sqlite"
+    make(backup)
+    target = tmp_path / "cyoa.sqlite"
+    result = run(target, "restore", str(backup))
+    assert result.exit_code == 1
+    assert sentence in result.output
+    assert "Traceback" not in result.output
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "sentence"),
+    [
+        (["backup", "{tmp}/missing-folder/backup.sqlite"], "does not exist: create it first"),
+        (["--db", "{tmp}/missing.sqlite", "backup", "{tmp}/b.sqlite"], "There is no database"),
+    ],
+)
+def test_a_backup_to_or_from_a_bad_path_is_refused_with_a_sentence(study, tmp_path, args, sentence):
+    args = [arg.format(tmp=tmp_path) for arg in args]
+    if args[0] != "--db":
+        args = ["--db", str(study), *args]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1
+    assert sentence in result.output
