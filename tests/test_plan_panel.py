@@ -119,3 +119,28 @@ def test_a_rating_pilot_is_planned_from_its_dashboard_and_the_card_shows_the_pla
 def test_the_plan_page_of_an_unknown_experiment_is_not_found(researcher):
     assert researcher.get("/research/plan/nothing-here").status_code == 404
     assert researcher.get("/research/plan/fake-ab/no-such-job").status_code == 404
+
+
+def test_a_rating_plan_page_shows_the_precision_of_agreement_it_was_asked_for(
+    app, researcher, tmp_path
+):
+    scales = Path(__file__).parent / "data" / "scales"
+    imported = CliRunner().invoke(cli, [
+        "--db", app.config["DATABASE"], "import-ratings", str(small_pilot(tmp_path / "p.csv")),
+        "--format", "long", "--instrument", str(scales / "crowd-1-4.toml"), "--name", "pilot",
+    ])  # fmt: skip
+    assert imported.exit_code == 0, imported.output
+    start = researcher.post("/research/plan/pilot", data={"alpha_width": "0.3"})
+    assert finished(researcher, start.headers["Location"])["state"] == "saved"
+    page = html.unescape(researcher.get("/research/plan/pilot").get_data(as_text=True))
+    assert "<h3>Precision of agreement</h3>" in page
+    assert "target width 0.3" in page
+    plan = store.latest_plan(store.connect(app.config["DATABASE"]), "pilot")
+    assert plan["record"]["sections"][0]["summary"].startswith("Smallest design for α ± 0.15")
+    dashboard = html.unescape(researcher.get("/research/ratings/pilot").get_data(as_text=True))
+    assert "Precision of agreement: Smallest design for α ± 0.15" in dashboard
+    refused = researcher.post("/research/plan/pilot", data={"alpha_width": "5"})
+    assert refused.status_code == 400
+    assert "Width of α's and κ's interval: a number from 0.01 to 2" in html.unescape(
+        refused.get_data(as_text=True)
+    )

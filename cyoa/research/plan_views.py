@@ -41,9 +41,10 @@ FIELDS = {
     "fee": ("Platform fee", 0.0, 10.0, False),
     "seed": ("Seed", 0, 2**31 - 1, True),
     "simulations": ("Simulations per cell", 100, 20_000, True),
+    "alpha_width": ("Width of α's and κ's interval", 0.01, 2.0, False),
 }
 DEFAULTS = {"target_power": "0.8", "alpha": "0.05", "hourly_rate": "12", "fee": "0.33",
-            "seed": "0", "simulations": "2000"}  # fmt: skip
+            "seed": "0", "simulations": "2000", "alpha_width": "0.2"}  # fmt: skip
 
 
 @dataclass
@@ -156,6 +157,7 @@ def _options(job: PlanJob) -> tuple[Options, dict[str, float]]:
     options = Options(
         values["target_power"], values["alpha"], values["hourly_rate"], values["fee"],
         int(values["seed"]), given["effect"], job.advance, int(values["simulations"]),
+        values["alpha_width"],
     )  # fmt: skip
     return options, parse_assumptions(request.form.get("assume", ""), KEYS[job_kind(job)])
 
