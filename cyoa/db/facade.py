@@ -93,7 +93,6 @@ class Db:
         self.engine = engine
         self._local = threading.local()
         self._tables: dict[str, sa.Table] = {}
-        self._tables_lock = threading.Lock()
 
     @property
     def dialect(self) -> str:
@@ -140,15 +139,18 @@ class Db:
         return iter(rows)
 
     def table(self, name: str) -> sa.Table:
-        """The table ``name`` as the database describes it; LookupError if there is none."""
-        with self._tables_lock:
-            if name not in self._tables:
-                with self.connection() as conn:
-                    try:
-                        self._tables[name] = sa.Table(name, sa.MetaData(), autoload_with=conn)
-                    except sa.exc.NoSuchTableError:
-                        raise LookupError(f"There is no table '{name}' in this database.") from None
-            return self._tables[name]
+        """The table ``name`` as the database describes it (read once, then remembered);
+        LookupError if there is none. Two threads may both read it the first time: the
+        first to finish is kept, and no thread waits on another for it."""
+        found = self._tables.get(name)
+        if found is None:
+            with self.connection() as conn:
+                try:
+                    found = sa.Table(name, sa.MetaData(), autoload_with=conn)
+                except sa.exc.NoSuchTableError:
+                    raise LookupError(f"There is no table '{name}' in this database.") from None
+            found = self._tables.setdefault(name, found)
+        return found
 
     def insert(self, table: str, row: Mapping[str, Any], on_conflict: OnConflict = None) -> Any:
         """Insert ``row``; its primary key (the new id for an integer key; a tuple for a
