@@ -296,3 +296,41 @@ def test_the_postgresql_pool_is_sized_by_two_settings(postgres_url):
 
 def test_schema_errors_are_the_ones_the_store_raises():
     assert store.SchemaError is SchemaError
+
+
+def test_tabs_recording_at_once_under_the_session_lock_get_one_sequence_number_each(db):
+    add_experiment(db)
+    participant = db.insert(
+        "participants", {"experiment_id": "e1", "external_id": "w1", "id_source": "link"}
+    )
+    db.insert("sessions", {
+        "id": "s1", "experiment_id": "e1", "participant_id": participant,
+        "phase": "writing", "completion_code": "C1",
+    })  # fmt: skip
+    tabs = 8
+    barrier = threading.Barrier(tabs)
+    failures: list[BaseException] = []
+
+    def record(action: str) -> None:
+        try:
+            barrier.wait()
+            with write_transaction(db, lock=("session", "s1")):
+                last = db.execute(
+                    "SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?", ["s1"]
+                ).fetchone()[0]
+                time.sleep(0.01)
+                db.insert("events", {
+                    "session_id": "s1", "seq": last + 1, "type": "turn", "payload": "{}",
+                    "server_time": "t", "client_action_id": action,
+                })  # fmt: skip
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=record, args=(f"a{i}",)) for i in range(tabs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    seqs = [r["seq"] for r in db.rows_where("events", "session_id = ?", ["s1"], order_by="seq")]
+    assert seqs == list(range(1, tabs + 1))
