@@ -9,3 +9,7 @@ class AnalysisError(ValueError):
 
 class PlanInputError(ValueError):
     """A typed assumption or option a plan cannot use; the message names it."""
+
+
+class SchemaError(RuntimeError):
+    """The database cannot be brought to this code's schema (e.g. it is newer)."""

@@ -19,13 +19,9 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from cyoa.errors import AnalysisError
+from cyoa.errors import AnalysisError, SchemaError
 
 BUSY_TIMEOUT_SECONDS = 10.0
-
-
-class SchemaError(RuntimeError):
-    """The database cannot be brought to this code's schema (e.g. it is newer)."""
 
 
 def now() -> str:

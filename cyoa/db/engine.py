@@ -1,0 +1,75 @@
+"""The SQLAlchemy engine for a database location, one per process: a SQLite file (the
+embedded default) or a PostgreSQL server through psycopg 3.
+
+SQLite: every new connection switches foreign keys on, waits up to ten seconds for another
+writer's lock, and is usable from any thread; the driver's own transaction handling is
+switched off so that each transaction begins with the statement :mod:`cyoa.db.transactions`
+asks for (``BEGIN`` or ``BEGIN IMMEDIATE``), as SQLAlchemy's documentation recommends
+("Serializable isolation / Savepoints / Transactional DDL", pysqlite dialect).
+
+PostgreSQL: a pool of ``CYOA_DB_POOL_SIZE`` connections (default 5) that may grow by
+``CYOA_DB_MAX_OVERFLOW`` (default 10) under load, each checked before use
+(``pool_pre_ping``) so that a server restart costs a reconnect, not an error. Every worker
+process holds at most size + overflow connections: keep their sum over all processes under
+the server's ``max_connections``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+
+from cyoa.database_url import DatabaseLocation
+
+BUSY_TIMEOUT_SECONDS = 10.0
+POOL_SETTINGS = (("CYOA_DB_POOL_SIZE", 5), ("CYOA_DB_MAX_OVERFLOW", 10))
+BEGIN_OPTION = "cyoa_begin"
+
+
+def pool_settings(environ: Mapping[str, str]) -> tuple[int, int]:
+    """PostgreSQL's pool size and overflow from the settings in ``environ`` (connections per
+    worker process); ValueError with a sentence for anything but a whole number ≥ 0."""
+    values = []
+    for name, default in POOL_SETTINGS:
+        text = environ.get(name, "").strip() or str(default)
+        if not text.isdigit():
+            raise ValueError(
+                f"{name} must be a whole number of connections (0 or more), not '{text}'."
+            )
+        values.append(int(text))
+    return values[0], values[1]
+
+
+def engine_for(location: DatabaseLocation, environ: Mapping[str, str] | None = None) -> sa.Engine:
+    """A new engine for ``location``; pool settings come from ``environ`` (default: the
+    process's environment)."""
+    if location.kind == "sqlite":
+        return _sqlite_engine(location)
+    size, overflow = pool_settings(os.environ if environ is None else environ)
+    return sa.create_engine(
+        location.url or "", pool_size=size, max_overflow=overflow, pool_pre_ping=True
+    )
+
+
+def _sqlite_engine(location: DatabaseLocation) -> sa.Engine:
+    engine = sa.create_engine(
+        f"sqlite+pysqlite:///{location.path}",
+        connect_args={"timeout": BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+    )
+    sa.event.listen(engine, "connect", _sqlite_connected)
+    sa.event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def _sqlite_connected(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None  # the "begin" listener below begins transactions
+    dbapi_connection.execute("PRAGMA foreign_keys = ON")
+
+
+def _sqlite_begin(connection: sa.Connection) -> None:
+    """``BEGIN IMMEDIATE`` for a write transaction (the write lock up front), ``BEGIN``
+    otherwise."""
+    connection.exec_driver_sql(connection.get_execution_options().get(BEGIN_OPTION, "BEGIN"))
