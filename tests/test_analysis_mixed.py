@@ -34,7 +34,7 @@ from cyoa.rating.instruments import AISS_V1
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.rating_coverage import DESIGNS, check_design, simulate_study  # noqa: E402
 
-CROSSED, NESTED, UNBALANCED = DESIGNS
+CROSSED, NESTED, UNBALANCED, RATER_SOURCE = DESIGNS
 
 
 def test_the_model_s_variances_and_means_are_those_of_statsmodels_mixedlm():
@@ -237,3 +237,13 @@ def test_raters_numbered_per_story_get_no_per_rater_quality_control_and_a_note(t
     assert report.severity.note == POSITIONAL_NOTE
     assert POSITIONAL_NOTE in text
     assert report.all_raters.scales.model("Coherence").components.rater is None
+
+
+def test_when_raters_differ_in_which_source_they_prefer_the_difference_s_interval_covers_93_to_97():
+    # Six raters rate every story of both sources, each preferring one source by their own
+    # amount (rater × source SD 0.5, as large as the stories'): without that component the
+    # interval of A − B treats each rater's preference as noise that averages out over stories.
+    shares = check_design(RATER_SOURCE, studies=200, seed=0)
+    assert shares["fitted"] == 1.0
+    assert 0.93 <= shares["difference"] <= 0.97
+    assert shares["rejected"] <= 0.07
