@@ -131,7 +131,8 @@ def render_markdown(results: dict[str, dict[str, float]], studies: int, seconds:
         f"`.venv/bin/python bench/rating_coverage.py --studies {studies}`",
         "",
         f"- {studies} simulated studies per design; SD story {SD_STORY}, rater {SD_RATER}, "
-        f"residual {SD_RESIDUAL} (rater × source {SD_RATER_SOURCE} where named); Python {platform.python_version()}; {seconds:.0f} s",
+        f"residual {SD_RESIDUAL} (rater × source {SD_RATER_SOURCE} where named); "
+        f"Python {platform.python_version()}; {seconds:.0f} s",
         "- target: 95% intervals cover 93–97%; a test of a true null rejects ≤ 6% at .05",
         "",
         "| design | model: mean covered | model: A − B covered | model: rejects | "
