@@ -1,8 +1,13 @@
 """Source means and their differences from a linear mixed model with crossed random effects
 for story and rater: the headline intervals of a rating study's scores.
 
-A rating is y = μ_source + a_story + b_rater + e, with a_story ~ N(0, σ²_story),
-b_rater ~ N(0, σ²_rater) and e ~ N(0, σ²_residual), all independent; the sources are fixed
+A rating is y = μ_source + a_story + b_rater + c_rater×source + e, with a_story ~
+N(0, σ²_story), b_rater ~ N(0, σ²_rater), c_rater×source ~ N(0, σ²_rater×source) (one per
+rater and source: how much raters differ in which source they prefer; lme4's
+``(1 | rater) + (1 | rater:source)``) and e ~ N(0, σ²_residual), all independent. The
+rater × source component is left out where it cannot be told from the rater (each rater rated
+one source) or from the residual (no rater rated two stories of one source); the method says
+so (Baayen, Davidson & Bates 2008; Barr, Levy, Scheepers & Tily 2013); the sources are fixed
 effects (one mean each). The stories of a source are a sample of what it writes and the raters
 a sample of people, so a source's mean is uncertain through both: Var(source mean) is, in a
 balanced design where every rater rates every story, σ²_story/n_stories + σ²_rater/n_raters +
@@ -53,6 +58,10 @@ References:
     Davison, A. C. and Hinkley, D. V. (1997). Bootstrap Methods and their Application, §3.8.
     Owen, A. B. (2007). The pigeonhole bootstrap. Annals of Applied Statistics 1(2).
     Holm, S. (1979).
+    Baayen, R. H., Davidson, D. J. and Bates, D. M. (2008). Mixed-effects modeling with crossed
+    random effects for subjects and items. Journal of Memory and Language 59(4).
+    Barr, D. J., Levy, R., Scheepers, C. and Tily, H. J. (2013). Random effects structure for
+    confirmatory hypothesis testing: keep it maximal. Journal of Memory and Language 68(3).
     Westfall, J., Kenny, D. A. and Judd, C. M. (2014). Statistical power and optimal design in
     experiments in which samples of participants respond to samples of stimuli. Journal of
     Experimental Psychology: General 143(5).
