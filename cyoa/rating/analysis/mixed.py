@@ -10,9 +10,10 @@ one source) or from the residual (no rater rated two stories of one source); the
 so (Baayen, Davidson & Bates 2008; Barr, Levy, Scheepers & Tily 2013); the sources are fixed
 effects (one mean each). The stories of a source are a sample of what it writes and the raters
 a sample of people, so a source's mean is uncertain through both: Var(source mean) is, in a
-balanced design where every rater rates every story, σ²_story/n_stories + σ²_rater/n_raters +
-σ²_residual/(n_stories · n_raters) (Cornfield & Tukey 1956). A t interval over story means
-leaves out the raters' share: with four raters it covered the true mean about half the time.
+balanced design where every rater rates every story, σ²_story/n_stories + (σ²_rater +
+σ²_rater×source)/n_raters + σ²_residual/(n_stories · n_raters) (Cornfield & Tukey 1956). A
+t interval over story means leaves out the raters' share: with four raters it covered the
+true mean about half the time.
 
 - **Fit**: restricted maximum likelihood (REML; Patterson & Thompson 1971), the variances
   profiled as in lme4 (Bates et al. 2015): the story block of the random effects' equations is
