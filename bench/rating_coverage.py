@@ -16,6 +16,9 @@ show why the model is the headline. Writes ``bench/results/rating-coverage.md`` 
   stories (as FEI's design and many imported files).
 - ``unbalanced``: 2 sources × 12 stories; 8 raters, each story rated by 3 of them at random,
   answers rounded to a 1–5 scale.
+- ``rater × source``: 2 sources × 10 stories; the same 6 raters rate every story, and each
+  rater prefers one source by their own amount: a rater × source effect with SD
+  :data:`SD_RATER_SOURCE` (Card et al. 2020's "worker slope"), as large as the story SD.
 """
 
 from __future__ import annotations
@@ -40,13 +43,15 @@ from cyoa.stats import mann_whitney  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results"
 TRUE_MEAN = 3.0
 SD_STORY, SD_RATER, SD_RESIDUAL = 0.5, 0.5, 0.7
+SD_RATER_SOURCE = 0.5
 
 
 @dataclass(frozen=True)
 class Design:
     """A simulated study's shape: ``stories`` per source, ``raters`` (in all, or per source
     when ``nested``), ``per_story`` raters drawn for each story (all when ``None``), and
-    whether answers are rounded to the 1–5 points."""
+    whether answers are rounded to the 1–5 points; ``rater_source``: whether each rater's
+    offset differs by source (SD :data:`SD_RATER_SOURCE` for each rater × source cell)."""
 
     name: str
     stories: int
@@ -54,12 +59,14 @@ class Design:
     nested: bool = False
     per_story: int | None = None
     rounded: bool = False
+    rater_source: bool = False
 
 
 DESIGNS = (
     Design("crossed", stories=10, raters=4),
     Design("nested", stories=10, raters=4, nested=True),
     Design("unbalanced", stories=12, raters=8, per_story=3, rounded=True),
+    Design("rater × source", stories=10, raters=6, rater_source=True),
 )
 
 
@@ -71,11 +78,20 @@ def simulate_study(design: Design, rng: np.random.Generator) -> pd.DataFrame:
     rows = []
     for index, source in enumerate(("A", "B")):
         pool = np.arange(design.raters) + (index * design.raters if design.nested else 0)
+        cell_effects = np.zeros(design.raters * pools)
+        if design.rater_source:  # drawn only here, so the other designs' draws stay as they were
+            cell_effects = rng.normal(0.0, SD_RATER_SOURCE, design.raters * pools)
         for story in range(design.stories):
             story_effect = rng.normal(0.0, SD_STORY)
             chosen = pool if design.per_story is None else rng.choice(pool, design.per_story, False)
             for rater in chosen:
-                score = TRUE_MEAN + story_effect + rater_effects[rater] + rng.normal(0, SD_RESIDUAL)
+                score = (
+                    TRUE_MEAN
+                    + story_effect
+                    + rater_effects[rater]
+                    + cell_effects[rater]
+                    + rng.normal(0, SD_RESIDUAL)
+                )
                 if design.rounded:
                     score = float(np.clip(np.rint(score), 1, 5))
                 rows.append((f"{source}{story}", source, f"r{rater}", score))
@@ -115,7 +131,8 @@ def render_markdown(results: dict[str, dict[str, float]], studies: int, seconds:
         f"`.venv/bin/python bench/rating_coverage.py --studies {studies}`",
         "",
         f"- {studies} simulated studies per design; SD story {SD_STORY}, rater {SD_RATER}, "
-        f"residual {SD_RESIDUAL}; Python {platform.python_version()}; {seconds:.0f} s",
+        f"residual {SD_RESIDUAL} (rater × source {SD_RATER_SOURCE} where named); "
+        f"Python {platform.python_version()}; {seconds:.0f} s",
         "- target: 95% intervals cover 93–97%; a test of a true null rejects ≤ 6% at .05",
         "",
         "| design | model: mean covered | model: A − B covered | model: rejects | "

@@ -34,25 +34,44 @@ from cyoa.rating.instruments import AISS_V1
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.rating_coverage import DESIGNS, check_design, simulate_study  # noqa: E402
 
-CROSSED, NESTED, UNBALANCED = DESIGNS
+CROSSED, NESTED, UNBALANCED, RATER_SOURCE = DESIGNS
 
 
-def test_the_model_s_variances_and_means_are_those_of_statsmodels_mixedlm():
-    frame = simulate_study(UNBALANCED, np.random.default_rng(3))
-    fitted = fit_model(frame)
+def _mixedlm(frame: pd.DataFrame, effects: dict[str, str]):
     reference = MixedLM.from_formula(
         "score ~ 0 + source",
         groups="g",
-        vc_formula={"rater": "0 + C(rater_id)", "story": "0 + C(story_id)"},
-        data=frame.assign(g=1),
+        vc_formula=effects,
+        data=frame.assign(g=1, cell=frame["rater_id"] + ":" + frame["source"]),
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = reference.fit(reml=True)
     components = dict(zip(reference.exog_vc.names, result.vcomp, strict=True))
-    expected = [components["story"], components["rater"], result.scale]
-    assert fitted.theta == pytest.approx(expected, rel=1e-3)
-    assert fitted.beta == pytest.approx(result.fe_params.to_numpy(), abs=1e-5)
+    return [*(components[name] for name in effects), result.scale], result.fe_params.to_numpy()
+
+
+@pytest.mark.parametrize(("design", "seed"), [(UNBALANCED, 3), (RATER_SOURCE, 4)])
+def test_the_model_s_variances_and_means_are_those_of_statsmodels_mixedlm(design, seed):
+    # Raters rate both sources here: the model has the rater × source cells as a third effect.
+    frame = simulate_study(design, np.random.default_rng(seed))
+    fitted = fit_model(frame)
+    effects = {"story": "0 + C(story_id)", "rater": "0 + C(rater_id)", "cell": "0 + C(cell)"}
+    variances, means = _mixedlm(frame, effects)
+    # A component at its bound of 0 agrees to 1e-4 (statsmodels stops near, not at, the bound).
+    assert fitted.theta == pytest.approx(variances, rel=1e-3, abs=1e-4)
+    assert fitted.beta == pytest.approx(means, abs=1e-5)
+
+
+def test_with_raters_nested_in_sources_the_model_has_no_rater_by_source_term_and_says_why():
+    frame = simulate_study(NESTED, np.random.default_rng(3))
+    fitted = fit_model(frame)
+    variances, means = _mixedlm(frame, {"story": "0 + C(story_id)", "rater": "0 + C(rater_id)"})
+    assert fitted.theta == pytest.approx(variances, rel=1e-3)
+    assert fitted.beta == pytest.approx(means, abs=1e-5)
+    model = source_model(frame, "score")
+    assert model.components.rater_source is None
+    assert "no rater × source term: each rater rated one source" in model.method
 
 
 def test_in_a_balanced_crossed_design_a_source_mean_s_variance_is_cornfield_and_tukey_s_sum():
@@ -60,11 +79,20 @@ def test_in_a_balanced_crossed_design_a_source_mean_s_variance_is_cornfield_and_
     model = source_model(frame, "score")
     parts = model.components
     stories, raters = CROSSED.stories, CROSSED.raters
-    variance = parts.story / stories + parts.rater / raters + parts.residual / (stories * raters)
+    variance = (
+        parts.story / stories
+        + (parts.rater + parts.rater_source) / raters
+        + parts.residual / (stories * raters)
+    )
     assert model.means[0].se ** 2 == pytest.approx(variance, rel=1e-6)
-    total = parts.story + parts.rater + parts.residual
+    # The difference: the rater main effect cancels, each rater's cells do not.
+    difference = 2 * (parts.story / stories + parts.rater_source / raters)
+    difference += 2 * parts.residual / (stories * raters)
+    assert model.differences[0].se ** 2 == pytest.approx(difference, rel=1e-6)
+    total = parts.story + parts.rater + parts.rater_source + parts.residual
     assert parts.icc_story == pytest.approx(parts.story / total)
     assert parts.icc_rater == pytest.approx(parts.rater / total)
+    assert parts.icc_rater_source == pytest.approx(parts.rater_source / total)
     assert model.stories == 2 * stories and model.raters == raters and model.observations == 80
 
 
@@ -186,7 +214,7 @@ def test_analyze_prints_the_model_s_means_first_and_says_what_they_model():
     text = render_rating_analysis(analysis)
     headline = text.index("## Source means from the mixed model")
     assert headline < text.index("## Factors over story means")
-    assert "random story and rater; 95% t intervals with Satterthwaite df" in text
+    assert "random story, rater and rater × source; 95% t intervals with Satterthwaite df" in text
     assert "## Variance components (mixed model)" in text
     tables = [row[0] for row in csv.reader(io.StringIO(render_rating_analysis(analysis, "csv")))]
     assert next(table for table in tables[1:] if table != "study") == "model_means"
@@ -237,3 +265,13 @@ def test_raters_numbered_per_story_get_no_per_rater_quality_control_and_a_note(t
     assert report.severity.note == POSITIONAL_NOTE
     assert POSITIONAL_NOTE in text
     assert report.all_raters.scales.model("Coherence").components.rater is None
+
+
+def test_when_raters_differ_in_which_source_they_prefer_the_difference_s_interval_covers_93_to_97():
+    # Six raters rate every story of both sources, each preferring one source by their own
+    # amount (rater × source SD 0.5, as large as the stories'): without that component the
+    # interval of A − B treats each rater's preference as noise that averages out over stories.
+    shares = check_design(RATER_SOURCE, studies=200, seed=0)
+    assert shares["fitted"] == 1.0
+    assert 0.93 <= shares["difference"] <= 0.97
+    assert shares["rejected"] <= 0.07

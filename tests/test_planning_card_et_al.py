@@ -17,9 +17,11 @@ The mapping onto CYOA (see docs/analysis.md, "Card et al.'s power, reproduced"):
 output from one model is a CYOA story; every rater rates every story (``stories_per_rater`` =
 all of them); CYOA's difference is 2·diff; the story SD is √2 × their item-slope SD (the
 contrast then has their variance: two stories of an item differ by twice the item slope);
-the rater SD is their worker intercept. Their worker slope (raters differ in how much they
-prefer one model) has no counterpart in CYOA's model, and it dominates their high-variance
-setting.
+the rater SD is their worker intercept; the rater × source SD is √2 × their worker slope (a
+worker's offsets under the two models differ by twice the slope, variance 4·slope², and a
+rater's two cells by variance 2·σ²_rater×source). In a fully crossed design the rater
+intercept cancels from the difference, so the intercepts' covariance, which the cell
+component cannot make negative, does not enter.
 """
 
 import math
@@ -62,20 +64,21 @@ def _cyoa_cell(setting, diff, items, workers):
     """CYOA's planned power and SE for their design, mapped as the module docstring says."""
     s = SETTINGS[setting]
     assumptions = RatingAssumptions(
-        2 * diff, math.sqrt(2) * s["item_slope"], s["worker"], s["sigma"]
-    )
+        2 * diff, math.sqrt(2) * s["item_slope"], s["worker"], s["sigma"],
+        math.sqrt(2) * s["worker_slope"],
+    )  # fmt: skip
     return planned_power(assumptions, items, workers, stories_per_rater=2 * items)
 
 
 def _their_power(setting, diff, items, workers, draws=200_000):
-    """The power of their test: CYOA's planned SE with their worker-slope variance added, and
-    the ML Wald z of a balanced fully crossed design. There the worker part of the contrast's
+    """The power of their test: CYOA's planned SE (worker slope included), and the ML Wald z
+    of a balanced fully crossed design. There the worker part of the contrast's
     variance, Q = 4·slope²/W + 2σ²/(I·W), is estimated from the workers' mean square with
     W − 1 df divided by W (ML), so SE_ML² = SE² − Q + Q·χ²(W − 1)/W, independent of the
     estimate; the item part (hundreds of df) is taken as known and the estimate's truncation
     at zero is ignored. Power: P(estimate > 1.96·SE_ML), by Monte Carlo."""
     s = SETTINGS[setting]
-    se2 = _cyoa_cell(setting, diff, items, workers).se ** 2 + 4 * s["worker_slope"] ** 2 / workers
+    se2 = _cyoa_cell(setting, diff, items, workers).se ** 2
     q = 4 * s["worker_slope"] ** 2 / workers + 2 * s["sigma"] ** 2 / (items * workers)
     rng = np.random.default_rng(2020)
     estimate = 2 * diff + math.sqrt(se2) * rng.standard_normal(draws)
@@ -89,16 +92,20 @@ def _monte_carlo_se(power):
 
 
 @pytest.mark.parametrize(("items", "workers"), [(50, 3), (100, 10), (500, 3)])
-def test_cyoa_s_planned_se_for_their_crossed_design_is_their_model_s_without_the_worker_slope(
+def test_cyoa_s_planned_se_for_their_crossed_design_is_their_model_s_worker_slope_included(
     items, workers
 ):
     s = SETTINGS["high"]
-    theirs = 2 * math.sqrt(s["item_slope"] ** 2 / items + s["sigma"] ** 2 / (2 * items * workers))
+    theirs = 2 * math.sqrt(
+        s["item_slope"] ** 2 / items
+        + s["worker_slope"] ** 2 / workers
+        + s["sigma"] ** 2 / (2 * items * workers)
+    )
     assert _cyoa_cell("high", 0.1, items, workers).se == pytest.approx(theirs, rel=1e-9)
 
 
 @pytest.mark.parametrize(("setting", "diff", "items", "workers", "published"), PUBLISHED)
-def test_with_their_worker_slope_added_each_published_power_is_within_its_monte_carlo_error(
+def test_their_test_on_cyoa_s_planned_se_gives_each_published_power_within_its_monte_carlo_error(
     setting, diff, items, workers, published
 ):
     reproduced, _ = _their_power(setting, diff, items, workers)
@@ -117,9 +124,25 @@ def test_their_three_worker_power_is_above_what_a_test_that_keeps_its_level_can_
     assert null > 0.08  # a one-sided 0.025 test
 
 
-def test_cyoa_s_planner_overstates_their_power_where_raters_disagree_about_the_models():
-    # CYOA's model has no rater × source effect: with their high-variance worker slope the
-    # planned power keeps rising with items, while theirs levels off near 0.87 at 10 workers.
+def test_where_raters_disagree_about_the_models_cyoa_s_planned_power_levels_off_with_items():
+    # Their worker slope is the rater × source component: more items barely help, more
+    # workers do, as in their published cells (0.795 at 100 items, 0.87 at 500, 10 workers).
+    hundred, five_hundred = _cyoa_cell("high", 0.1, 100, 10), _cyoa_cell("high", 0.1, 500, 10)
+    assert five_hundred.power - hundred.power < 0.05
+    assert five_hundred.power < 0.8
+    s = SETTINGS["high"]
+    without = RatingAssumptions(0.2, math.sqrt(2) * s["item_slope"], s["worker"], s["sigma"])
+    assert planned_power(without, 500, 10, stories_per_rater=1000).power > 0.99
+    twenty = _cyoa_cell("high", 0.1, 500, 20)
+    assert twenty.power > five_hundred.power + 0.1
+
+
+def test_cyoa_s_planned_power_is_below_theirs_by_its_t_test_with_satterthwaite_df():
+    # CYOA tests with t on the rater × source df (W − 1 = 9 here) where they use z and an ML
+    # variance: at 500 items and 10 workers 0.72 against their 0.87.
     cell = _cyoa_cell("high", 0.1, 500, 10)
-    assert cell.power > 0.99
-    assert _their_power("high", 0.1, 500, 10)[0] < 0.9
+    assert 8 < cell.df < 12
+    assert cell.power == pytest.approx(0.716, abs=0.005)
+    assert _their_power("high", 0.1, 500, 10)[0] == pytest.approx(
+        0.87, abs=3 * _monte_carlo_se(0.87)
+    )

@@ -15,6 +15,7 @@ from cyoa.rating.planning import (
     simulate_study,
     simulated_power,
 )
+from cyoa.research.planning import Options, make_plan
 
 TRUTH = RatingAssumptions(difference=0.4, story_sd=0.5, rater_sd=0.4, residual_sd=0.8)
 
@@ -78,3 +79,22 @@ def test_planned_power_from_a_pilot_is_the_power_realised_by_cyoa_s_own_analysis
 def test_a_difference_of_dozens_of_standard_errors_has_power_one_not_nan():
     cell = planned_power(RatingAssumptions(1.2, 0.0, 0.1, 0.3), 40, 3, 2)
     assert cell.power == pytest.approx(1.0)
+
+
+def test_a_pilot_whose_raters_rate_both_sources_gives_the_rater_by_source_sd_of_its_model():
+    truth = RatingAssumptions(0.4, 0.5, 0.4, 0.8, rater_source_sd=0.5)
+    pilot = simulate_study(truth, 60, 3, 10, seed=4)
+    estimate = estimate_pilot(pilot)
+    with threadpool_limits(1):
+        model = source_model(pilot, "score")
+    assert estimate.rater_source_sd == pytest.approx(np.sqrt(model.components.rater_source))
+    assert 0.2 < estimate.rater_source_sd < 0.8
+
+
+def test_a_typed_rater_by_source_sd_enters_the_rating_plan_and_lowers_its_power():
+    typed = {"difference": 0.4, "story_sd": 0.5, "rater_sd": 0.4, "residual_sd": 0.8}
+    plain = make_plan(None, None, "rating", typed, Options())
+    record = make_plan(None, None, "rating", {**typed, "rater_source_sd": 0.3}, Options())
+    assert record.inputs["rater_source_sd"] == {"value": 0.3, "source": "typed"}
+    assert "rater × source 0.300" in record.text
+    assert record.curve[-1]["power"] < plain.curve[-1]["power"]

@@ -2,11 +2,15 @@
 analysis's own test of the difference between two sources (the crossed story × rater mixed
 model, :mod:`cyoa.rating.analysis.mixed`).
 
-The model of a study is the analysis's: a rating is y = μ_source + a_story + b_rater + e with
-SDs ``story_sd``, ``rater_sd`` and ``residual_sd`` (score units), and the two sources' means
-``difference`` apart. A planned design has ``stories`` stories per source, each rated by
-``raters_per_story`` raters, each rater rating ``stories_per_rater`` stories alternating
-between the sources (:func:`planned_layout`, as CYOA's assignment balances a rater's list).
+The model of a study is the analysis's: a rating is y = μ_source + a_story + b_rater +
+c_rater×source + e with SDs ``story_sd``, ``rater_sd``, ``rater_source_sd`` (how much raters
+differ in how they rate one source against the other; 0 by default) and ``residual_sd`` (score
+units), and the two sources' means ``difference`` apart. With raters who rate both sources the
+rater × source variance does not shrink with more stories, only with more raters: power levels
+off (Westfall, Kenny and Judd 2014; Card et al. 2020's "worker slope"). A planned design
+has ``stories`` stories per source, each rated by ``raters_per_story`` raters, each rater
+rating ``stories_per_rater`` stories alternating between the sources (:func:`planned_layout`,
+as CYOA's assignment balances a rater's list).
 
 - **Planned power** (:func:`planned_power`): the analysis's Satterthwaite t-test at α of the
   difference, its standard error and df computed for the planned layout at the assumed
@@ -52,12 +56,13 @@ Progress = Callable[[int, int], None]
 @dataclass(frozen=True)
 class RatingAssumptions:
     """What a plan assumes: the sources' ``difference`` and the SDs of the story, rater and
-    residual effects, all in the score's units."""
+    residual effects and of the rater × source cells, all in the score's units."""
 
     difference: float
     story_sd: float
     rater_sd: float
     residual_sd: float
+    rater_source_sd: float = 0.0
 
     def variances(self) -> tuple[float, float, float]:
         return (self.story_sd**2, self.rater_sd**2, self.residual_sd**2)
@@ -142,11 +147,17 @@ def planned_power(
 ) -> RatingCell:
     """The planned (analytic) power of the two-sided test of A − B at ``alpha`` for a design
     (see the module docstring)."""
-    if not assumptions.residual_sd > 0 or min(assumptions.story_sd, assumptions.rater_sd) < 0:
-        raise ValueError("The residual SD must be positive and the story and rater SDs 0 or more.")
+    a = assumptions
+    if not a.residual_sd > 0 or min(a.story_sd, a.rater_sd, a.rater_source_sd) < 0:
+        raise ValueError(
+            "The residual SD must be positive and the story, rater and rater × source SDs 0 "
+            "or more."
+        )
     layout = planned_layout(stories, raters_per_story, stories_per_rater)
     with threadpool_limits(1):
-        se, df = planned_contrast(layout, assumptions.variances(), np.array([1.0, -1.0]))
+        se, df = planned_contrast(
+            layout, a.variances(), np.array([1.0, -1.0]), rater_source=a.rater_source_sd**2
+        )
     power = _two_sided_power(assumptions.difference, se, df, alpha)
     return RatingCell(stories, raters_per_story, stories_per_rater, power, power, power, se, df)
 
@@ -191,10 +202,15 @@ def simulate_study(
     rater_codes, rater_ids = pd.factorize(layout["rater_id"])
     story_effect = rng.normal(0, assumptions.story_sd, len(story_ids))
     rater_effect = rng.normal(0, assumptions.rater_sd, len(rater_ids))
+    cell_codes, cell_ids = pd.factorize(layout["rater_id"] + "|" + layout["source"])
+    cell_effect = np.zeros(len(cell_ids))
+    if assumptions.rater_source_sd > 0:  # drawn only then: without it, the draws are as before
+        cell_effect = rng.normal(0, assumptions.rater_source_sd, len(cell_ids))
     score = (
         assumptions.difference * (layout["source"] == SOURCES[0]).to_numpy()
         + story_effect[story_codes]
         + rater_effect[rater_codes]
+        + cell_effect[cell_codes]
         + rng.normal(0, assumptions.residual_sd, len(layout))
     )
     return layout.assign(score=score)
@@ -234,7 +250,8 @@ def simulated_power(
 
 
 def estimate_pilot(ratings: pd.DataFrame, pair: tuple[str, str] | None = None) -> RatingAssumptions:
-    """The assumptions a pilot gives: the SDs of the crossed model's variance components and
+    """The assumptions a pilot gives: the SDs of the crossed model's variance components (the
+    rater × source SD 0 where the pilot's model leaves that component out) and
     the absolute difference of ``pair`` (default: the first pair of sources in sorted order),
     from :func:`~cyoa.rating.analysis.mixed.source_model` of ``ratings`` (``story_id``,
     ``source``, ``rater_id``, ``score``). :class:`ValueError` with a sentence when the
@@ -253,5 +270,6 @@ def estimate_pilot(ratings: pd.DataFrame, pair: tuple[str, str] | None = None) -
     difference = differences[tuple(sorted(pair))] if pair else model.differences[0].difference
     parts = model.components
     return RatingAssumptions(
-        abs(difference), math.sqrt(parts.story), math.sqrt(parts.rater), math.sqrt(parts.residual)
-    )
+        abs(difference), math.sqrt(parts.story), math.sqrt(parts.rater),
+        math.sqrt(parts.residual), math.sqrt(parts.rater_source or 0.0),
+    )  # fmt: skip

@@ -31,7 +31,9 @@ from cyoa.rating.analysis.scales import coded_values
 from cyoa.research import plan_precision
 
 COWRITING_KEYS = {"p", "writer_sd", "minutes", "exclusion"}
-RATING_KEYS = {"difference", "story_sd", "rater_sd", "residual_sd", "minutes", "exclusion"}
+RATING_KEYS = {
+    "difference", "story_sd", "rater_sd", "rater_source_sd", "residual_sd", "minutes", "exclusion",
+}  # fmt: skip
 KEYS = {
     "cowriting": COWRITING_KEYS,
     "rating": RATING_KEYS | plan_precision.RATING_KEYS,
@@ -200,13 +202,15 @@ def rating_plan(values: dict[str, float], inputs: dict, o: Options) -> PlanRecor
         raise PlanInputError(f"A rating plan needs {', '.join(sorted(missing))}.")
     difference = o.effect if o.effect is not None else values.get("difference", 0.5)
     a = rating_planning.RatingAssumptions(
-        difference, values["story_sd"], values["rater_sd"], values["residual_sd"]
-    )
+        difference, values["story_sd"], values["rater_sd"], values["residual_sd"],
+        values.get("rater_source_sd", 0.0),
+    )  # fmt: skip
     plan = rating_planning.plan_rating(a, alpha=o.alpha, target=o.target, progress=o.progress)
     notes = _small_pilot(values)
     lines = [*(f"{note}\n" for note in notes),
         f"Rating plan: difference {a.difference:.3f}; SDs story {a.story_sd:.3f}, rater "
-        f"{a.rater_sd:.3f}, residual {a.residual_sd:.3f} (score units); mixed-model t-test, "
+        f"{a.rater_sd:.3f}, rater × source {a.rater_source_sd:.3f}, residual "
+        f"{a.residual_sd:.3f} (score units); mixed-model t-test, "
         f"two-sided at α = {plan.alpha}; target power {plan.target}; "
         f"{plan.stories_per_rater} stories per rater.",
         "",
@@ -294,7 +298,8 @@ def rating_pilot(db: Database, exp_id: str) -> dict[str, float]:
     frame = frame.groupby(["story_id", "source", "rater_id"], as_index=False)["score"].mean()
     a = rating_planning.estimate_pilot(frame)
     values = {"difference": a.difference, "story_sd": a.story_sd, "rater_sd": a.rater_sd,
-              "residual_sd": a.residual_sd, "pilot_stories": frame["story_id"].nunique(),
+              "residual_sd": a.residual_sd, "rater_source_sd": a.rater_source_sd,
+              "pilot_stories": frame["story_id"].nunique(),
               "pilot_raters": frame["rater_id"].nunique()}  # fmt: skip
     review = review_raters(db, exp_id, data)
     seconds = [q.seconds_per_story("median") for q in review.qualities]

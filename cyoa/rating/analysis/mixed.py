@@ -1,13 +1,19 @@
 """Source means and their differences from a linear mixed model with crossed random effects
 for story and rater: the headline intervals of a rating study's scores.
 
-A rating is y = μ_source + a_story + b_rater + e, with a_story ~ N(0, σ²_story),
-b_rater ~ N(0, σ²_rater) and e ~ N(0, σ²_residual), all independent; the sources are fixed
+A rating is y = μ_source + a_story + b_rater + c_rater×source + e, with a_story ~
+N(0, σ²_story), b_rater ~ N(0, σ²_rater), c_rater×source ~ N(0, σ²_rater×source) (one per
+rater and source: how much raters differ in which source they prefer; lme4's
+``(1 | rater) + (1 | rater:source)``) and e ~ N(0, σ²_residual), all independent. The
+rater × source component is left out where it cannot be told from the rater (each rater rated
+one source) or from the residual (no rater rated two stories of one source); the method says
+so (Baayen, Davidson & Bates 2008; Barr, Levy, Scheepers & Tily 2013); the sources are fixed
 effects (one mean each). The stories of a source are a sample of what it writes and the raters
 a sample of people, so a source's mean is uncertain through both: Var(source mean) is, in a
-balanced design where every rater rates every story, σ²_story/n_stories + σ²_rater/n_raters +
-σ²_residual/(n_stories · n_raters) (Cornfield & Tukey 1956). A t interval over story means
-leaves out the raters' share: with four raters it covered the true mean about half the time.
+balanced design where every rater rates every story, σ²_story/n_stories + (σ²_rater +
+σ²_rater×source)/n_raters + σ²_residual/(n_stories · n_raters) (Cornfield & Tukey 1956). A
+t interval over story means leaves out the raters' share: with four raters it covered the
+true mean about half the time.
 
 - **Fit**: restricted maximum likelihood (REML; Patterson & Thompson 1971), the variances
   profiled as in lme4 (Bates et al. 2015): the story block of the random effects' equations is
@@ -53,6 +59,10 @@ References:
     Davison, A. C. and Hinkley, D. V. (1997). Bootstrap Methods and their Application, §3.8.
     Owen, A. B. (2007). The pigeonhole bootstrap. Annals of Applied Statistics 1(2).
     Holm, S. (1979).
+    Baayen, R. H., Davidson, D. J. and Bates, D. M. (2008). Mixed-effects modeling with crossed
+    random effects for subjects and items. Journal of Memory and Language 59(4).
+    Barr, D. J., Levy, R., Scheepers, C. and Tily, H. J. (2013). Random effects structure for
+    confirmatory hypothesis testing: keep it maximal. Journal of Memory and Language 68(3).
     Westfall, J., Kenny, D. A. and Judd, C. M. (2014). Statistical power and optimal design in
     experiments in which samples of participants respond to samples of stimuli. Journal of
     Experimental Psychology: General 143(5).
@@ -116,14 +126,18 @@ class SourceDifference:
 @dataclass(frozen=True)
 class VarianceComponents:
     """The model's variances (squared units of the score) and their shares of the total:
-    ``icc_story`` = σ²_story / (σ²_story + σ²_rater + σ²_residual), ``icc_rater`` likewise
-    (``None`` without a rater effect)."""
+    ``icc_story`` = σ²_story / (σ²_story + σ²_rater + σ²_rater×source + σ²_residual),
+    ``icc_rater`` and ``icc_rater_source`` likewise (``None`` without that effect).
+    ``rater_source``: the rater × source component, how much raters differ in how they rate
+    one source against another."""
 
     story: float
     rater: float | None
     residual: float
     icc_story: float
     icc_rater: float | None
+    rater_source: float | None = None
+    icc_rater_source: float | None = None
 
 
 @dataclass(frozen=True)
@@ -151,75 +165,127 @@ class ModelNotFitted(ValueError):
     """The mixed model cannot be fitted to these ratings; the message says why."""
 
 
+# Why the rater × source component is left out of a fit, by what it cannot be told from.
+NESTED_RATERS = "each rater rated one source, so it cannot be told from the rater's"
+SINGLE_RATINGS = "no rater rated two stories of one source, so it cannot be told from the residual"
+
+
 @dataclass(frozen=True)
 class _Design:
     """Cell-means fixed effects ``x`` (one column per source), the random effects' indicator
-    ``z`` (stories, then raters), and the counts the block solver needs."""
+    ``z`` (stories, then raters, then rater × source cells when the model has them), and the
+    counts the block solver needs; ``cells``: how many rater × source cells (0 when the
+    component is left out, ``cells_absent`` saying why; None when there are no raters)."""
 
     sources: tuple[str, ...]
     raters: tuple[str, ...]
+    cells: int
+    cells_absent: str | None
     x: np.ndarray
     y: np.ndarray
     z: sparse.csr_matrix
     stories: int
     story_counts: np.ndarray
-    rater_counts: np.ndarray
-    crossed: np.ndarray  # stories × raters: ratings of each story by each rater
+    others_gram: np.ndarray  # Z_o'Z_o of the raters' and cells' columns
+    crossed: sparse.csr_matrix  # stories × (raters, cells): ratings of each story in each
+    # (n, crossed'crossed over the stories rated n times) for each n: the story block's
+    # elimination at any λ_story without touching the stories
+    story_grams: tuple[tuple[float, np.ndarray], ...]
     zt_xy: np.ndarray  # Z'[X y], which the deviance uses at every λ
     xy_xy: np.ndarray  # [X y]'[X y]
+
+
+def rater_source_absent(frame: pd.DataFrame) -> str | None:
+    """Why a rater × source component cannot be estimated from ``frame`` (``source``,
+    ``rater_id``), or None when it can. It needs a rater who rated two sources (otherwise a
+    rater's cell is the rater) and a cell with two ratings (otherwise a cell's effect is that
+    rating's residual)."""
+    if not (frame.groupby("rater_id")["source"].nunique() > 1).any():
+        return NESTED_RATERS
+    if frame.groupby(["rater_id", "source"]).size().max() < 2:
+        return SINGLE_RATINGS
+    return None
+
+
+def _story_grams(
+    crossed: sparse.csr_matrix, counts: np.ndarray
+) -> tuple[tuple[float, np.ndarray], ...]:
+    grams = []
+    for count in np.unique(counts):
+        rows = crossed[np.flatnonzero(counts == count)]
+        grams.append((float(count), (rows.T @ rows).toarray()))
+    return tuple(grams)
 
 
 def _design(frame: pd.DataFrame, with_raters: bool) -> _Design:
     sources = tuple(sorted(frame["source"].unique()))
     x = (frame["source"].to_numpy()[:, None] == np.array(sources)[None, :]).astype(float)
     story_codes, story_ids = pd.factorize(frame["story_id"])
-    rater_codes, rater_ids = pd.factorize(frame["rater_id"]) if with_raters else ([], [])
-    n, stories, raters = len(frame), len(story_ids), len(rater_ids)
-    rows = np.arange(n)
-    columns = [story_codes] + ([stories + np.asarray(rater_codes)] if with_raters else [])
-    z = sparse.csr_matrix(
-        (np.ones(n * len(columns)), (np.tile(rows, len(columns)), np.concatenate(columns))),
-        shape=(n, stories + raters),
-    )
-    crossed = np.zeros((stories, raters))
+    n, stories = len(frame), len(story_ids)
+    absent = rater_source_absent(frame) if with_raters else None
+    others: list[np.ndarray] = []
+    rater_ids: list = []
     if with_raters:
-        np.add.at(crossed, (story_codes, rater_codes), 1.0)
+        rater_codes, rater_ids = pd.factorize(frame["rater_id"])
+        others.append(rater_codes)
+    if with_raters and absent is None:
+        others.append(frame.groupby(["rater_id", "source"], sort=False).ngroup().to_numpy())
+    widths = [int(codes.max()) + 1 for codes in others]
+    offsets = np.cumsum([0, *widths])
+    columns = [story_codes] + [stories + offsets[i] + codes for i, codes in enumerate(others)]
+    z = sparse.csr_matrix(
+        (np.ones(n * len(columns)), (np.tile(np.arange(n), len(columns)), np.concatenate(columns))),
+        shape=(n, stories + int(offsets[-1])),
+    )
+    z_others = z[:, stories:]
+    crossed = (z[:, :stories].T @ z_others).tocsr()
     xy = np.column_stack([x, frame["score"].to_numpy(dtype=float)])
     return _Design(
         sources=sources,
         raters=tuple(str(r) for r in rater_ids),
+        cells=widths[1] if len(widths) > 1 else 0,
+        cells_absent=absent,
         x=x,
         y=frame["score"].to_numpy(dtype=float),
         z=z,
         stories=stories,
         story_counts=np.bincount(story_codes, minlength=stories).astype(float),
-        rater_counts=np.bincount(np.asarray(rater_codes, dtype=int), minlength=raters).astype(
-            float
-        ),
+        others_gram=(z_others.T @ z_others).toarray(),
         crossed=crossed,
+        story_grams=_story_grams(crossed, np.bincount(story_codes, minlength=stories)),
         zt_xy=np.asarray(z.T @ xy),
         xy_xy=xy.T @ xy,
     )
 
 
 class _Blocks:
-    """A = ΛZ'ZΛ + I for Λ = diag(λ_story, λ_rater) (relative standard deviations), solved
-    by eliminating its diagonal story block: only a raters × raters system is factored."""
+    """A = ΛZ'ZΛ + I for Λ = diag(λ_story, λ_rater, λ_cell) (relative standard deviations),
+    solved by eliminating its diagonal story block: only the (raters + cells) system is
+    factored."""
 
     def __init__(self, design: _Design, lam: np.ndarray) -> None:
         self.design = design
+        sizes = [piece.stop - piece.start for piece in _pieces(design)]
         self.lam = np.concatenate(
-            [np.full(design.stories, lam[0]), np.full(len(design.raters), lam[-1])]
+            [np.full(size, value) for size, value in zip(sizes, lam, strict=True)]
         )
+        others = self.lam[design.stories :]
         self.a = lam[0] ** 2 * design.story_counts + 1.0
-        self.b = lam[0] * lam[-1] * design.crossed
-        schur = np.diag(lam[-1] ** 2 * design.rater_counts + 1.0) - self.b.T @ (
-            self.b / self.a[:, None]
-        )
+        # B = λ_story · crossed · Λ_o, applied through the sparse ``crossed`` (a story meets
+        # only its own raters and cells) and never formed.
+        self.others = others
+        # B'diag(1/a)B = Λ_o (Σ_n λ²_story G_n / (λ²_story n + 1)) Λ_o, G_n over the stories
+        # rated n times: a few dense sums per λ, cheaper than the sparse product.
+        schur = design.others_gram.copy()
+        for count, gram in design.story_grams:
+            schur -= (lam[0] ** 2 / (lam[0] ** 2 * count + 1.0)) * gram
+        schur *= others[:, None]
+        schur *= others[None, :]
+        schur[np.diag_indices_from(schur)] += 1.0
         self.log_det = float(np.log(self.a).sum())
         self.factor = None
         if len(design.raters):
-            self.factor = cho_factor(schur)
+            self.factor = cho_factor(schur, check_finite=False)
             self.log_det += 2.0 * float(np.log(np.diag(self.factor[0])).sum())
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
@@ -228,8 +294,12 @@ class _Blocks:
         top, bottom = rhs[:s], rhs[s:]
         if self.factor is None:
             return top / self.a[:, None]
-        x_r = cho_solve(self.factor, bottom - self.b.T @ (top / self.a[:, None]))
-        return np.vstack([(top - self.b @ x_r) / self.a[:, None], x_r])
+        scale = self.lam[0]
+        crossed = self.design.crossed
+        to_others = scale * self.others[:, None] * (crossed.T @ (top / self.a[:, None]))
+        x_r = cho_solve(self.factor, bottom - to_others, check_finite=False)
+        to_stories = scale * (crossed @ (self.others[:, None] * x_r))
+        return np.vstack([(top - to_stories) / self.a[:, None], x_r])
 
     def h_inverse(self, m: np.ndarray) -> np.ndarray:
         """H⁻¹ m, where V = σ² H = σ²(I + ZΛΛZ'), by Woodbury: m − ZΛA⁻¹ΛZ'm."""
@@ -257,7 +327,7 @@ def _fit(design: _Design) -> tuple[np.ndarray, np.ndarray, float, _Blocks]:
     """REML fit: the relative standard deviations λ (lme4's parameterisation; the deviance
     depends on |λ| only, so the search is unconstrained and |λ| kept) minimising the profiled
     deviance by Nelder–Mead, as lme4 does, with β̂ and σ̂² at them."""
-    parameters = 2 if len(design.raters) else 1
+    parameters = len(_pieces(design))
     result = optimize.minimize(
         lambda lam: _profiled(design, np.abs(lam))[0],
         x0=np.ones(parameters),
@@ -275,26 +345,27 @@ def _fit(design: _Design) -> tuple[np.ndarray, np.ndarray, float, _Blocks]:
 class _Fitted:
     design: _Design
     beta: np.ndarray
-    theta: np.ndarray  # σ²_story, (σ²_rater,) σ²_residual
+    theta: np.ndarray  # σ²_story, (σ²_rater, (σ²_rater×source,)) σ²_residual
     cov_h: np.ndarray  # (X'H⁻¹X)⁻¹
     zhx: np.ndarray  # Z'H⁻¹X
     hx: np.ndarray  # H⁻¹X
     covariance: np.ndarray  # asymptotic covariance of theta
-    offsets: np.ndarray  # BLUPs of the random effects (stories, then raters)
+    offsets: np.ndarray  # BLUPs of the random effects (stories, raters, cells)
 
 
 def _pieces(design: _Design) -> list[slice]:
-    s = design.stories
-    return [slice(0, s)] + ([slice(s, s + len(design.raters))] if design.raters else [])
+    """The random effects' blocks of Z: stories, then raters and cells where present."""
+    edges = np.cumsum([0, design.stories, len(design.raters), design.cells])
+    return [slice(int(edges[i]), int(edges[i + 1])) for i in range(3) if edges[i + 1] > edges[i]]
 
 
 def _information(design: _Design, blocks: _Blocks, theta: np.ndarray, cov_h, zhx) -> np.ndarray:
     """REML's expected information of (σ²_k..., σ²_residual): ½ tr(P V_k P V_l), V_k = Z_kZ_k',
     from the q × q matrix Z'PZ; the residual's terms use PVP = P (so tr(P²) needs no n × n
     matrix)."""
-    z = design.z
-    ztz = (z.T @ z).toarray()
-    zhz = ztz - ztz @ (blocks.lam[:, None] * blocks.solve(blocks.lam[:, None] * ztz))
+    ztz = (design.z.T @ design.z).tocsr()
+    inner = blocks.lam[:, None] * blocks.solve(blocks.lam[:, None] * ztz.toarray())
+    zhz = ztz.toarray() - ztz @ inner
     sigma2 = theta[-1]
     zpz = (zhz - zhx @ cov_h @ zhx.T) / sigma2
     pieces = _pieces(design)
@@ -317,15 +388,19 @@ def _information(design: _Design, blocks: _Blocks, theta: np.ndarray, cov_h, zhx
 
 
 def _additive_residual(design: _Design) -> float:
-    """The residual sum of squares of the scores on story and rater effects as fixed effects
-    (least squares, solved for the raters through the Schur complement of the diagonal story
-    block; the sources lie within the stories). Zero when every rating is its story's level
-    plus its rater's offset: REML's residual variance then goes to 0, and its search would
-    chase it to the iteration limit, so the model is refused before the search."""
+    """The residual sum of squares of the scores on the story, rater (and rater × source)
+    effects as fixed effects (least squares, solved for the others through the Schur
+    complement of the diagonal story block; the sources lie within the stories). Zero when
+    every rating is its story's level plus its rater's offsets: REML's residual variance then
+    goes to 0, and its search would chase it to the iteration limit, so the model is refused
+    before the search."""
     s, crossed = design.stories, design.crossed
     rhs = design.zt_xy[:, -1]
     story_means = rhs[:s] / design.story_counts
-    schur = np.diag(design.rater_counts) - crossed.T @ (crossed / design.story_counts[:, None])
+    schur = (
+        design.others_gram
+        - (crossed.T @ sparse.diags(1.0 / design.story_counts) @ crossed).toarray()
+    )
     offsets = np.linalg.lstsq(schur, rhs[s:] - crossed.T @ story_means, rcond=None)[0]
     levels = np.concatenate([story_means - crossed @ offsets / design.story_counts, offsets])
     return float(np.sum((design.y - design.z @ levels) ** 2))
@@ -413,13 +488,20 @@ def _clip(
 def _components(fitted: _Fitted) -> VarianceComponents:
     theta = [float(value) for value in fitted.theta]
     total = sum(theta)
-    rater = theta[1] if len(theta) == 3 else None
+    rater = theta[1] if len(theta) >= 3 else None
+    cells = theta[2] if len(theta) == 4 else None
+
+    def share(value: float | None) -> float | None:
+        return None if value is None else (value / total if total > 0 else 0.0)
+
     return VarianceComponents(
         story=theta[0],
         rater=rater,
         residual=theta[-1],
-        icc_story=theta[0] / total if total > 0 else 0.0,
-        icc_rater=None if rater is None else (rater / total if total > 0 else 0.0),
+        icc_story=share(theta[0]),
+        icc_rater=share(rater),
+        rater_source=cells,
+        icc_rater_source=share(cells),
     )
 
 
@@ -443,11 +525,11 @@ def _model_estimate(
         differences.append(
             SourceDifference(sources[first], sources[second], estimate, low, high, se, df, p)
         )
-    offsets = fitted.offsets[design.stories :]
+    offsets = fitted.offsets[design.stories : design.stories + len(design.raters)]
     with_raters = bool(design.raters)
     return ModelEstimate(
         what=what,
-        method=model_method(with_raters, confidence),
+        method=model_method(with_raters, confidence, design.cells_absent),
         means=tuple(means),
         differences=_with_holm(differences),
         components=_components(fitted),
@@ -460,9 +542,16 @@ def _model_estimate(
     )
 
 
-def model_method(with_raters: bool, confidence: float = CONFIDENCE) -> str:
-    """What the model's intervals model, in a sentence."""
-    effects = "story and rater" if with_raters else "story (raters of unknown identity)"
+def model_method(
+    with_raters: bool, confidence: float = CONFIDENCE, rater_source_absent: str | None = None
+) -> str:
+    """What the model's intervals model, in a sentence; ``rater_source_absent``: why the
+    rater × source component was left out (None: it is in the model)."""
+    effects = "story (raters of unknown identity)"
+    if with_raters and rater_source_absent is None:
+        effects = "story, rater and rater × source"
+    elif with_raters:
+        effects = f"story and rater (no rater × source term: {rater_source_absent})"
     return (
         f"linear mixed model (REML), random {effects}; {int(confidence * 100)}% t intervals "
         "with Satterthwaite df"
@@ -621,17 +710,30 @@ def _few_raters(rows: pd.DataFrame, raters_known: bool) -> str:
 
 
 def planned_contrast(
-    layout: pd.DataFrame, variances: tuple[float, float, float], weights: np.ndarray
+    layout: pd.DataFrame,
+    variances: tuple[float, float, float],
+    weights: np.ndarray,
+    rater_source: float = 0.0,
 ) -> tuple[float, float]:
     """The standard error and Satterthwaite df that :func:`contrast` would report for c'β
     (``weights`` c, one per source in sorted order) if ratings laid out as ``layout``
     (``story_id``, ``source``, ``rater_id``) were fitted and REML found exactly
-    ``variances`` (σ²_story, σ²_rater, σ²_residual): the quantities of an analytic power
-    calculation for this model (Westfall, Kenny and Judd 2014). Units: those of the score."""
+    ``variances`` (σ²_story, σ²_rater, σ²_residual) and ``rater_source`` (σ²_rater×source):
+    the quantities of an analytic power calculation for this model (Westfall, Kenny and Judd
+    2014). Where the layout cannot tell the rater × source component apart, the fit leaves it
+    out and it is counted where the fit would find it: in the rater's variance when each rater
+    rates one source, in the residual when no rater rates two stories of one source (the
+    ratings' covariance is then the same). Units: those of the score."""
     design = _design(layout.assign(score=0.0), True)
-    theta = np.asarray(variances, dtype=float)
-    if not theta[-1] > 0 or np.any(theta < 0):
+    story, rater, residual = (float(v) for v in variances)
+    if not residual > 0 or min(story, rater, rater_source) < 0:
         raise ValueError("The residual variance must be positive and the others 0 or more.")
+    if design.cells_absent == NESTED_RATERS:
+        rater += rater_source
+    elif design.cells_absent == SINGLE_RATINGS:
+        residual += rater_source
+    cells = [rater_source] if design.cells else []
+    theta = np.asarray([story, rater, *cells, residual])
     blocks = _Blocks(design, np.sqrt(theta[:-1] / theta[-1]))
     hx = blocks.h_inverse(design.x)
     cov_h = np.linalg.inv(design.x.T @ hx)

@@ -487,13 +487,15 @@ def _model_lines(analysis: RatingAnalysis, models: tuple[ModelEstimate, ...]) ->
     body = []
     for model in models:
         parts = model.components
-        cells = ["–"] * 5 if parts is None else [
-            _num(parts.story, 3), _num(parts.rater, 3), _num(parts.residual, 3),
-            _num(parts.icc_story), _num(parts.icc_rater),
+        cells = ["–"] * 7 if parts is None else [
+            _num(parts.story, 3), _num(parts.rater, 3), _num(parts.rater_source, 3),
+            _num(parts.residual, 3), _num(parts.icc_story), _num(parts.icc_rater),
+            _num(parts.icc_rater_source),
         ]  # fmt: skip
         counts = [str(model.stories), "–" if model.raters is None else str(model.raters)]
         body.append([model.what, *cells, *counts, str(model.observations)])
-    head = ["Measure", "σ² story", "σ² rater", "σ² residual", "ICC story", "ICC rater"]
+    head = ["Measure", "σ² story", "σ² rater", "σ² rater × source", "σ² residual", "ICC story"]
+    head += ["ICC rater", "ICC rater × source"]
     lines += _table(head + ["stories", "raters", "ratings"], body)
     for model in models:
         if model.note:
