@@ -384,7 +384,9 @@ def test_ttcw_tests_passed_per_rater_get_the_mixed_model_as_their_headline():
     tests = analyze_ratings(TTCW, frame, bootstrap=10).tests
     model = tests.model
     assert model.what == "tests passed per rater"
-    assert model.method.startswith("linear mixed model (REML), random story and rater")
+    assert model.method.startswith(
+        "linear mixed model (REML), random story, rater and rater × source"
+    )
     assert (model.stories, model.raters, model.observations) == (12, 3, 36)
     for mean in model.means:
         assert 0 <= mean.ci_low <= mean.mean <= mean.ci_high <= 14

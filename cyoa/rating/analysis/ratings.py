@@ -189,7 +189,8 @@ def _notes(instrument: Instrument, kinds: set[str], likert_level: Level) -> list
     if "likert" in kinds:
         notes.append(
             "Likert headline: source means and differences from a linear mixed model with "
-            "random story and rater effects (REML), 95% t intervals with Satterthwaite df; "
+            "random story and rater effects (and rater × source, where raters rated stories "
+            "of several sources), REML, 95% t intervals with Satterthwaite df; "
             "where it cannot be fitted, a cluster bootstrap over stories and raters, labelled. "
             "Also given: means over stories (each story's mean over its raters) with 95% t "
             "intervals over stories, which leave out the raters' share of the uncertainty. "

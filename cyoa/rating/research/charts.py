@@ -280,7 +280,7 @@ def factor_chart(
         axes.set_ylabel(f"mean factor score ({low}–{high}, after reverse coding)")
         axes.legend(title="source", loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         effects = (
-            "random story and rater"
+            "random story and rater, and rater × source where identifiable"
             if raters_known
             else ("random story; raters of unknown identity")
         )
