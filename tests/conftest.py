@@ -230,6 +230,33 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + report.when, report)
 
 
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Debian's headless Chromium, launched once per test file (a launch takes seconds);
+    each test opens its own context, so cookies, storage and offline state are its own."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: run `make browser` (apt-get install chromium).")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
 RESEARCHER_PASSWORD = "correct horse battery staple"
 
 
