@@ -230,6 +230,14 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + report.when, report)
 
 
+@pytest.fixture(scope="session")
+def packaged_gguf_cache(tmp_path_factory) -> Path:
+    """One model cache for the tests that run the packaged SmolLM2 GGUF file through a
+    ``gguf`` card named ``mine``: the first converts it (tens of seconds), the others find
+    the conversion, keyed by the file's SHA-256, and only read it."""
+    return tmp_path_factory.mktemp("packaged-gguf-cache")
+
+
 CHROMIUM = "/usr/bin/chromium"
 
 
