@@ -231,6 +231,41 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + report.when, report)
 
 
+@pytest.fixture(scope="session")
+def packaged_gguf_cache(tmp_path_factory) -> Path:
+    """One model cache for the tests that run the packaged SmolLM2 GGUF file through a
+    ``gguf`` card named ``mine``: the first converts it (tens of seconds), the others find
+    the conversion, keyed by the file's SHA-256, and only read it."""
+    return tmp_path_factory.mktemp("packaged-gguf-cache")
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Debian's headless Chromium, launched once per test file (a launch takes seconds);
+    each test opens its own context, so cookies, storage and offline state are its own."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: run `make browser` (apt-get install chromium).")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
 RESEARCHER_PASSWORD = "correct horse battery staple"
 
 

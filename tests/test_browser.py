@@ -23,7 +23,6 @@ from cyoa.cowriting.spec import OPEN_ANSWER_MAX_CHARS
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
 
 
@@ -106,42 +105,28 @@ def short_server(tmp_path):
 
 
 @pytest.fixture
-def page(request):
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is missing: run `make browser` (apt-get install chromium).")
-    from playwright.sync_api import sync_playwright
+def page(request, chromium):
+    """A page in a fresh browser context of the file's Chromium; its steps' screenshots are
+    saved in test-artifacts/ when the test failed."""
+    context = chromium.new_context()
+    pg = context.new_page()
+    pg.set_default_timeout(20_000)
+    pg.steps = []
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        context = browser.new_context()
-        pg = context.new_page()
-        pg.set_default_timeout(20_000)
-        pg.steps = []
+    def shot(name: str) -> None:
+        pg.steps.append((name, pg.screenshot(full_page=True)))
 
-        def shot(name: str) -> None:
-            pg.steps.append((name, pg.screenshot(full_page=True)))
-
-        pg.shot = shot
-        yield pg
-        failed = getattr(request.node, "rep_call", None)
-        if failed is not None and failed.failed:
-            folder = ARTIFACTS / request.node.name
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            for i, (name, png) in enumerate(pg.steps):
-                (folder / f"{i:02d}-{name}.png").write_bytes(png)
-            (folder / "final.png").write_bytes(pg.screenshot(full_page=True))
-        browser.close()
+    pg.shot = shot
+    yield pg
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        folder = ARTIFACTS / request.node.name
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for i, (name, png) in enumerate(pg.steps):
+            (folder / f"{i:02d}-{name}.png").write_bytes(png)
+        (folder / "final.png").write_bytes(pg.screenshot(full_page=True))
+    context.close()
 
 
 def start_story(page, server: Server, pid: str) -> None:

@@ -372,13 +372,16 @@ def test_a_gguf_card_is_converted_once_and_again_when_the_file_changes(tmp_path)
 
 
 @pytest.mark.real_model
-def test_the_packaged_smollm2_gguf_file_runs_through_a_gguf_card_with_chat(tmp_path):
+def test_the_packaged_smollm2_gguf_file_runs_through_a_gguf_card_with_chat(
+    tmp_path, packaged_gguf_cache
+):
     weights = locate_gguf(SMOL, tmp_path)
     path = write_card(tmp_path / "cards", f'gguf = "{weights}"', "chat = true")
     card = load_model_card(path)
     digest = hashlib.sha256(weights.read_bytes()).hexdigest()
     assert card.version == f"sha256:{digest[:16]}"
-    trials = try_model(TransformersBackend(card, tmp_path / "cache"), card, STORY[0], n=3)
+    backend = TransformersBackend(card, packaged_gguf_cache)
+    trials = try_model(backend, card, STORY[0], n=3)
     suggestions = [trial.suggestion for trial in trials if trial.suggestion is not None]
     assert suggestions and all(s.model_version == card.version for s in suggestions)
 

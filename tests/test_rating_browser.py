@@ -5,12 +5,13 @@ answers are in the database and the analysis excludes the rater by the spec's ru
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from click.testing import CliRunner
 from conftest import db_rows
-from test_browser import ROOT, Server, page  # noqa: F401 - `page` is a fixture
+from test_browser import Server, page  # noqa: F401 - `page` is a fixture
+
+from cyoa.cli import cli
 
 pytestmark = pytest.mark.browser
 
@@ -27,16 +28,12 @@ STORIES = [
 
 
 def cyoa(server: Server, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "cyoa", "--db", server.db, *args],
-        cwd=ROOT,
-        env=server.env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+    """The output of ``python -m cyoa --db DB ARGS`` with the server's settings, run in this
+    process (the same command, without starting Python again)."""
+    env = {key: value for key, value in server.env.items() if key.startswith("CYOA_")}
+    result = CliRunner().invoke(cli, ["--db", server.db, *args], env=env)
+    assert result.exit_code == 0, result.output
+    return result.stdout
 
 
 @pytest.fixture

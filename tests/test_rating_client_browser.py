@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import time
+from contextlib import closing
+from pathlib import Path
 
 import pytest
 from conftest import RESEARCHER_PASSWORD, db_rows
@@ -73,22 +76,43 @@ SPECS = [
 ]
 
 
-@pytest.fixture
-def server(tmp_path):
+@pytest.fixture(scope="module")
+def started(tmp_path_factory):
     """The app with a researcher account and both studies, created and opened in-process
-    (as `experiment create` and `open` do), which is far quicker than a command each."""
-    srv = Server(tmp_path)
-    (tmp_path / "stories.jsonl").write_text("".join(json.dumps(s) + "\n" for s in STORIES))
+    (as `experiment create` and `open` do), started once for the file (a start takes
+    seconds); with a copy of its database as it was before any rater came."""
+    root = tmp_path_factory.mktemp("rating-client")
+    srv = Server(root)
+    srv.env["CYOA_START_BURST"] = "1000"  # every test's raters start from this one address
+    (root / "stories.jsonl").write_text("".join(json.dumps(s) + "\n" for s in STORIES))
     db = store.connect(srv.db)
     store.init_db(db)
     create_researcher(db, "alice", RESEARCHER_PASSWORD)
     for raw in SPECS:
-        create_from_spec(db, parse_rating_spec(raw, raw["id"], tmp_path, db))
+        create_from_spec(db, parse_rating_spec(raw, raw["id"], root, db))
         set_status(db, raw["id"], "open")
     db.close()
+    fresh = root / "fresh.sqlite"
+    copy_database(srv.db, fresh)
     srv.start()
-    yield srv
+    yield srv, fresh
     srv.stop()
+
+
+@pytest.fixture
+def server(started):
+    """The file's server with its database reset to the fresh copy: every test finds both
+    studies open and nothing recorded, whatever the tests before it did."""
+    srv, fresh = started
+    copy_database(fresh, srv.db)
+    return srv
+
+
+def copy_database(source: Path, target: Path) -> None:
+    """Overwrite ``target`` with ``source`` through SQLite's backup API, which is safe while
+    the server has the target open."""
+    with closing(sqlite3.connect(source)) as src, closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
 
 
 def pause(server: Server, exp_id: str) -> None:

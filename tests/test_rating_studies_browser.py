@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import RESEARCHER_PASSWORD, db_rows
 from test_browser import ROOT, Server
 from test_research_browser import browser  # noqa: F401 - a fixture
 
 from cyoa import store
+from cyoa.cli import cli
 from cyoa.web.auth import create_researcher
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
@@ -38,6 +40,14 @@ def cyoa(server: Server, *args: str, env: dict[str, str] | None = None) -> str:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
+
+
+def command(server: Server, *args: str) -> None:
+    """``python -m cyoa --db DB ARGS`` with the server's settings, run in this process (the
+    same command, without starting Python again)."""
+    env = {key: value for key, value in server.env.items() if key.startswith("CYOA_")}
+    result = CliRunner().invoke(cli, ["--db", server.db, *args], env=env)
+    assert result.exit_code == 0, result.output
 
 
 @pytest.fixture
@@ -81,8 +91,8 @@ def server(tmp_path):
             "stories": {"file": "stories.jsonl"},
         }
         (tmp_path / f"{kind}.json").write_text(json.dumps(spec))
-        cyoa(srv, "experiment", "create", str(tmp_path / f"{kind}.json"))
-        cyoa(srv, "experiment", "open", spec["id"])
+        command(srv, "experiment", "create", str(tmp_path / f"{kind}.json"))
+        command(srv, "experiment", "open", spec["id"])
     srv.start()
     yield srv
     srv.stop()

@@ -20,7 +20,6 @@ from cyoa.web.auth import create_researcher
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
 
 
@@ -63,31 +62,26 @@ def server(tmp_path):
 
 
 @pytest.fixture
-def browser(request):
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is missing: run `make browser` (apt-get install chromium).")
-    from playwright.sync_api import sync_playwright
+def browser(request, chromium):
+    """Opens pages, each in a fresh context of the file's Chromium; their screenshots are
+    saved in test-artifacts/ when the test failed."""
+    contexts = []
 
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
-        )
-        pages = []
+    def new_page():
+        contexts.append(chromium.new_context())
+        page = contexts[-1].new_page()
+        page.set_default_timeout(20_000)
+        return page
 
-        def new_page():
-            page = chromium.new_context().new_page()
-            page.set_default_timeout(20_000)
-            pages.append(page)
-            return page
-
-        yield new_page
-        failed = getattr(request.node, "rep_call", None)
-        if failed is not None and failed.failed:
-            folder = ARTIFACTS / request.node.name
-            folder.mkdir(parents=True, exist_ok=True)
-            for i, page in enumerate(pages):
-                page.screenshot(path=str(folder / f"page{i}.png"), full_page=True)
-        chromium.close()
+    yield new_page
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        folder = ARTIFACTS / request.node.name
+        folder.mkdir(parents=True, exist_ok=True)
+        for i, context in enumerate(contexts):
+            context.pages[0].screenshot(path=str(folder / f"page{i}.png"), full_page=True)
+    for context in contexts:
+        context.close()
 
 
 def write_round(page, line: str, edit: str) -> None:

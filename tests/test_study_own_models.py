@@ -1,6 +1,6 @@
 """A whole co-writing story in which one system is the researcher's own model: a checkpoint
 folder (``path``: a tiny random model, fast) or the packaged SmolLM2 GGUF file named directly
-(``gguf``: real weights, converted in the test). The writer's side is the real Socket.IO
+(``gguf``: real weights, converted once per test run). The writer's side is the real Socket.IO
 journey; the suggestions are stored with the card's content version."""
 
 from __future__ import annotations
@@ -44,8 +44,12 @@ max_new_tokens = 30
 """
 
 
-def app_with_my_model(root, source: str):
+def app_with_my_model(root, source: str, cache=None):
+    """The app with the card ``mine`` of ``source``; its models converted into ``cache``
+    (default: the test's own)."""
     config = write_setup(root, rounds=ROUNDS)
+    if cache is not None:
+        config["MODEL_CACHE"] = str(cache)
     (root / "models" / "mine.toml").write_text(CARD.format(source=source))
     (root / "experiments" / "own-model.toml").write_text(EXPERIMENT.format(rounds=ROUNDS))
     return create_app({**config, "DEFAULT_EXPERIMENT": "own-model"})
@@ -78,9 +82,9 @@ def test_a_whole_story_with_a_checkpoint_folder_as_one_system(tmp_path):
 
 
 @pytest.mark.real_model
-def test_a_whole_story_with_the_packaged_gguf_file_as_one_system(tmp_path):
+def test_a_whole_story_with_the_packaged_gguf_file_as_one_system(tmp_path, packaged_gguf_cache):
     weights = locate_gguf(SMOL, tmp_path)
-    app = app_with_my_model(tmp_path, f'gguf = "{weights}"')
+    app = app_with_my_model(tmp_path, f'gguf = "{weights}"', packaged_gguf_cache)
     card = shared_parts(app).cards["mine"]
     assert card.version.startswith("sha256:")
     suggestions = write_whole_story(app)
