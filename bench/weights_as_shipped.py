@@ -136,14 +136,11 @@ def timings(tensors: list[Any]) -> dict[str, Any]:
             for rows in ROWS:
                 ms = step_ms(built[option][0], rows)
                 best[option][rows] = round(min(best[option].get(rows, ms), ms), 2)
-    return {
-        option: {"bytes": built[option][1], "ms": best[option]} for option in OPTIONS
-    }
+    return {option: {"bytes": built[option][1], "ms": best[option]} for option in OPTIONS}
 
 
 def exactness(tensors: list[Any]) -> float | None:
     """The largest |kernel weight − gguf.quants.dequantize| over the 4-bit tensors."""
-    import numpy as np
     import torch
     from gguf.quants import dequantize
 
@@ -232,8 +229,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
     cpu = next(
-        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if "model name" in line),
+        (line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line),
         platform.processor(),
     )
     results: dict[str, Any] = {"when": time.strftime("%Y-%m-%d %H:%M"), "cpu": cpu}
