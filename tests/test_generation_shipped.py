@@ -106,3 +106,55 @@ def test_a_llama_query_matrix_s_rows_are_reordered_as_transformers_reorders_them
     weights = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
     expected = LlamaTensorProcessor._reverse_permute_weights(None, weights, heads)
     assert np.array_equal(weights[_heads_order(rows, heads).numpy()], expected)
+
+
+TEXT = (
+    "The lighthouse keeper found a letter on the rocks. It was addressed to him, in his dead "
+    "wife's handwriting. He sat down on the wet stone and read it twice."
+)
+
+
+@pytest.mark.real_model
+@needs_int4
+def test_smollm2_with_weights_as_shipped_predicts_as_its_float32_expansion_and_keeps_seeds():
+    import os
+    import threading
+    from dataclasses import replace
+    from pathlib import Path
+
+    from cyoa.generation import load_model_cards
+    from cyoa.generation.engine.shipped import Int4Linear
+    from cyoa.generation.local import TransformersBackend
+    from cyoa.generation.types import Sampling
+
+    root = Path(__file__).resolve().parent.parent
+    cache = Path(os.environ.get("CYOA_MODEL_CACHE", root / "instance" / "models"))
+    card = load_model_cards(root / "models")["smollm2-135m-instruct"]
+    shipped = replace(card, options={**card.options, "weights": "as_shipped"})
+    expanded = TransformersBackend(card, cache, mode="naive").load(log=lambda _: None)
+    naive = TransformersBackend(shipped, cache, mode="naive").load(log=lambda _: None)
+    assert sum(isinstance(m, Int4Linear) for m in naive.model.modules()) == 30 * 7
+    ids = naive.tokenizer(TEXT, return_tensors="pt").input_ids
+    with torch.inference_mode():
+        reference = torch.log_softmax(expanded.model(ids).logits[0], -1)
+        logprobs = torch.log_softmax(naive.model(ids).logits[0], -1)
+    kl = (reference.exp() * (reference - logprobs)).sum(-1)
+    assert kl.max().item() < 1e-5  # nats: the same weights, summed in another order
+
+    batched = TransformersBackend(shipped, cache).load(log=lambda _: None)
+    sampling, story = Sampling(max_new_tokens=20), "The robot woke up in a field of sunflowers."
+    alone = {seed: list(naive.stream(story, sampling, seed)) for seed in range(4)}
+    together: dict[int, list[str]] = {}
+    start = threading.Barrier(4)
+
+    def read(seed: int) -> None:
+        start.wait()
+        together[seed] = list(batched.stream(story, sampling, seed))
+
+    threads = [threading.Thread(target=read, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    batched.close()
+    assert together == alone
