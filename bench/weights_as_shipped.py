@@ -7,20 +7,24 @@ For each packaged GGUF file, at its real layer shapes (every decoder layer's sev
 tensors, read with the ``gguf`` package):
 
 - **one decoding step's linear layers** (all of them, in order, no attention or norms) for 1
-  and 16 rows on 1 thread, mean of 20 steps after 3 of warm-up, best of 3 alternating rounds,
-  in milliseconds, with the bytes of weight each step reads:
-  ``float32`` (``F.linear``, MKL), ``float32 packed`` (oneDNN, what the app runs),
-  ``as shipped`` (Q4_1 / Q4_K tensors through torch's CPU int4 kernel from the file's own
-  groups, every other tensor float32 packed), ``all int4`` (every tensor through the int4
-  kernel at its shape: the bound if every tensor were 4-bit; random integers) and
-  ``all int8 per row`` (``_weight_int8pack_mm``, one scale per output row: not exact for
-  any file format here, shown for its speed);
+  and 16 rows on 1 thread, in milliseconds (mean of as many steps as fill 1 s, at least 2,
+  after 1 of warm-up; best of 2 alternating rounds), with the megabytes of weights a step
+  reads: ``float32`` (``F.linear``, MKL), ``float32 packed`` (oneDNN, what the app runs),
+  ``as shipped, float32`` (the Q4_1 / Q4_K tensors through torch's CPU int4 kernel from the
+  file's own groups, float32 in and out: exact; every other tensor float32 packed),
+  ``as shipped, bfloat16`` (the same with the kernel's bfloat16 inputs, scales and zeros:
+  rounded), ``all int4, bfloat16`` (every tensor through the bfloat16 int4 kernel at its
+  shape, random integers: the bound if every tensor were 4-bit) and ``all int8 per row,
+  bfloat16`` (``_weight_int8pack_mm``, one scale per output row: exact for none of the
+  files' formats, shown for its speed);
 - **exactness**: the largest absolute difference between the weight the int4 kernel
   multiplies (its product with the identity) and ``gguf.quants.dequantize`` of the same
-  tensor, over every 4-bit tensor of the file;
+  tensor, for the file's first three 4-bit tensors, in float32 and in bfloat16 (beside the
+  largest weight magnitude);
 - **batch invariance**: for one tensor of each 4-bit format, a row's output computed in
   batches of 1, 3 and 16 rows and on 1 and 2 threads, compared bit for bit with the row
-  alone on 1 thread; the same for the float32 packed product.
+  alone on 1 thread: the int4 kernel in float32 and in bfloat16, and the float32 packed
+  product.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import os
 import sys
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +43,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 ROWS = (1, 16)
-ROUNDS = 3
-OPTIONS = ("float32", "float32 packed", "as shipped", "all int4", "all int8 per row")
+ROUNDS = 2
+OPTIONS = (
+    "float32",
+    "float32 packed",
+    "as shipped, float32",
+    "as shipped, bfloat16",
+    "all int4, bfloat16",
+    "all int8 per row, bfloat16",
+)
 
 
 def gguf_files(work: Path) -> dict[str, Path]:
@@ -77,25 +89,24 @@ def layers_for(tensors: list[Any], option: str) -> tuple[list[Any], int]:
     layers, size = [], 0
     for tensor in tensors:
         columns, rows = (int(n) for n in tensor.shape)
-        groups = tensor_groups(tensor) if option == "as shipped" else None
-        if option == "all int4":
+        compute = torch.bfloat16 if option.endswith("bfloat16") else torch.float32
+        groups = tensor_groups(tensor) if option.startswith("as shipped") else None
+        if option.startswith("all int4"):
             groups = Groups(
                 torch.randint(0, 16, (rows, columns), dtype=torch.uint8),
                 torch.rand(rows, columns // 32),
                 torch.rand(rows, columns // 32),
             )
         if groups is not None:
-            layer = Int4Linear(groups)
-            size += layer.packed_weight.numel() + layer.scales_and_zeros.numel() * 4
+            layer = Int4Linear(groups, compute=compute)
+            size += layer.packed_weight.numel() + layer.scales_and_zeros.nbytes
             layers.append((columns, layer))
             continue
-        if option == "all int8 per row":
+        if option.startswith("all int8"):
             weight = torch.randint(-127, 128, (rows, columns), dtype=torch.int8)
-            scales = torch.rand(rows)
-            layers.append(
-                (columns, lambda x, w=weight, s=scales: torch.ops.aten._weight_int8pack_mm(x, w, s))
-            )
-            size += weight.numel() + rows * 4
+            scales = torch.rand(rows, dtype=torch.bfloat16)
+            layers.append((columns, partial(_int8_product, weight=weight, scales=scales)))
+            size += weight.numel() + rows * 2
             continue
         from gguf.quants import dequantize
 
@@ -105,6 +116,12 @@ def layers_for(tensors: list[Any], option: str) -> tuple[list[Any], int]:
         layers.append((columns, PackedLinear(linear) if option != "float32" else linear))
         size += weight.numel() * 4
     return layers, size
+
+
+def _int8_product(x: Any, weight: Any, scales: Any) -> Any:
+    import torch
+
+    return torch.ops.aten._weight_int8pack_mm(x.bfloat16(), weight, scales).float()
 
 
 def step_ms(layers: list[Any], rows: int) -> float:
@@ -117,12 +134,12 @@ def step_ms(layers: list[Any], rows: int) -> float:
             layer(inputs[columns])
 
     with torch.inference_mode():
-        for _ in range(3):
+        step()
+        started, steps = time.perf_counter(), 0
+        while steps < 2 or time.perf_counter() - started < 1:
             step()
-        started = time.perf_counter()
-        for _ in range(20):
-            step()
-    return (time.perf_counter() - started) / 20 * 1000
+            steps += 1
+    return (time.perf_counter() - started) / steps * 1000
 
 
 def timings(tensors: list[Any]) -> dict[str, Any]:
@@ -139,23 +156,26 @@ def timings(tensors: list[Any]) -> dict[str, Any]:
     return {option: {"bytes": built[option][1], "ms": best[option]} for option in OPTIONS}
 
 
-def exactness(tensors: list[Any]) -> float | None:
-    """The largest |kernel weight − gguf.quants.dequantize| over the 4-bit tensors."""
+def exactness(tensors: list[Any], count: int = 3) -> dict[str, float]:
+    """The largest |kernel weight − gguf.quants.dequantize| over the first ``count`` 4-bit
+    tensors, per kernel format, and their largest |weight|."""
     import torch
     from gguf.quants import dequantize
 
     from cyoa.generation.engine.shipped import Int4Linear, tensor_groups
 
-    worst = None
+    worst = {"float32": 0.0, "bfloat16": 0.0, "largest |weight|": 0.0}
+    checked = [(t, g) for t in tensors if (g := tensor_groups(t)) is not None][:count]
     with torch.inference_mode():
-        for tensor in tensors:
-            groups = tensor_groups(tensor)
-            if groups is None:
-                continue
-            reference = torch.from_numpy(dequantize(tensor.data, tensor.tensor_type))
-            difference = (Int4Linear(groups).weight_as_multiplied() - reference.float()).abs()
-            worst = max(worst or 0.0, difference.max().item())
-    return worst
+        for tensor, groups in checked:
+            reference = torch.from_numpy(dequantize(tensor.data, tensor.tensor_type)).float()
+            for compute in (torch.float32, torch.bfloat16):
+                layer = Int4Linear(groups, compute=compute)
+                difference = (layer.weight_as_multiplied() - reference).abs().max().item()
+                key = str(compute).removeprefix("torch.")
+                worst[key] = max(worst[key], difference)
+            worst["largest |weight|"] = max(worst["largest |weight|"], reference.abs().max().item())
+    return {key: float(f"{value:.3g}") for key, value in worst.items()}
 
 
 def invariance(tensors: list[Any]) -> dict[str, dict[str, bool]]:
@@ -170,8 +190,9 @@ def invariance(tensors: list[Any]) -> dict[str, dict[str, bool]]:
     for tensor in tensors:
         kind = tensor.tensor_type.name
         groups = tensor_groups(tensor)
-        if groups is not None and kind not in products:
-            products[kind] = Int4Linear(groups)
+        if groups is not None and f"{kind}, float32" not in products:
+            products[f"{kind}, float32"] = Int4Linear(groups)
+            products[f"{kind}, bfloat16"] = Int4Linear(groups, compute=torch.bfloat16)
             linear = torch.nn.Linear(groups.integers.shape[1], groups.integers.shape[0], False)
             linear.weight.data = groups.dequantized()
             products["float32 packed"] = PackedLinear(linear)
@@ -209,7 +230,8 @@ def markdown(results: dict[str, Any]) -> str:
         for option, row in model["timings"].items():
             ms = row["ms"]
             lines.append(f"| {option} | {row['bytes'] / 1e6:.0f} | {ms[1]} | {ms[16]} |")
-        lines += ["", f"Largest |kernel weight − gguf dequantize|: {model['exactness']}", ""]
+        exact = ", ".join(f"{k} {v}" for k, v in model["exactness"].items())
+        lines += ["", f"Largest |kernel weight − gguf dequantize|: {exact}.", ""]
         lines += ["| product | " + " | ".join(next(iter(model["invariance"].values()))) + " |"]
         lines += ["|---" * (1 + len(next(iter(model["invariance"].values())))) + "|"]
         for kind, checks in model["invariance"].items():

@@ -82,8 +82,9 @@ def test_the_int4_kernel_multiplies_the_file_s_weights_without_re_quantising(kin
 
 
 @needs_int4
-def test_a_row_s_int4_product_is_the_same_alone_and_in_any_batch_on_any_thread_count():
-    layer = Int4Linear(q4_1_groups(q4_1_blocks(192, 576, seed=2)))
+@pytest.mark.parametrize("compute", [torch.float32, torch.bfloat16])
+def test_a_row_s_int4_product_is_the_same_alone_and_in_any_batch_on_any_thread_count(compute):
+    layer = Int4Linear(q4_1_groups(q4_1_blocks(192, 576, seed=2)), compute=compute)
     x = torch.randn(16, 576)
     before = torch.get_num_threads()
     try:
@@ -116,7 +117,7 @@ TEXT = (
 
 @pytest.mark.real_model
 @needs_int4
-def test_smollm2_with_weights_as_shipped_predicts_as_its_float32_expansion_and_keeps_seeds():
+def test_smollm2_with_weights_as_shipped_predicts_close_to_its_float32_expansion_and_keeps_seeds():
     import os
     import threading
     from dataclasses import replace
@@ -139,7 +140,9 @@ def test_smollm2_with_weights_as_shipped_predicts_as_its_float32_expansion_and_k
         reference = torch.log_softmax(expanded.model(ids).logits[0], -1)
         logprobs = torch.log_softmax(naive.model(ids).logits[0], -1)
     kl = (reference.exp() * (reference - logprobs)).sum(-1)
-    assert kl.max().item() < 1e-5  # nats: the same weights, summed in another order
+    # Nats. The kernel's bfloat16 rounding of inputs, scales and zeros: measured 0.0003 mean
+    # and 0.0013 at most on a longer text (bench/results/model-options.md).
+    assert kl.mean().item() < 0.002 and kl.max().item() < 0.01
 
     batched = TransformersBackend(shipped, cache).load(log=lambda _: None)
     sampling, story = Sampling(max_new_tokens=20), "The robot woke up in a field of sunflowers."

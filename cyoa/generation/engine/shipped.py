@@ -159,27 +159,39 @@ def int4_available() -> bool:
 
 class Int4Linear(torch.nn.Module):
     """A linear layer ``x @ w.T (+ bias)`` whose weight ``w`` is held as the file's 4-bit
-    :class:`Groups` (half a byte per value, plus two float32 numbers per 32 values) and
-    multiplied by torch's CPU int4 kernel, in float32."""
+    :class:`Groups` (half a byte per value, plus a scale and a zero per 32 values) and
+    multiplied by torch's CPU int4 kernel, taking and giving float32.
 
-    def __init__(self, groups: Groups, bias: torch.Tensor | None = None) -> None:
+    ``compute`` is the kernel's number format: ``torch.float32`` multiplies the file's
+    weights exactly (scales and zeros in float32); ``torch.bfloat16`` rounds the inputs, the
+    scales, the zeros and the outputs to bfloat16 (8 significant bits). torch's CPU build
+    vectorises only the bfloat16 kernel; its float32 kernel is many times slower than a
+    float32 product (bench/results/weights-as-shipped.md)."""
+
+    def __init__(
+        self,
+        groups: Groups,
+        bias: torch.Tensor | None = None,
+        compute: torch.dtype = torch.float32,
+    ) -> None:
         super().__init__()
+        self.compute = compute
         self.out_features, self.in_features = groups.integers.shape
         packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(
             groups.integers.to(torch.int32), 1
         )
         zeros = groups.offsets + MIDPOINT * groups.scales
         # The kernel's layout: (columns / GROUP, rows, [scale, zero]).
-        scales_and_zeros = torch.stack([groups.scales.T, zeros.T], dim=-1).contiguous()
+        scales_and_zeros = torch.stack([groups.scales.T, zeros.T], dim=-1).to(compute)
         self.register_buffer("packed_weight", packed)
         self.register_buffer("scales_and_zeros", scales_and_zeros)
         self.register_buffer("bias", bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features).contiguous()
+        flat = x.reshape(-1, self.in_features).to(self.compute).contiguous()
         out = torch.ops.aten._weight_int4pack_mm_for_cpu(
             flat, self.packed_weight, GROUP, self.scales_and_zeros
-        )
+        ).float()
         if self.bias is not None:
             out = out + self.bias
         return out.reshape(*x.shape[:-1], self.out_features)
@@ -189,7 +201,10 @@ class Int4Linear(torch.nn.Module):
         return self.forward(torch.eye(self.in_features)).T.contiguous()
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, int4 groups"
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"int4 groups, {str(self.compute).removeprefix('torch.')}"
+        )
 
 
 def _heads_order(rows: int, heads: int) -> torch.Tensor:
@@ -217,10 +232,15 @@ def _matching(groups: Groups, weight: torch.Tensor, config: Any, name: str) -> G
     return None
 
 
-def use_shipped_weights(model: Any, gguf_file: Path) -> int:
+def use_shipped_weights(model: Any, gguf_file: Path, compute: torch.dtype = torch.bfloat16) -> int:
     """Replace the decoder's linear layers whose tensors ``gguf_file`` stores in a 4-bit
     affine format (:data:`READERS`) by :class:`Int4Linear` layers read from those blocks,
-    in place; returns how many were replaced (0 where the kernel is missing).
+    multiplying in ``compute`` (bfloat16: the kernel torch vectorises), in place; returns
+    how many were replaced (0 where the kernel is missing).
+
+    Whatever ``compute``, a row's product does not depend on its batch mates or on the
+    thread count (tests/test_generation_shipped.py), so a suggestion's seed still
+    reproduces it.
 
     ``model`` is the float32 model converted from that file: each layer is replaced only if
     the file's groups give its weight back (rows reordered as transformers reorders them);
@@ -251,6 +271,6 @@ def use_shipped_weights(model: Any, gguf_file: Path) -> int:
                 f"{LAYER_TENSORS[parts[2]]} weight: convert the model from this file again."
             )
         bias = None if linear.bias is None else linear.bias.detach().clone()
-        setattr(parent, attribute, Int4Linear(matched, bias))
+        setattr(parent, attribute, Int4Linear(matched, bias, compute))
         replaced += 1
     return replaced
