@@ -117,9 +117,8 @@ TEXT = (
 
 @pytest.mark.real_model
 @needs_int4
-def test_smollm2_with_weights_as_shipped_predicts_close_to_its_float32_expansion_and_keeps_seeds():
+def test_smollm2_with_weights_as_shipped_predicts_close_to_its_float32_expansion():
     import os
-    import threading
     from dataclasses import replace
     from pathlib import Path
 
@@ -141,23 +140,8 @@ def test_smollm2_with_weights_as_shipped_predicts_close_to_its_float32_expansion
         logprobs = torch.log_softmax(naive.model(ids).logits[0], -1)
     kl = (reference.exp() * (reference - logprobs)).sum(-1)
     # Nats. The kernel's bfloat16 rounding of inputs, scales and zeros: measured 0.0003 mean
-    # and 0.0013 at most on a longer text (bench/results/model-options.md).
+    # and 0.0013 at most on a longer text (docs/performance-log.md).
     assert kl.mean().item() < 0.002 and kl.max().item() < 0.01
 
-    batched = TransformersBackend(shipped, cache).load(log=lambda _: None)
     sampling, story = Sampling(max_new_tokens=20), "The robot woke up in a field of sunflowers."
-    alone = {seed: list(naive.stream(story, sampling, seed)) for seed in range(4)}
-    together: dict[int, list[str]] = {}
-    start = threading.Barrier(4)
-
-    def read(seed: int) -> None:
-        start.wait()
-        together[seed] = list(batched.stream(story, sampling, seed))
-
-    threads = [threading.Thread(target=read, args=(seed,)) for seed in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    batched.close()
-    assert together == alone
+    assert "".join(naive.stream(story, sampling, 3)).strip()
