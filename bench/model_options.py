@@ -2,14 +2,14 @@
 
     .venv/bin/python bench/model_options.py    # bench/results/model-options.{md,json}
 
-For each packaged model and each variant (float32 as shipped, ``dtype = "bfloat16"``,
-``quantize = "int8"``), with one torch thread: the time of one decoding step for a batch of 1
-and of 16 rows, scoring and sampling included (a 25-token prompt, then 8 steps of sampled
-tokens, mean; for a screened vocabulary also with the whole vocabulary scored), the
-perplexity of a fixed 80-token
-story text and the mean KL divergence of the next-token distributions from float32's (nats;
-0 = the same model), whether batched rows give exactly their text alone (6 rows, 30 tokens,
-seeds 0–5), and a few seeded one-sentence suggestions to read side by side.
+For each packaged model and each variant (float32 as converted, ``dtype = "bfloat16"``,
+``quantize = "int8"``, ``weights = "as_shipped"``), with one torch thread: the time of one
+decoding step for a batch of 1 and of 16 rows, scoring and sampling included (a 25-token
+prompt, then 8 steps of sampled tokens, mean; for a screened vocabulary also with the whole
+vocabulary scored), the perplexity of a fixed 80-token story text and the mean KL divergence
+of the next-token distributions from float32's (nats; 0 = the same model), whether batched
+rows give exactly their text alone (6 rows, 30 tokens, seeds 0–5), and a few seeded
+one-sentence suggestions to read side by side.
 """
 
 from __future__ import annotations
@@ -37,7 +37,12 @@ STORIES = (
     ["Nobody in the town had seen the sun for three days."],
     ["The robot woke up in a field of sunflowers with no memory of how it got there."],
 )
-VARIANTS = {"float32": {}, "bfloat16": {"dtype": "bfloat16"}, "int8": {"quantize": "int8"}}
+VARIANTS = {
+    "float32": {},
+    "bfloat16": {"dtype": "bfloat16"},
+    "int8": {"quantize": "int8"},
+    "as shipped": {"weights": "as_shipped"},
+}
 
 
 def _step_ms(model: Any, vocabulary: Any, card: Any, prompt: list[int], rows: int) -> float:
@@ -129,7 +134,15 @@ def measure(name: str, variant: str, options: dict[str, str], cache: Path) -> di
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=list(VARIANTS),
+        default=list(VARIANTS),
+        help="the variants to measure (float32, the KL reference, is always first)",
+    )
     args = parser.parse_args(argv)
+    variants = {"float32": {}, **{v: VARIANTS[v] for v in args.variants}}
     import torch
 
     torch.set_num_threads(1)
@@ -137,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     results = []
     for name in ("gemma-3-270m", "smollm2-135m-instruct"):
         reference = None
-        for variant, options in VARIANTS.items():
+        for variant, options in variants.items():
             result = measure(name, variant, options, cache)
             logprobs = result.pop("logprobs")
             if reference is None:

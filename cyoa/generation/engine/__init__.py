@@ -19,6 +19,7 @@ from cyoa.generation.engine.options import (
     GENERATION_MODES,
     NAIVE,
     QUANTIZE_OPTIONS,
+    WEIGHTS_OPTIONS,
 )
 from cyoa.generation.engine.prefixes import DEFAULT_MAX_TOKENS as DEFAULT_PROMPT_STORE_TOKENS
 from cyoa.generation.engine.prefixes import PrefixStore
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 
 def load_local_model(folder: Path, tokenizer: Any, **options: Any) -> LocalModel:
     """The converted model in ``folder`` loaded and ready to stream (:class:`LocalModel`
-    takes the options: ``name``, ``dtype``, ``quantize``, ``mode``, ``cores``, ``prefixes``)."""
+    takes the options: ``name``, ``dtype``, ``quantize``, ``mode``, ``cores``, ``prefixes``,
+    ``shipped``)."""
     from cyoa.generation.engine.model import LocalModel
 
     return LocalModel(folder, tokenizer, **options)
@@ -60,6 +62,7 @@ __all__ = [
     "GENERATION_MODES",
     "NAIVE",
     "QUANTIZE_OPTIONS",
+    "WEIGHTS_OPTIONS",
     "CoreShare",
     "PrefixStore",
     "load_generate_model",

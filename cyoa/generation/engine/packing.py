@@ -98,11 +98,17 @@ def pack_model(model: torch.nn.Module) -> int:
     (:mod:`cyoa.generation.engine.vocabulary`) reads it."""
     packed = pack_linear_layers(model.get_decoder())
     if packed:
-        with torch.no_grad():
-            for tensor in [*model.parameters(), *model.buffers()]:
-                if not tensor.is_mkldnn:
-                    tensor.data = tensor.data.clone()
+        own_tensors(model)
     return packed
+
+
+def own_tensors(model: torch.nn.Module) -> None:
+    """Copy every tensor of ``model`` that may still view its checkpoint's memory map into
+    the process's own memory, so that the file is unmapped (see above)."""
+    with torch.no_grad():
+        for tensor in [*model.parameters(), *model.buffers()]:
+            if not tensor.is_mkldnn:
+                tensor.data = tensor.data.clone()
 
 
 def pack_linear_layers(module: torch.nn.Module) -> int:
