@@ -73,3 +73,14 @@ def _sqlite_begin(connection: sa.Connection) -> None:
     """``BEGIN IMMEDIATE`` for a write transaction (the write lock up front), ``BEGIN``
     otherwise."""
     connection.exec_driver_sql(connection.get_execution_options().get(BEGIN_OPTION, "BEGIN"))
+
+
+def use_wal(engine: sa.Engine) -> None:
+    """Switch a SQLite database to write-ahead logging (readers and the one writer do not
+    block each other; https://www.sqlite.org/wal.html). The mode is kept in the file, so
+    this runs once, when the schema is migrated, outside any transaction as SQLite asks."""
+    connection = engine.raw_connection()
+    try:
+        connection.driver_connection.execute("PRAGMA journal_mode = WAL")
+    finally:
+        connection.close()
