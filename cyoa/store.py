@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from sqlite_utils import Database
 
 from cyoa.database_url import parse_database
@@ -324,10 +326,14 @@ def create_sentence_tags(db: Database) -> None:
 
 def ensure_sentence_tags(db: Db) -> None:
     """Create the ``sentence_tags`` cache in a SQLite database that lacks it (a database
-    migrated by every version has it; PostgreSQL's schema always has it)."""
+    migrated by every version has it; PostgreSQL's schema always has it).
+    :class:`sqlalchemy.exc.OperationalError` when it cannot (a busy or read-only file)."""
     if db.dialect == "sqlite":
         with write_transaction(db):
-            create_sentence_tags(sqlite_utils_database(db))
+            try:
+                create_sentence_tags(sqlite_utils_database(db))
+            except sqlite3.OperationalError as error:
+                raise sa.exc.OperationalError("CREATE TABLE sentence_tags", None, error) from error
 
 
 def _version_2(db: Database) -> None:

@@ -3,11 +3,9 @@ and the numbers are the same with or without the cache."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
+import sqlalchemy as sa
 from click.testing import CliRunner
-from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cli import cli
@@ -15,6 +13,7 @@ from cyoa.cowriting.analysis.data import load_study
 from cyoa.cowriting.analysis.tables import analyze
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache, tag_experiment
 from cyoa.cowriting.analysis.tsv import import_tsv, write_cyoa_tsv
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 from cyoa.metrics import text
 from tests.study_builder import tsv_rows
@@ -94,7 +93,7 @@ def test_analyze_twice_prints_the_same_tables_and_tags_once(tmp_path, tagged):
 def test_a_read_only_database_is_analysed_without_the_cache(tmp_path):
     path = tmp_path / "cyoa.sqlite"
     store.connect(path).execute("CREATE TABLE t (x)")
-    read_only = Database(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+    read_only = Db(sa.create_engine(f"sqlite+pysqlite:///file:{path}?mode=ro&uri=true"))
     cache = SentenceTagCache(read_only)
     assert not cache.usable
     assert text.text_profiles(TEXTS, cache=cache) == text.text_profiles(TEXTS)

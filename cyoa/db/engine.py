@@ -57,7 +57,7 @@ def engine_for(location: DatabaseLocation, environ: Mapping[str, str] | None = N
 def _sqlite_engine(location: DatabaseLocation) -> sa.Engine:
     engine = sa.create_engine(
         f"sqlite+pysqlite:///{location.path}",
-        connect_args={"timeout": BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+        connect_args={"check_same_thread": False},
     )
     sa.event.listen(engine, "connect", _sqlite_connected)
     sa.event.listen(engine, "begin", _sqlite_begin)
@@ -67,6 +67,8 @@ def _sqlite_engine(location: DatabaseLocation) -> sa.Engine:
 def _sqlite_connected(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None  # the "begin" listener below begins transactions
     dbapi_connection.execute("PRAGMA foreign_keys = ON")
+    # Read at each new connection, so that a test may shorten it.
+    dbapi_connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
 
 
 def _sqlite_begin(connection: sa.Connection) -> None:
