@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask
-from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting import pages as cowriting_pages
@@ -17,6 +16,7 @@ from cyoa.cowriting import wing as cowriting_wing
 from cyoa.cowriting.analysis import report as cowriting_report
 from cyoa.cowriting.research import exports as cowriting_exports
 from cyoa.cowriting.research import lifecycle as cowriting_lifecycle
+from cyoa.db.facade import Db
 from cyoa.generation.types import ModelCard
 from cyoa.rating import experiment as rating_experiment
 from cyoa.rating import pages as rating_pages
@@ -94,7 +94,7 @@ KINDS: dict[str, Kind] = {
 }
 
 
-def export(db: Database, exp_id: str, fmt: str, **options: Any) -> bytes:
+def export(db: Db, exp_id: str, fmt: str, **options: Any) -> bytes:
     """Every export of a stored experiment of any kind (the ``export`` verb's): its kind's
     :attr:`Kind.export`; :class:`~cyoa.web.tables.ExportError` when there is no such
     experiment or the kind cannot make it."""
@@ -104,7 +104,7 @@ def export(db: Database, exp_id: str, fmt: str, **options: Any) -> bytes:
     return KINDS[row["kind"]].export(db, row, fmt, **options)
 
 
-def kind_of(db: Database, exp_id: str) -> Kind:
+def kind_of(db: Db, exp_id: str) -> Kind:
     """The kind of the stored experiment ``exp_id``; :class:`~cyoa.errors.AnalysisError`
     naming the known experiments if there is none."""
     return KINDS[store.experiment_row(db, exp_id)["kind"]]

@@ -1,5 +1,12 @@
-"""The SQLite database, through sqlite-utils: the connection, transactions and the schema's
-migrations, and the rows both study kinds share (experiments, researchers, evaluation details).
+"""The database handle, the schema's migrations, and the rows both study kinds share
+(experiments, researchers, evaluation details, plans).
+
+Every module reaches the database through :func:`connect`, which hands out the data-access
+layer :class:`cyoa.db.facade.Db` (docs/deployment.md, "PostgreSQL: status"). SQLite's
+migration chain (:data:`MIGRATIONS`, the version in ``PRAGMA user_version``) is the one part
+that speaks SQLite itself: its steps run on a sqlite-utils ``Database`` over the connection of
+the migrating transaction, so databases from every earlier version keep upgrading step by
+step. PostgreSQL starts at the current schema (:func:`cyoa.db.schema.migrate_postgresql`).
 
 Each study kind's own rows are written by its wing: :mod:`cyoa.cowriting.store` (sessions and
 their events) and :mod:`cyoa.rating.store` (raters and their events). Every table and column is
@@ -11,17 +18,30 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from sqlite_utils import Database
 
+from cyoa.database_url import parse_database
+from cyoa.db.engine import BUSY_TIMEOUT_SECONDS, engine_for, use_wal
+from cyoa.db.facade import Db
+from cyoa.db.schema import migrate_postgresql
+from cyoa.db.transactions import write_transaction
 from cyoa.errors import AnalysisError, SchemaError
 
-BUSY_TIMEOUT_SECONDS = 10.0
+__all__ = ["BUSY_TIMEOUT_SECONDS", "Db", "connect", "init_db", "now", "write_transaction"]
+
+# Handles kept per process, by database; the least recently opened beyond this are closed
+# (their idle connections; a holder may go on using one).
+HANDLES_KEPT = 8
+_handles: OrderedDict[str, Db] = OrderedDict()
+_handles_lock = threading.Lock()
 
 
 def now() -> str:
@@ -29,45 +49,54 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def connect(path: str | Path) -> Database:
-    """A connection usable from any thread (one unit of work at a time)."""
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
-    db = Database(conn)
-    db.execute("PRAGMA foreign_keys = ON")
-    return db
+def connect(location: str | Path) -> Db:
+    """The database at ``location`` (a SQLite path, or a URL: :mod:`cyoa.database_url`),
+    one handle per process and database, shared by threads: each call borrows a pooled
+    connection and gives it back, so a handle holds no transaction between calls."""
+    place = parse_database(location)
+    key = str(place.path.resolve()) if place.path is not None else str(place.url)
+    with _handles_lock:
+        handle = _handles.get(key)
+        if handle is None:
+            handle = _handles[key] = Db(engine_for(place))
+        _handles.move_to_end(key)
+        while len(_handles) > HANDLES_KEPT:
+            _handles.popitem(last=False)[1].close()
+        return handle
 
 
-@contextmanager
-def write_transaction(db: Database) -> Iterator[Database]:
-    """One atomic write: ``BEGIN IMMEDIATE`` takes the write lock up front, so a read-check-
-    write sequence inside it cannot interleave with another writer (thread or process)."""
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")
+def init_db(db: Db) -> None:
+    """Bring the database to :data:`SCHEMA_VERSION`, creating it when new. SQLite: WAL mode
+    on, then the migrations it has not had (:func:`migrate`) inside one write transaction, so
+    that of several worker processes starting at once one migrates while the others wait for
+    the write lock, then find nothing left to do. PostgreSQL: the whole schema, once."""
+    if db.dialect == "postgresql":
+        migrate_postgresql(db.engine)
+    else:
+        use_wal(db.engine)
+        with write_transaction(db):
+            migrate(db)
+    db.forget_tables()
 
 
-def init_db(db: Database) -> None:
-    """Bring the database to :data:`SCHEMA_VERSION`, creating it when new, and switch on WAL
-    mode (see :func:`migrate`). Safe when several worker processes start at once: one
-    migrates while the others wait for the write lock, then find nothing left to do."""
-    db.enable_wal()
-    with write_transaction(db):
-        migrate(db)
-
-
-def schema_version(db: Database) -> int:
-    """The schema version the database records (SQLite's ``user_version``; 0 when new)."""
+def schema_version(db: Db) -> int:
+    """The schema version a SQLite database records (``user_version``; 0 when new)."""
     return db.execute("PRAGMA user_version").fetchone()[0]
 
 
-def migrate(db: Database, migrations: Sequence[Callable[[Database], None]] | None = None) -> int:
-    """Apply the migrations the database has not had yet, in order, and record the new
-    version; returns it. Call inside :func:`write_transaction`: SQLite's schema changes are
-    transactional, so a migration that fails leaves the database as it was.
+def sqlite_utils_database(db: Db) -> Database:
+    """A sqlite-utils ``Database`` over the connection of ``db``'s current write transaction
+    (SQLite only): what the migration steps are written in."""
+    conn = db.current_connection()
+    if conn is None or db.dialect != "sqlite":
+        raise RuntimeError("SQLite's migrations run inside write_transaction on SQLite.")
+    return Database(conn.connection.driver_connection, execute_plugins=False)
+
+
+def migrate(db: Db, migrations: Sequence[Callable[[Database], None]] | None = None) -> int:
+    """Apply the migrations the SQLite database has not had yet, in order, and record the
+    new version; returns it. Call inside :func:`write_transaction`: SQLite's schema changes
+    are transactional, so a migration that fails leaves the database as it was.
 
     ``migrations[n - 1]`` takes a database from version ``n - 1`` to ``n``. Version 1 is the
     first schema; databases written before migrations existed were also marked 1 while their
@@ -81,10 +110,12 @@ def migrate(db: Database, migrations: Sequence[Callable[[Database], None]] | Non
             f"This database has schema version {version}, newer than this CYOA's "
             f"({len(steps)}). Update CYOA (git pull) before using it."
         )
+    legacy = sqlite_utils_database(db)
     first = 0 if version <= 1 else version
     for step in steps[first:]:
-        step(db)
+        step(legacy)
     db.execute(f"PRAGMA user_version = {len(steps)}")
+    db.forget_tables()
     return len(steps)
 
 
@@ -291,6 +322,18 @@ def create_sentence_tags(db: Database) -> None:
             pk=("tagger", "sentence"),
             not_null={"nouns", "verbs"},
         )
+
+
+def ensure_sentence_tags(db: Db) -> None:
+    """Create the ``sentence_tags`` cache in a SQLite database that lacks it (a database
+    migrated by every version has it; PostgreSQL's schema always has it).
+    :class:`sqlalchemy.exc.OperationalError` when it cannot (a busy or read-only file)."""
+    if db.dialect == "sqlite":
+        with write_transaction(db):
+            try:
+                create_sentence_tags(sqlite_utils_database(db))
+            except sqlite3.OperationalError as error:
+                raise sa.exc.OperationalError("CREATE TABLE sentence_tags", None, error) from error
 
 
 def _version_2(db: Database) -> None:
@@ -604,12 +647,13 @@ SCHEMA_VERSION = len(MIGRATIONS)
 # --- experiments -------------------------------------------------------------------------
 
 
-def upsert_experiment(db: Database, exp_id: str, title: str, spec: dict[str, Any]) -> None:
+def upsert_experiment(db: Db, exp_id: str, title: str, spec: dict[str, Any]) -> None:
     """Store (or refresh) an experiment's spec; a new experiment starts ``open``."""
     stamp = now()
     existing = get_experiment(db, exp_id)
-    with write_transaction(db):
-        db["experiments"].upsert(
+    with write_transaction(db, lock=("spec", exp_id)):
+        db.upsert(
+            "experiments",
             {
                 "id": exp_id,
                 "title": title,
@@ -626,7 +670,7 @@ EXPERIMENT_STATUSES = ("open", "paused", "closed")
 
 
 def create_experiment(
-    db: Database, exp_id: str, title: str, spec: dict[str, Any], status: str = "paused"
+    db: Db, exp_id: str, title: str, spec: dict[str, Any], status: str = "paused"
 ) -> None:
     """Store a new experiment (one a researcher creates); raises ValueError if the id is
     taken, so that a new spec never silently replaces one that writers may have used."""
@@ -635,7 +679,7 @@ def create_experiment(
 
 
 def insert_experiment(
-    db: Database, exp_id: str, title: str, spec: dict[str, Any], status: str, kind: str
+    db: Db, exp_id: str, title: str, spec: dict[str, Any], status: str, kind: str
 ) -> None:
     """A new experiment's row, inside the caller's transaction; ValueError for an unknown
     status or a taken id."""
@@ -644,7 +688,8 @@ def insert_experiment(
     if get_experiment(db, exp_id) is not None:
         raise ValueError(f"An experiment with the id '{exp_id}' exists already.")
     stamp = now()
-    db["experiments"].insert(
+    db.insert(
+        "experiments",
         {
             "id": exp_id,
             "title": title,
@@ -653,11 +698,11 @@ def insert_experiment(
             "created_at": stamp,
             "updated_at": stamp,
             "kind": kind,
-        }
+        },
     )
 
 
-def set_experiment_status(db: Database, exp_id: str, status: str) -> None:
+def set_experiment_status(db: Db, exp_id: str, status: str) -> None:
     """Open, pause or close an experiment (``open`` takes new writers; the others do not,
     but writers with a session can finish). Raises ValueError for an unknown experiment."""
     if status not in EXPERIMENT_STATUSES:
@@ -671,7 +716,7 @@ def set_experiment_status(db: Database, exp_id: str, status: str) -> None:
         )
 
 
-def open_if_paused(db: Database, exp_id: str) -> bool:
+def open_if_paused(db: Db, exp_id: str) -> bool:
     """Open the experiment if it is paused (in one statement, so that a pause or close made
     meanwhile is never overwritten); whether it was opened."""
     with write_transaction(db):
@@ -688,12 +733,12 @@ def open_if_paused(db: Database, exp_id: str) -> bool:
 RESERVED_IDS = ("new",)
 
 
-def get_experiment(db: Database, exp_id: str) -> dict[str, Any] | None:
+def get_experiment(db: Db, exp_id: str) -> dict[str, Any] | None:
     rows = list(db.query("SELECT * FROM experiments WHERE id = ?", [exp_id]))
     return rows[0] if rows else None
 
 
-def experiment_row(db: Database, experiment: str) -> dict[str, Any]:
+def experiment_row(db: Db, experiment: str) -> dict[str, Any]:
     """The stored row of ``experiment``; :class:`AnalysisError` naming the known ones if none."""
     row = get_experiment(db, experiment)
     if row is None:
@@ -708,29 +753,27 @@ def experiment_row(db: Database, experiment: str) -> dict[str, Any]:
 # --- researchers and reporting -----------------------------------------------------------
 
 
-def create_researcher(db: Database, name: str, password_hash: str) -> int:
+def create_researcher(db: Db, name: str, password_hash: str) -> int:
     """Add a researcher account; raises ValueError if the name is taken."""
     with write_transaction(db):
         if get_researcher(db, name) is not None:
             raise ValueError(f"A researcher named '{name}' exists already.")
-        return (
-            db["researchers"]
-            .insert({"name": name, "password_hash": password_hash, "created_at": now()})
-            .last_pk
+        return db.insert(
+            "researchers", {"name": name, "password_hash": password_hash, "created_at": now()}
         )
 
 
-def get_researcher(db: Database, name: str) -> dict[str, Any] | None:
+def get_researcher(db: Db, name: str) -> dict[str, Any] | None:
     rows = list(db.query("SELECT * FROM researchers WHERE name = ?", [name]))
     return rows[0] if rows else None
 
 
-def get_researcher_by_id(db: Database, researcher_id: int) -> dict[str, Any] | None:
+def get_researcher_by_id(db: Db, researcher_id: int) -> dict[str, Any] | None:
     rows = list(db.query("SELECT * FROM researchers WHERE id = ?", [researcher_id]))
     return rows[0] if rows else None
 
 
-def get_evaluation_details(db: Database, exp_id: str) -> dict[str, Any]:
+def get_evaluation_details(db: Db, exp_id: str) -> dict[str, Any]:
     """What the researcher entered for the evaluation card (empty strings if nothing)."""
     rows = list(db.query("SELECT * FROM evaluation_details WHERE experiment_id = ?", [exp_id]))
     row = rows[0] if rows else {}
@@ -744,10 +787,11 @@ def get_evaluation_details(db: Database, exp_id: str) -> dict[str, Any]:
 
 
 def set_evaluation_details(
-    db: Database, exp_id: str, *, pay: str, qualifications: str, researcher: str
+    db: Db, exp_id: str, *, pay: str, qualifications: str, researcher: str
 ) -> None:
     with write_transaction(db):
-        db["evaluation_details"].upsert(
+        db.upsert(
+            "evaluation_details",
             {
                 "experiment_id": exp_id,
                 "pay": pay,
@@ -762,26 +806,23 @@ def set_evaluation_details(
 # --- plans -------------------------------------------------------------------------------
 
 
-def insert_plan(db: Database, exp_id: str, kind: str, record: dict[str, Any], text: str) -> int:
+def insert_plan(db: Db, exp_id: str, kind: str, record: dict[str, Any], text: str) -> int:
     """Store a plan made for ``exp_id`` (its structured ``record`` as JSON, and its ``text``)
     and return its id. Plans are never changed: the latest is the experiment's plan."""
     with write_transaction(db):
-        return (
-            db["plans"]
-            .insert(
-                {
-                    "experiment_id": exp_id,
-                    "created_at": now(),
-                    "kind": kind,
-                    "record": json.dumps(record, ensure_ascii=False),
-                    "text": text,
-                }
-            )
-            .last_pk
+        return db.insert(
+            "plans",
+            {
+                "experiment_id": exp_id,
+                "created_at": now(),
+                "kind": kind,
+                "record": json.dumps(record, ensure_ascii=False),
+                "text": text,
+            },
         )
 
 
-def latest_plan(db: Database, exp_id: str) -> dict[str, Any] | None:
+def latest_plan(db: Db, exp_id: str) -> dict[str, Any] | None:
     """The latest plan stored for ``exp_id`` (``id``, ``created_at``, ``kind``, ``record``
     as a dict, ``text``), or None when none was made."""
     rows = list(db.query(

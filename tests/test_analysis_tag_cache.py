@@ -3,11 +3,9 @@ and the numbers are the same with or without the cache."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
+import sqlalchemy as sa
 from click.testing import CliRunner
-from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cli import cli
@@ -15,6 +13,7 @@ from cyoa.cowriting.analysis.data import load_study
 from cyoa.cowriting.analysis.tables import analyze
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache, tag_experiment
 from cyoa.cowriting.analysis.tsv import import_tsv, write_cyoa_tsv
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 from cyoa.metrics import text
 from tests.study_builder import tsv_rows
@@ -58,7 +57,7 @@ def test_the_cache_holds_each_sentence_s_lemmas_under_its_tagger(tmp_path):
     db = store.connect(tmp_path / "cyoa.sqlite")
     cache = SentenceTagCache(db)
     cache.store({"The dog ran.": (("dog",), ("run",))})
-    rows = list(db["sentence_tags"].rows)
+    rows = list(db.rows_where("sentence_tags"))
     assert rows == [
         {"tagger": cache.tagger, "sentence": "The dog ran.", "nouns": '["dog"]', "verbs": '["run"]'}
     ]
@@ -88,13 +87,13 @@ def test_analyze_twice_prints_the_same_tables_and_tags_once(tmp_path, tagged):
     assert second.output == first.output
     assert len(tagged) == count, "nothing tagged the second time"
     db = store.connect(db_path)
-    assert db["sentence_tags"].count == count
+    assert db.execute("SELECT count(*) FROM sentence_tags").fetchone()[0] == count
 
 
 def test_a_read_only_database_is_analysed_without_the_cache(tmp_path):
     path = tmp_path / "cyoa.sqlite"
     store.connect(path).execute("CREATE TABLE t (x)")
-    read_only = Database(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+    read_only = Db(sa.create_engine(f"sqlite+pysqlite:///file:{path}?mode=ro&uri=true"))
     cache = SentenceTagCache(read_only)
     assert not cache.usable
     assert text.text_profiles(TEXTS, cache=cache) == text.text_profiles(TEXTS)
@@ -107,7 +106,7 @@ def test_an_experiment_tagged_ahead_leaves_its_analysis_nothing_to_tag(tmp_path,
     count = tag_experiment(db, "s")
     assert count > 0
     assert len(tagged) == count == len(set(tagged))
-    assert db["sentence_tags"].count == count
+    assert db.execute("SELECT count(*) FROM sentence_tags").fetchone()[0] == count
     assert tag_experiment(db, "s") == 0, "a second run finds everything tagged"
 
     tagged.clear()

@@ -277,10 +277,11 @@ def test_raters_stored_before_panels_existed_become_the_human_panel(tmp_path):
     db = store.connect(tmp_path / "old.sqlite")
     with store.write_transaction(db):
         store.migrate(db, store.MIGRATIONS[:-1])
-    db["experiments"].insert(
-        {"id": "old", "title": "old", "status": "closed", "spec": "{}", "kind": "rating"}
+    db.insert(
+        "experiments",
+        {"id": "old", "title": "old", "status": "closed", "spec": "{}", "kind": "rating"},
     )
-    db["raters"].insert({"experiment_id": "old", "rater_id": "r1", "created_at": "2024"})
+    db.insert("raters", {"experiment_id": "old", "rater_id": "r1", "created_at": "2024"})
     with store.write_transaction(db):
         store.migrate(db)
     assert db.execute("SELECT panel FROM raters").fetchall() == [("human",)]

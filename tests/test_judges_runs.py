@@ -244,7 +244,6 @@ def test_a_run_whose_process_died_is_interrupted_and_resumes_where_it_was(tmp_pa
     try:
         gone = f"{socket.gethostname()}/999999999/1/ab"  # no process has that id
         db.execute("UPDATE judge_runs SET state = 'running', worker = ?", [gone])
-        db.conn.commit()
         assert stored_run(db, "tiny", "judge-a").state == "interrupted"
     finally:
         db.close()

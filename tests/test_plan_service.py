@@ -55,7 +55,7 @@ def test_a_stored_plan_round_trips_and_the_latest_is_the_plan(tmp_path):
     assert plan["id"] == newest
     assert plan["record"] == json.loads(json.dumps(second.to_dict()))
     assert plan["text"] == second.text
-    assert db["plans"].count == 2
+    assert db.execute("SELECT count(*) FROM plans").fetchone()[0] == 2
 
 
 def test_plan_save_stores_the_printed_plan_on_the_experiment(tmp_path):

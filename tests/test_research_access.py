@@ -184,7 +184,6 @@ def test_a_deleted_account_is_logged_out_at_once(app, researcher):
     assert researcher.get("/research/").status_code == 200
     db = store.connect(app.config["DATABASE"])
     db.execute("DELETE FROM researchers")
-    db.conn.commit()
     db.close()
     assert researcher.get("/research/").status_code == 302
 

@@ -52,7 +52,6 @@ def test_a_rating_study_whose_title_names_a_model_is_flagged_and_a_neutral_one_i
     db = store.connect(app.config["DATABASE"])
     try:
         db.execute("UPDATE experiments SET title = 'Fake stories' WHERE id = 'aiss-pilot'")
-        db.conn.commit()
     finally:
         db.close()
     page = researcher.get("/research/ratings/aiss-pilot").get_data(as_text=True)

@@ -77,7 +77,6 @@ def test_a_writer_without_an_action_for_30_minutes_has_dropped_out(app, research
     db = store.connect(app.config["DATABASE"])
     old = (datetime.now(UTC) - timedelta(minutes=31)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     db.execute("UPDATE sessions SET updated_at = ? WHERE participant_id = 1", [old])
-    db.conn.commit()
     db.close()
     progress = researcher.get("/research/experiments/fake-ab/progress.json").get_json()
     assert (progress["started"], progress["dropped"], progress["in_progress"]) == (2, 1, 1)

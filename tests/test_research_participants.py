@@ -96,7 +96,6 @@ def rated(app, tmp_path):
         db.execute(
             "UPDATE raters SET updated_at = '2020-01-01T00:00:00Z' WHERE external_id = 'gone'"
         )
-        db.conn.commit()
     finally:
         db.close()
     researcher = Researcher(app)
@@ -196,7 +195,6 @@ def test_a_rater_who_never_answered_has_timed_out_after_the_first_answer_timeout
         db.execute(
             "UPDATE raters SET updated_at = ? WHERE external_id = 'idle'", [twenty_minutes_ago]
         )
-        db.conn.commit()
     finally:
         db.close()
     # Silent for 20 minutes without an answer: past first_answer_minutes (15), within

@@ -494,7 +494,6 @@ def test_a_clone_of_imported_judgements_can_be_edited_and_then_opened(app, resea
         "UPDATE experiments SET spec = ? WHERE id = 'aiss-pilot'",
         [json.dumps({**spec, "import": {"format": "long"}})],
     )
-    db.conn.commit()
     db.close()
     refused = researcher.post("/research/ratings/aiss-pilot/status", {"status": "open"})
     assert "clone it, then give the copy its consent" in page_of(researcher.get(refused.location))
@@ -517,7 +516,6 @@ def test_an_edit_keeps_checks_the_form_cannot_show_unless_they_are_changed(app, 
         "UPDATE experiments SET spec = ? WHERE id = 'aiss-pilot'",
         [json.dumps({**spec, "attention_checks": checks})],
     )
-    db.conn.commit()
     db.close()
     shown = form_from_spec({**spec, "attention_checks": checks}, "Renamed")
     reply = researcher.post("/research/ratings/aiss-pilot/edit", data=shown)

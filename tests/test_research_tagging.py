@@ -36,7 +36,7 @@ def test_a_submitted_round_is_tagged_in_the_background(tmp_path):
         tagger.stop()
     assert (tagger.runs, tagger.failures) == (1, 0)
     db = store.connect(config["DATABASE"])
-    sentences = {row["sentence"] for row in db["sentence_tags"].rows}
+    sentences = {row["sentence"] for row in db.rows_where("sentence_tags")}
     line = db.execute(
         "SELECT json_extract(payload, '$.text') FROM events WHERE type = 'line_submitted'"
     ).fetchone()[0]

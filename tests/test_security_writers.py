@@ -138,6 +138,5 @@ def test_the_home_page_names_no_system_and_no_study_that_is_not_open(app, client
         assert hidden not in page
     db = store.connect(app.config["DATABASE"])
     db.execute("UPDATE experiments SET status = 'paused'")
-    db.conn.commit()
     db.close()
     assert "/s/fake-ab" not in client.get("/").get_data(as_text=True)

@@ -17,7 +17,7 @@ from cyoa.paths import ROOT
 V1_DUMP = ROOT / "tests" / "data" / "cyoa-schema-v1.sql"
 
 
-def version_1_database(path) -> Database:
+def version_1_database(path) -> store.Db:
     """A database as version 1 of the schema wrote it (a dump made by the code of that
     time, before migrations existed), with two writers' whole sessions."""
     conn = sqlite3.connect(path)
@@ -28,7 +28,7 @@ def version_1_database(path) -> Database:
     return db
 
 
-def snapshot(db: Database, columns: dict[str, list[str]]) -> dict[str, list[tuple]]:
+def snapshot(db: store.Db, columns: dict[str, list[str]]) -> dict[str, list[tuple]]:
     """Every row of each table, in the given columns (those the older schema had)."""
     return {
         name: sorted(map(tuple, db.execute(f"SELECT {', '.join(cols)} FROM [{name}]")))
@@ -36,8 +36,8 @@ def snapshot(db: Database, columns: dict[str, list[str]]) -> dict[str, list[tupl
     }
 
 
-def columns_of(db: Database) -> dict[str, list[str]]:
-    return {name: list(db[name].columns_dict) for name in db.table_names()}
+def columns_of(db: store.Db) -> dict[str, list[str]]:
+    return {name: [c.name for c in db.table(name).columns] for name in db.table_names()}
 
 
 def test_a_version_1_database_full_of_sessions_is_upgraded_and_loses_nothing(tmp_path):

@@ -54,7 +54,6 @@ def test_a_bad_participant_id_is_refused(client):
 def test_a_closed_study_refuses_new_writers_with_a_friendly_page(app, client):
     db = store.connect(app.config["DATABASE"])
     db.execute("UPDATE experiments SET status = 'closed'")
-    db.conn.commit()
     db.close()
     page = client.get("/s/fake-ab")
     assert page.status_code == 403

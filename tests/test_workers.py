@@ -19,11 +19,13 @@ import pytest
 import redis
 import requests
 import socketio
+import sqlalchemy as sa
 from conftest import Writer, db_rows, write_setup
 
 from cyoa import store
 from cyoa.cowriting import runner as runner_module
 from cyoa.cowriting import store as cowriting_store
+from cyoa.db.facade import Db
 from cyoa.web.workers import new_worker_id, worker_gone
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -281,7 +283,7 @@ def test_a_slot_claimed_by_a_live_worker_is_left_to_it_until_its_claim_goes_stal
 def test_a_claim_is_refused_while_fresh_and_taken_over_when_stale(tmp_path):
     db = store.connect(tmp_path / "claims.sqlite")
     store.init_db(db)
-    db.execute("PRAGMA foreign_keys = OFF")
+    db = Db(sa.create_engine(f"sqlite+pysqlite:///{db.engine.url.database}"))  # no foreign keys
     key = ("session", 1, 2, 1)
     t0 = "2026-01-01T12:00:00.000Z"
     assert cowriting_store.claim_generation(db, *key, "A", 50, at=t0) is None
@@ -351,7 +353,7 @@ def test_a_claim_of_a_process_of_this_host_is_kept_while_it_runs_and_taken_when_
 ):
     db = store.connect(tmp_path / "claims.sqlite")
     store.init_db(db)
-    db.execute("PRAGMA foreign_keys = OFF")
+    db = Db(sa.create_engine(f"sqlite+pysqlite:///{db.engine.url.database}"))  # no foreign keys
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER],
         cwd=ROOT,

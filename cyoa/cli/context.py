@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 from flask import Flask
 from flask.cli import ScriptInfo
-from sqlite_utils import Database
 
 from cyoa import create_app, store
 from cyoa.database_url import DatabaseSettingError, sqlite_path
+from cyoa.db.facade import Db
 from cyoa.paths import ROOT
 
 
@@ -59,7 +59,7 @@ def configured_database(ctx: click.Context) -> Path:
         raise click.ClickException(str(error)) from None
 
 
-def open_existing(ctx: click.Context) -> Database:
+def open_existing(ctx: click.Context) -> Db:
     """The verb's database, which must exist, with its tables brought up to date."""
     path = database_path(ctx)
     if not path.exists():
@@ -69,7 +69,7 @@ def open_existing(ctx: click.Context) -> Database:
     return db
 
 
-def open_or_create(ctx: click.Context) -> Database:
+def open_or_create(ctx: click.Context) -> Db:
     """The verb's database, created if missing, with its tables brought up to date."""
     db = store.connect(database_path(ctx))
     store.init_db(db)

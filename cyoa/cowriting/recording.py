@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.flow import SLOTS, Event, Phase, State, apply
+from cyoa.db.facade import Db
 
 SUGGESTION_OUTCOMES = ("suggestion_completed", "suggestion_failed")
 
 
 def record(
-    db: Database,
+    db: Db,
     session: dict[str, Any],
     seq: int,
     state: State,
@@ -56,7 +55,7 @@ class SessionRecorder:
     """Records a whole session's events in order, from its first (``seq`` 1, written by
     :func:`cyoa.cowriting.store.create_session`) on: for imports and built test data."""
 
-    def __init__(self, db: Database, session: dict[str, Any], state: State) -> None:
+    def __init__(self, db: Db, session: dict[str, Any], state: State) -> None:
         self.db = db
         self.session = session
         self.state = state

@@ -29,11 +29,12 @@ reload.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+import sqlalchemy as sa
 
 from cyoa import store
 from cyoa.cowriting import store as cowriting_store
@@ -151,7 +152,7 @@ class SuggestionRunner:
                 try:
                     self._generate_and_record(session_id, round_number, slot, story)
                     return
-                except sqlite3.OperationalError as exc:
+                except sa.exc.OperationalError as exc:
                     log.warning("generation of %s stopped: the database said %r", key, str(exc))
                 except Exception:  # noqa: BLE001 - a crash here must never leave a writer stuck
                     log.exception("generation task crashed for %s", key)
@@ -324,7 +325,7 @@ class SuggestionRunner:
                 # The round moved on meanwhile (e.g. a duplicate task after a restart).
                 log.info("suggestion for %s not recorded: %s", session_id, exc)
                 return
-            except sqlite3.OperationalError as exc:
+            except sa.exc.OperationalError as exc:
                 if time.monotonic() >= deadline:
                     raise
                 log.warning(

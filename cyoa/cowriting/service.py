@@ -1,9 +1,10 @@
 """Sessions: open or resume one, apply a writer's action, describe the state to the browser.
 
 Each action is checked against the rules (:mod:`cyoa.cowriting.flow`) and recorded inside one
-``BEGIN IMMEDIATE`` transaction, reading the session's new events afresh, so the check and
-the write cannot interleave with another action on the same session (from another tab,
-thread or process). Only after the commit does the caller acknowledge the action. An action
+write transaction under the session's lock, reading the session's new events afresh, so
+the check and the write cannot interleave with another action on the same session (from
+another tab, thread or process). Only after the commit does the caller acknowledge the
+action. An action
 the rules refuse is refused on the committed state before the write lock is taken, so
 refused actions never hold up another writer's.
 
@@ -40,6 +41,7 @@ from cyoa.cowriting.flow import (
     is_slot,
 )
 from cyoa.cowriting.spec import Experiment, validate_survey
+from cyoa.db.transactions import write_transaction
 from cyoa.web.completion import shown_code
 from cyoa.web.participants import new_completion_code, new_token
 
@@ -247,7 +249,7 @@ class Study:
             decided = self._decide(db, session_id, event_type, payload, client_action_id)
             if isinstance(decided, Outcome):
                 return decided
-            with store.write_transaction(db):
+            with write_transaction(db, lock=("session", session_id)):
                 decided = self._decide(db, session_id, event_type, payload, client_action_id)
                 if isinstance(decided, Outcome):
                     return decided

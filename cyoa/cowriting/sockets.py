@@ -22,10 +22,10 @@ is logged and answered too.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from typing import Any
 
+import sqlalchemy as sa
 from flask import Flask, current_app, request, session
 from flask_socketio import SocketIO, emit, join_room
 
@@ -102,7 +102,7 @@ def on_action(*args: Any) -> dict[str, Any]:
         outcome = parts().study.act(session_id, action.type, action.payload, action.action_id)
     except RuleError as exc:
         return _refusal(session_id, str(exc))
-    except sqlite3.OperationalError as exc:
+    except sa.exc.OperationalError as exc:
         # The database stayed locked past the busy timeout: nothing was recorded. The page
         # keeps the text and resends the same action (same action_id) a moment later.
         log.warning("database busy for session %s: %s", session_id, exc)

@@ -15,20 +15,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlite_utils import Database
-
-from cyoa.store import now, write_transaction
+from cyoa.db.facade import Db
+from cyoa.db.transactions import write_transaction
+from cyoa.store import now
 
 # --- participants and sessions -----------------------------------------------------------
 
 
-def participant_external_id(db: Database, participant_id: int) -> str:
+def participant_external_id(db: Db, participant_id: int) -> str:
     """The external id (the recruiting platform's) of the participant with this row id."""
     rows = list(db.query("SELECT external_id FROM participants WHERE id = ?", [participant_id]))
     return rows[0]["external_id"] if rows else ""
 
 
-def find_session_for_participant(db: Database, exp_id: str, external_id: str) -> str | None:
+def find_session_for_participant(db: Db, exp_id: str, external_id: str) -> str | None:
     rows = list(
         db.query(
             "SELECT s.id FROM sessions s JOIN participants p ON p.id = s.participant_id"
@@ -40,7 +40,7 @@ def find_session_for_participant(db: Database, exp_id: str, external_id: str) ->
 
 
 def create_session(
-    db: Database,
+    db: Db,
     *,
     session_id: str,
     exp_id: str,
@@ -55,16 +55,15 @@ def create_session(
     If the participant already has a session in this experiment (a second tab racing the
     first), that session's id is returned instead: one session per participant."""
     stamp = now()
-    with write_transaction(db):
+    with write_transaction(db, lock=("experiment", exp_id)):
         existing = find_session_for_participant(db, exp_id, participant["external_id"])
         if existing:
             return existing
-        pid = (
-            db["participants"]
-            .insert({"experiment_id": exp_id, "created_at": stamp, **participant})
-            .last_pk
+        pid = db.insert(
+            "participants", {"experiment_id": exp_id, "created_at": stamp, **participant}
         )
-        db["sessions"].insert(
+        db.insert(
+            "sessions",
             {
                 "id": session_id,
                 "experiment_id": exp_id,
@@ -77,14 +76,14 @@ def create_session(
                 "started_at": stamp,
                 "updated_at": stamp,
                 "user_agent": user_agent[:500],
-            }
+            },
         )
         _insert_event(db, session_id, 1, "session_started", first_event, stamp, None)
-        db["rounds"].insert(_new_round(db, session_id, 1, stamp))
+        db.insert("rounds", _new_round(db, session_id, 1, stamp))
     return session_id
 
 
-def sessions_per_pair(db: Database, exp_id: str) -> dict[tuple[str, str], int]:
+def sessions_per_pair(db: Db, exp_id: str) -> dict[tuple[str, str], int]:
     """How many sessions each ordered pair (system_a, system_b) has in an experiment."""
     rows = db.query(
         "SELECT system_a, system_b, count(*) AS n FROM sessions WHERE experiment_id = ?"
@@ -94,22 +93,22 @@ def sessions_per_pair(db: Database, exp_id: str) -> dict[tuple[str, str], int]:
     return {(r["system_a"], r["system_b"]): r["n"] for r in rows}
 
 
-def get_session(db: Database, session_id: str) -> dict[str, Any] | None:
+def get_session(db: Db, session_id: str) -> dict[str, Any] | None:
     rows = list(db.query("SELECT * FROM sessions WHERE id = ?", [session_id]))
     return rows[0] if rows else None
 
 
-def session_count(db: Database, exp_id: str) -> int:
+def session_count(db: Db, exp_id: str) -> int:
     """How many writer sessions an experiment has, finished or not."""
     row = db.execute("SELECT count(*) FROM sessions WHERE experiment_id = ?", [exp_id])
     return row.fetchone()[0]
 
 
-def update_experiment_spec(db: Database, exp_id: str, title: str, spec: dict[str, Any]) -> bool:
+def update_experiment_spec(db: Db, exp_id: str, title: str, spec: dict[str, Any]) -> bool:
     """Replace a co-writing experiment's title and spec, only while it is not open and has
     no session: checked by the write itself, so no writer can start in between. Returns
     whether it was replaced."""
-    with write_transaction(db):
+    with write_transaction(db, lock=("spec", exp_id)):
         cursor = db.execute(
             "UPDATE experiments SET title = ?, spec = ?, updated_at = ?"
             " WHERE id = ? AND kind = 'cowriting' AND status != 'open'"
@@ -122,7 +121,7 @@ def update_experiment_spec(db: Database, exp_id: str, title: str, spec: dict[str
 # --- events ------------------------------------------------------------------------------
 
 
-def load_events(db: Database, session_id: str, after: int = 0) -> list[dict[str, Any]]:
+def load_events(db: Db, session_id: str, after: int = 0) -> list[dict[str, Any]]:
     """The events of a session numbered above ``after`` (every event, by default) in order,
     payloads decoded."""
     rows = db.query(
@@ -131,18 +130,18 @@ def load_events(db: Database, session_id: str, after: int = 0) -> list[dict[str,
     return [{**row, "payload": json.loads(row["payload"])} for row in rows]
 
 
-def generation_requested_at(db: Database, session_id: str, round_number: int) -> str | None:
+def generation_requested_at(db: Db, session_id: str, round_number: int) -> str | None:
     """When the writer last asked for a round's suggestions: the server time of the round's
     latest ``line_submitted`` or ``suggestions_retried`` event (None when there is none)."""
-    rows = list(
-        db.query(
-            "SELECT server_time FROM events WHERE session_id = ?"
-            " AND type IN ('line_submitted', 'suggestions_retried')"
-            " AND json_extract(payload, '$.round') = ? ORDER BY seq DESC LIMIT 1",
-            [session_id, round_number],
-        )
+    rows = db.query(
+        "SELECT server_time, payload FROM events WHERE session_id = ?"
+        " AND type IN ('line_submitted', 'suggestions_retried') ORDER BY seq DESC",
+        [session_id],
     )
-    return rows[0]["server_time"] if rows else None
+    for row in rows:
+        if json.loads(row["payload"]).get("round") == round_number:
+            return row["server_time"]
+    return None
 
 
 def seconds_since(stamp: str, at: str | None = None) -> float:
@@ -150,7 +149,7 @@ def seconds_since(stamp: str, at: str | None = None) -> float:
     return (_parse_time(at or now()) - _parse_time(stamp)).total_seconds()
 
 
-def find_action(db: Database, session_id: str, client_action_id: str) -> dict[str, Any] | None:
+def find_action(db: Db, session_id: str, client_action_id: str) -> dict[str, Any] | None:
     """The event already recorded for a client's action id, if any (makes resends no-ops)."""
     rows = list(
         db.query(
@@ -162,7 +161,7 @@ def find_action(db: Database, session_id: str, client_action_id: str) -> dict[st
 
 
 def _insert_event(
-    db: Database,
+    db: Db,
     session_id: str,
     seq: int,
     event_type: str,
@@ -170,7 +169,8 @@ def _insert_event(
     stamp: str,
     client_action_id: str | None,
 ) -> None:
-    db["events"].insert(
+    db.insert(
+        "events",
         {
             "session_id": session_id,
             "seq": seq,
@@ -178,7 +178,7 @@ def _insert_event(
             "payload": json.dumps(payload, ensure_ascii=False, sort_keys=True),
             "server_time": stamp,
             "client_action_id": client_action_id,
-        }
+        },
     )
 
 
@@ -205,7 +205,7 @@ class Recorded:
 
 
 def record_event(
-    db: Database,
+    db: Db,
     session: dict[str, Any],
     seq: int,
     event_type: str,
@@ -227,17 +227,18 @@ def record_event(
     write = TABLE_WRITES.get(event_type)
     if write is not None:
         write(db, event)
-    db["sessions"].update(
-        sid, {"phase": phase, "current_round": current_round, "updated_at": stamp}
+    db.update(
+        "sessions", sid, {"phase": phase, "current_round": current_round, "updated_at": stamp}
     )
     return stamp
 
 
-def _line_submitted(db: Database, event: Recorded) -> None:
+def _line_submitted(db: Db, event: Recorded) -> None:
     """The round gets the writer's line and which system and model fill each slot."""
     slots = event.payload["slot_systems"]
     models = event.payload["slot_models"]
-    db["rounds"].update(
+    db.update(
+        "rounds",
         event.round_key,
         {
             "writer_line": event.payload["text"],
@@ -250,11 +251,12 @@ def _line_submitted(db: Database, event: Recorded) -> None:
     )
 
 
-def _suggestion_outcome(db: Database, event: Recorded) -> None:
+def _suggestion_outcome(db: Db, event: Recorded) -> None:
     """A ``suggestions`` row for a finished or failed suggestion; when it was the round's
     last (the phase is ``choosing``), the round records that its suggestions are ready."""
     payload = event.payload
-    db["suggestions"].insert(
+    db.insert(
+        "suggestions",
         {
             "session_id": event.session_id,
             "round": payload.get("round"),
@@ -276,19 +278,22 @@ def _suggestion_outcome(db: Database, event: Recorded) -> None:
             "created_at": event.stamp,
             # Only a live study knows how long its writer waited (not an import).
             **{k: payload[k] for k in ("waited_seconds",) if k in payload},
-        }
+        },
     )
     if event.phase == "choosing":
         failed = payload.get("one_suggestion_only", 0)
-        db["rounds"].update(
-            event.round_key, {"suggestions_ready_at": event.stamp, "one_suggestion_only": failed}
+        db.update(
+            "rounds",
+            event.round_key,
+            {"suggestions_ready_at": event.stamp, "one_suggestion_only": failed},
         )
 
 
-def _suggestion_chosen(db: Database, event: Recorded) -> None:
+def _suggestion_chosen(db: Db, event: Recorded) -> None:
     """A ``choices`` row; the round records its first choice, or counts one more switch."""
     payload = event.payload
-    db["choices"].insert(
+    db.insert(
+        "choices",
         {
             "session_id": event.session_id,
             "round": payload.get("round"),
@@ -297,10 +302,10 @@ def _suggestion_chosen(db: Database, event: Recorded) -> None:
             "system": event.extra["system"],
             "is_switch": int(payload["switch"]),
             "chosen_at": event.stamp,
-        }
+        },
     )
     if not payload["switch"]:
-        db["rounds"].update(event.round_key, {"first_choice_at": event.stamp, "switches": 0})
+        db.update("rounds", event.round_key, {"first_choice_at": event.stamp, "switches": 0})
     else:
         db.execute(
             "UPDATE rounds SET switches = switches + 1 WHERE session_id = ? AND round = ?",
@@ -308,10 +313,11 @@ def _suggestion_chosen(db: Database, event: Recorded) -> None:
         )
 
 
-def _turn_submitted(db: Database, event: Recorded) -> None:
+def _turn_submitted(db: Db, event: Recorded) -> None:
     """The round gets the chosen suggestion and the writer's final text; while the story
     goes on (the phase is ``writing``), the next round starts."""
-    db["rounds"].update(
+    db.update(
+        "rounds",
         event.round_key,
         {
             "chosen_slot": event.payload["slot"],
@@ -323,16 +329,17 @@ def _turn_submitted(db: Database, event: Recorded) -> None:
         },
     )
     if event.phase == "writing":
-        db["rounds"].insert(_new_round(db, event.session_id, event.current_round, event.stamp))
+        db.insert("rounds", _new_round(db, event.session_id, event.current_round, event.stamp))
 
 
-def _survey_submitted(db: Database, event: Recorded) -> None:
+def _survey_submitted(db: Db, event: Recorded) -> None:
     """A ``survey_answers`` row per answer, with its question's text; the session is
     finished."""
     questions = event.extra["questions"]
     for item_id, value in event.payload.items():
         kind, question, labels = questions[item_id]
-        db["survey_answers"].insert(
+        db.insert(
+            "survey_answers",
             {
                 "session_id": event.session_id,
                 "item_id": item_id,
@@ -342,13 +349,13 @@ def _survey_submitted(db: Database, event: Recorded) -> None:
                 "label": labels[value - 1] if kind == "likert" else None,
                 "text": value if kind == "open" else None,
                 "answered_at": event.stamp,
-            }
+            },
         )
-    db["sessions"].update(event.session_id, {"finished_at": event.stamp})
+    db.update("sessions", event.session_id, {"finished_at": event.stamp})
 
 
 # What each event type writes besides its ``events`` row and the ``sessions`` summary.
-TABLE_WRITES: dict[str, Callable[[Database, Recorded], None]] = {
+TABLE_WRITES: dict[str, Callable[[Db, Recorded], None]] = {
     "line_submitted": _line_submitted,
     "suggestion_completed": _suggestion_outcome,
     "suggestion_failed": _suggestion_outcome,
@@ -358,7 +365,7 @@ TABLE_WRITES: dict[str, Callable[[Database, Recorded], None]] = {
 }
 
 
-def _new_round(db: Database, session_id: str, number: int, stamp: str) -> dict[str, Any]:
+def _new_round(db: Db, session_id: str, number: int, stamp: str) -> dict[str, Any]:
     session = get_session(db, session_id)
     return {
         "session_id": session_id,
@@ -377,7 +384,7 @@ def _parse_time(stamp: str) -> datetime:
 
 
 def claim_generation(
-    db: Database,
+    db: Db,
     session_id: str,
     round_number: int,
     slot: int,
@@ -396,12 +403,12 @@ def claim_generation(
     last heartbeat is more than ``stale_after_seconds`` old (the holder is taken to be dead
     and the claim passes to this worker). Returns None when the claim is this worker's,
     else the holder's last heartbeat time (ISO 8601 UTC). ``at`` is the time to record
-    (default: now). Runs in its own ``BEGIN IMMEDIATE`` transaction, so two workers cannot
-    both take the same claim.
+    (default: now). Runs in its own write transaction under the session's ``claim`` lock,
+    so two workers cannot both take the same claim.
     """
     stamp = at or now()
     key = [session_id, round_number, slot, attempt]
-    with write_transaction(db):
+    with write_transaction(db, lock=("claim", session_id)):
         rows = list(
             db.query(
                 "SELECT worker_id, heartbeat_at FROM generation_claims"
@@ -421,7 +428,8 @@ def claim_generation(
                 [stamp, *key],
             )
         else:
-            db["generation_claims"].upsert(
+            db.upsert(
+                "generation_claims",
                 {
                     "session_id": session_id,
                     "round": round_number,
@@ -437,7 +445,7 @@ def claim_generation(
 
 
 def heartbeat_generation(
-    db: Database,
+    db: Db,
     session_id: str,
     round_number: int,
     slot: int,
@@ -447,7 +455,7 @@ def heartbeat_generation(
 ) -> bool:
     """Record that ``worker_id`` is still generating the claimed slot. False when the claim
     is no longer this worker's (another worker took it over as stale): stop generating."""
-    with write_transaction(db):
+    with write_transaction(db, lock=("claim", session_id)):
         cursor = db.execute(
             "UPDATE generation_claims SET heartbeat_at = ?"
             " WHERE session_id = ? AND round = ? AND slot = ? AND attempt = ? AND worker_id = ?",

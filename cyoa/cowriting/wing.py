@@ -9,7 +9,6 @@ from functools import partial
 from pathlib import Path
 
 from flask import Flask
-from sqlite_utils import Database
 
 from cyoa import store
 from cyoa.cowriting import pages, sockets
@@ -23,6 +22,7 @@ from cyoa.cowriting.research.tagging import BackgroundTagger
 from cyoa.cowriting.runner import SuggestionRunner
 from cyoa.cowriting.service import Study
 from cyoa.cowriting.spec import Experiment, SpecError, experiment_from_dict, load_experiments
+from cyoa.db.facade import Db
 from cyoa.generation.types import ModelCard
 from cyoa.web.parts import SharedParts
 from cyoa.web.ratelimit import RateLimiter
@@ -44,11 +44,11 @@ def read_experiments(app: Flask, cards: dict[str, ModelCard]) -> dict[str, Exper
         db.close()
 
 
-def stored_experiments(db: Database, cards: dict[str, ModelCard]) -> dict[str, Experiment]:
+def stored_experiments(db: Db, cards: dict[str, ModelCard]) -> dict[str, Experiment]:
     """Every co-writing experiment in the database whose models are available; one that
     cannot be loaded (e.g. its model card was removed) is logged and left out."""
     experiments = {}
-    for row in db["experiments"].rows_where("kind = 'cowriting'"):
+    for row in db.rows_where("experiments", "kind = 'cowriting'"):
         try:
             exp = experiment_from_dict(json.loads(row["spec"]), cards, where=row["id"])
         except SpecError as exc:

@@ -57,7 +57,7 @@ def engine_for(location: DatabaseLocation, environ: Mapping[str, str] | None = N
 def _sqlite_engine(location: DatabaseLocation) -> sa.Engine:
     engine = sa.create_engine(
         f"sqlite+pysqlite:///{location.path}",
-        connect_args={"timeout": BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+        connect_args={"check_same_thread": False},
     )
     sa.event.listen(engine, "connect", _sqlite_connected)
     sa.event.listen(engine, "begin", _sqlite_begin)
@@ -67,9 +67,22 @@ def _sqlite_engine(location: DatabaseLocation) -> sa.Engine:
 def _sqlite_connected(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None  # the "begin" listener below begins transactions
     dbapi_connection.execute("PRAGMA foreign_keys = ON")
+    # Read at each new connection, so that a test may shorten it.
+    dbapi_connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
 
 
 def _sqlite_begin(connection: sa.Connection) -> None:
     """``BEGIN IMMEDIATE`` for a write transaction (the write lock up front), ``BEGIN``
     otherwise."""
     connection.exec_driver_sql(connection.get_execution_options().get(BEGIN_OPTION, "BEGIN"))
+
+
+def use_wal(engine: sa.Engine) -> None:
+    """Switch a SQLite database to write-ahead logging (readers and the one writer do not
+    block each other; https://www.sqlite.org/wal.html). The mode is kept in the file, so
+    this runs once, when the schema is migrated, outside any transaction as SQLite asks."""
+    connection = engine.raw_connection()
+    try:
+        connection.driver_connection.execute("PRAGMA journal_mode = WAL")
+    finally:
+        connection.close()

@@ -43,6 +43,9 @@ class Executed:
     def fetchall(self) -> list[tuple[Any, ...]]:
         return list(self.rows)
 
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self.rows)
+
 
 @lru_cache(maxsize=1024)
 def named_placeholders(sql: str) -> tuple[str, int]:
@@ -137,6 +140,21 @@ class Db:
         with self.connection() as conn:
             rows = [dict(row) for row in conn.execute(clause, values).mappings()]
         return iter(rows)
+
+    def close(self) -> None:
+        """Close the connections waiting idle in the pool. The handle stays usable: its next
+        call connects again, and a transaction running meanwhile in another thread keeps
+        its connection until it ends."""
+        self.engine.dispose()
+
+    def forget_tables(self) -> None:
+        """Read the tables' descriptions again at their next use (after a schema change)."""
+        self._tables = {}
+
+    def table_names(self) -> list[str]:
+        """The names of the database's tables, sorted."""
+        with self.connection() as conn:
+            return sorted(sa.inspect(conn).get_table_names())
 
     def table(self, name: str) -> sa.Table:
         """The table ``name`` as the database describes it (read once, then remembered);

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import store
+from cyoa.db.facade import Db
 from cyoa.generation.types import ModelCard
 from cyoa.rating import store as rating_store
 from cyoa.rating.importing import Judgement, RatingImportError, Story
@@ -41,7 +40,7 @@ class ImportSummary:
 
 
 def import_rating_experiment(
-    db: Database,
+    db: Db,
     name: str,
     instrument: Instrument,
     judgements: list[Judgement],
@@ -187,7 +186,7 @@ def item_rows(instrument: Instrument) -> list[dict[str, Any]]:
     ]
 
 
-def rating_summaries(db: Database) -> list[dict[str, Any]]:
+def rating_summaries(db: Db) -> list[dict[str, Any]]:
     """Every rating experiment with its instrument and how much it holds: ``id``, ``title``,
     ``status``, ``instrument`` (name), ``stories``, ``raters``, ``judgements`` and
     ``sources`` (sorted)."""
@@ -195,16 +194,14 @@ def rating_summaries(db: Database) -> list[dict[str, Any]]:
         "SELECT e.id, e.title, e.status, i.name AS instrument,"
         " (SELECT count(*) FROM stories s WHERE s.experiment_id = e.id) AS stories,"
         " (SELECT count(*) FROM raters r WHERE r.experiment_id = e.id) AS raters,"
-        " (SELECT count(*) FROM judgements j WHERE j.experiment_id = e.id) AS judgements,"
-        " (SELECT group_concat(DISTINCT s.source) FROM stories s"
-        "  WHERE s.experiment_id = e.id) AS sources"
+        " (SELECT count(*) FROM judgements j WHERE j.experiment_id = e.id) AS judgements"
         " FROM experiments e LEFT JOIN instruments i ON i.experiment_id = e.id"
         " WHERE e.kind = 'rating' ORDER BY e.id"
     )
-    return [
-        {**row, "sources": sorted((row["sources"] or "").split(",") if row["sources"] else [])}
-        for row in rows
-    ]
+    sources: dict[str, list[str]] = {}
+    for row in db.query("SELECT DISTINCT experiment_id, source FROM stories"):
+        sources.setdefault(row["experiment_id"], []).append(row["source"])
+    return [{**row, "sources": sorted(sources.get(row["id"], []))} for row in rows]
 
 
 def _stored_spec(spec: RatingSpec) -> dict[str, Any]:
@@ -233,7 +230,7 @@ def story_row(story: StoryRecord) -> dict[str, Any]:
     }
 
 
-def create_from_spec(db: Database, spec: RatingSpec) -> None:
+def create_from_spec(db: Db, spec: RatingSpec) -> None:
     """Store a checked rating spec as a new, paused rating experiment with its stories and
     instrument, ready for raters once opened. Raises :class:`RatingSpecError` if the id is
     taken."""
@@ -254,7 +251,7 @@ def create_from_spec(db: Database, spec: RatingSpec) -> None:
         raise RatingSpecError(f"{error} Choose another id.") from None
 
 
-def replace_from_spec(db: Database, spec: RatingSpec) -> None:
+def replace_from_spec(db: Db, spec: RatingSpec) -> None:
     """Store a checked rating spec in place of the experiment with its id (an edit), in one
     transaction. Raises :class:`RatingSpecError` when it cannot be edited (a rater has
     started, or it is open)."""
@@ -272,9 +269,7 @@ def replace_from_spec(db: Database, spec: RatingSpec) -> None:
         raise RatingSpecError(str(error)) from None
 
 
-def create_from_file(
-    db: Database, raw: dict[str, Any], path: Path, cards: dict[str, ModelCard]
-) -> str:
+def create_from_file(db: Db, raw: dict[str, Any], path: Path, cards: dict[str, ModelCard]) -> str:
     """Store the rating spec read from ``path`` as a new, paused experiment (``experiment
     create``; stories and files relative to the spec's folder); the sentence that says what
     to do next. :class:`~cyoa.rating.spec.RatingSpecError` if the spec is wrong. A rating

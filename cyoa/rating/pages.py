@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import sqlite3
 from typing import Any
 
+import sqlalchemy as sa
 from flask import (
     Blueprint,
     abort,
@@ -127,7 +127,7 @@ def start(exp_id: str):
         rater_id = _ratings().open_rater(exp, entry.participant, user_agent)
     except AlreadyStarted:
         return _refused(exp)
-    except sqlite3.OperationalError as error:
+    except sa.exc.OperationalError as error:
         log.warning("database busy when a rater of %s started: %s", exp_id, error)
         return _consent_page(exp, entry.link, BUSY_START_MESSAGE, 503)
     if rater_id is None:
@@ -150,7 +150,7 @@ def rate(exp_id: str):
         # Time on task counts from here: the server's clock, when the story is first sent.
         try:
             state = _ratings().act(exp, rater_id, "story_shown", {"story": task.story_id}).state
-        except sqlite3.OperationalError as error:
+        except sa.exc.OperationalError as error:
             log.warning("database busy when a rater of %s was shown a story: %s", exp_id, error)
             response = make_response(render_template("busy.html", experiment=exp), 503)
             response.headers["Retry-After"] = str(BUSY_RETRY_SECONDS)
@@ -245,7 +245,7 @@ def action(exp_id: str):
         )
     except RuleError as error:
         return jsonify(ok=False, error=str(error)), 409
-    except sqlite3.OperationalError as error:
+    except sa.exc.OperationalError as error:
         # The database stayed locked past the busy timeout: nothing was recorded.
         log.warning("database busy for rater %s of %s: %s", rater_id, exp_id, error)
         return _retry(BUSY_MESSAGE, 503, BUSY_RETRY_SECONDS)
@@ -273,7 +273,7 @@ def seen(exp_id: str):
         return _retry(TOO_FAST_MESSAGE, 429, wait)
     try:
         kept = _ratings().seen(exp_id, held)
-    except sqlite3.OperationalError as error:
+    except sa.exc.OperationalError as error:
         log.warning("database busy for rater %s of %s: %s", held, exp_id, error)
         return _retry(BUSY_MESSAGE, 503, BUSY_RETRY_SECONDS)
     return jsonify(ok=kept)

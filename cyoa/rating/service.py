@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import store
+from cyoa.db.facade import Db
+from cyoa.db.transactions import write_transaction
 from cyoa.rating import assignment
 from cyoa.rating import store as rating_store
 from cyoa.rating.flow import Event, Questions, RaterState, RuleError, apply, check, replay
@@ -64,7 +64,7 @@ class Outcome:
 class RatingStudy:
     """The rating studies of one database (``connect`` opens a connection)."""
 
-    def __init__(self, connect: Callable[[], Database]) -> None:
+    def __init__(self, connect: Callable[[], Db]) -> None:
         self.db = connect
 
     def experiment(self, exp_id: str) -> RatingExperiment | None:
@@ -98,7 +98,7 @@ class RatingStudy:
         may have started them a moment before: the start form never hands over a rater)."""
         db = self.db()
         try:
-            with store.write_transaction(db):
+            with write_transaction(db, lock=("experiment", exp.id)):
                 if rating_store.find_rater(db, exp.id, participant["external_id"]) is not None:
                     raise AlreadyStarted
                 rater_id = new_token()
@@ -134,7 +134,7 @@ class RatingStudy:
         ``raters.updated_at``); False when they finished or are unknown."""
         db = self.db()
         try:
-            with store.write_transaction(db):
+            with write_transaction(db, lock=("rater", exp_id, rater_id)):
                 return rating_store.mark_rater_seen(db, exp_id, rater_id)
         finally:
             db.close()
@@ -157,7 +157,7 @@ class RatingStudy:
             raise RuleError("The request was malformed. Please reload the page.")
         db = self.db()
         try:
-            with store.write_transaction(db):
+            with write_transaction(db, lock=("rater", exp.id, rater_id)):
                 if rating_store.get_rater(db, exp.id, rater_id) is None:
                     raise RuleError("Please use your study link again to start.")
                 if client_action_id:
@@ -193,12 +193,12 @@ class RatingStudy:
             db.close()
 
 
-def _replay(db: Database, exp_id: str, rater_id: str) -> RaterState:
+def _replay(db: Db, exp_id: str, rater_id: str) -> RaterState:
     events = rating_store.load_rating_events(db, exp_id, rater_id)
     return replay([Event(e["type"], e["payload"]) for e in events])
 
 
-def load_experiment(db: Database, exp_id: str) -> RatingExperiment | None:
+def load_experiment(db: Db, exp_id: str) -> RatingExperiment | None:
     """The rating experiment ``exp_id`` from the database (None if it is not one)."""
     row = store.get_experiment(db, exp_id)
     if row is None or row.get("kind") != "rating":
@@ -246,7 +246,7 @@ def attention_check(exp: RatingExperiment, payload: dict[str, Any]) -> dict[str,
 
 
 def assign(
-    db: Database, exp: RatingExperiment, rater_id: str, now: datetime, rng: random.Random
+    db: Db, exp: RatingExperiment, rater_id: str, now: datetime, rng: random.Random
 ) -> list[str]:
     """The stories for a new rater (:func:`cyoa.rating.assignment.choose_stories`), given
     every assignment so far: a story a rater finished holds its place; one not finished

@@ -43,8 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
-
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 from cyoa.rating.importing import (
     RatingImportError,
@@ -164,7 +163,7 @@ def _instrument(raw: dict[str, Any], where: str, base: Path) -> Instrument:
     return load_named_instrument(chosen)
 
 
-def parse_rating_spec(raw: Any, where: str, base: Path, db: Database | None = None) -> RatingSpec:
+def parse_rating_spec(raw: Any, where: str, base: Path, db: Db | None = None) -> RatingSpec:
     """The checked spec ``raw`` (a parsed TOML or JSON document) whose relative file names
     are relative to ``base``; ``db`` holds the co-writing experiment a ``[stories]`` table
     with ``from = "cowriting"`` names. :class:`RatingSpecError` naming ``where`` and the
@@ -296,9 +295,7 @@ def _fei_with_copies(instrument: Instrument, copies: list[StoryRecord]) -> Instr
     return fei_instrument(questions)
 
 
-def _stories(
-    table: dict[str, Any], where: str, base: Path, db: Database | None
-) -> list[StoryRecord]:
+def _stories(table: dict[str, Any], where: str, base: Path, db: Db | None) -> list[StoryRecord]:
     """The stories the ``[stories]`` table names: a file's, or a co-writing experiment's
     finished stories."""
     if table.get("from", "file") == FROM_COWRITING:

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
+from cyoa.db.facade import Db
 from cyoa.store import get_experiment, insert_experiment, now, story_alias, write_transaction
 
 # The panel of the study's own raters (and of an imported panel of people); a judge model's
@@ -27,7 +26,7 @@ HUMAN_PANEL = "human"
 
 
 def create_rating_experiment(
-    db: Database,
+    db: Db,
     exp_id: str,
     title: str,
     spec: dict[str, Any],
@@ -47,14 +46,15 @@ def create_rating_experiment(
     with write_transaction(db):
         insert_experiment(db, exp_id, title, spec, status, "rating")
         _insert_rating_design(db, exp_id, instrument, items, stories, stamp)
-        db["raters"].insert_all(
-            {"experiment_id": exp_id, "created_at": stamp, **row} for row in raters
+        db.insert_all(
+            "raters",
+            [{"experiment_id": exp_id, "created_at": stamp, **row} for row in raters],
         )
-        db["judgements"].insert_all({"experiment_id": exp_id, **row} for row in judgements)
+        db.insert_all("judgements", [{"experiment_id": exp_id, **row} for row in judgements])
 
 
 def _insert_rating_design(
-    db: Database,
+    db: Db,
     exp_id: str,
     instrument: dict[str, Any],
     items: list[dict[str, Any]],
@@ -63,18 +63,21 @@ def _insert_rating_design(
 ) -> None:
     """The instrument, its items and the stories of a rating experiment (inside the
     caller's transaction)."""
-    db["instruments"].insert({**instrument, "experiment_id": exp_id})
-    db["instrument_items"].insert_all({"experiment_id": exp_id, **item} for item in items)
-    db["stories"].insert_all(
-        {"experiment_id": exp_id, "created_at": stamp, **story, "alias": story_alias()}
-        for story in stories
+    db.insert("instruments", {**instrument, "experiment_id": exp_id})
+    db.insert_all("instrument_items", [{"experiment_id": exp_id, **item} for item in items])
+    db.insert_all(
+        "stories",
+        [
+            {"experiment_id": exp_id, "created_at": stamp, **story, "alias": story_alias()}
+            for story in stories
+        ],
     )
 
 
 # --- raters and their events -------------------------------------------------------------
 
 
-def rating_rows(db: Database, exp_id: str, table: str) -> list[dict[str, Any]]:
+def rating_rows(db: Db, exp_id: str, table: str) -> list[dict[str, Any]]:
     """Every row of one of a rating experiment's tables (``stories``, ``raters``,
     ``assignments``, ``instrument_items``), in key order."""
     if table not in ("stories", "raters", "assignments", "instrument_items"):
@@ -91,7 +94,7 @@ def rating_rows(db: Database, exp_id: str, table: str) -> list[dict[str, Any]]:
 
 
 def create_rater(
-    db: Database,
+    db: Db,
     exp_id: str,
     rater_id: str,
     participant: dict[str, str],
@@ -102,7 +105,8 @@ def create_rater(
     """A new rater and their first event (``rater_started``, with their stories): call inside
     :func:`write_transaction`."""
     stamp = now()
-    db["raters"].insert(
+    db.insert(
+        "raters",
         {
             "experiment_id": exp_id,
             "rater_id": rater_id,
@@ -116,12 +120,12 @@ def create_rater(
             "phase": "rating",
             "started_at": stamp,
             "updated_at": stamp,
-        }
+        },
     )
     record_rating_event(db, exp_id, rater_id, 1, "rater_started", first_event, phase="rating")
 
 
-def find_rater(db: Database, exp_id: str, external_id: str) -> dict[str, Any] | None:
+def find_rater(db: Db, exp_id: str, external_id: str) -> dict[str, Any] | None:
     """The rater of ``exp_id`` with this platform id, if any."""
     rows = list(
         db.query(
@@ -132,7 +136,7 @@ def find_rater(db: Database, exp_id: str, external_id: str) -> dict[str, Any] | 
     return rows[0] if rows else None
 
 
-def get_rater(db: Database, exp_id: str, rater_id: str) -> dict[str, Any] | None:
+def get_rater(db: Db, exp_id: str, rater_id: str) -> dict[str, Any] | None:
     rows = list(
         db.query(
             "SELECT * FROM raters WHERE experiment_id = ? AND rater_id = ?", [exp_id, rater_id]
@@ -141,7 +145,7 @@ def get_rater(db: Database, exp_id: str, rater_id: str) -> dict[str, Any] | None
     return rows[0] if rows else None
 
 
-def mark_rater_seen(db: Database, exp_id: str, rater_id: str) -> bool:
+def mark_rater_seen(db: Db, exp_id: str, rater_id: str) -> bool:
     """Set an unfinished rater's ``updated_at`` to now, as their page says they are still
     reading (no event is recorded); False when there is no such rater or they finished."""
     cursor = db.execute(
@@ -152,7 +156,7 @@ def mark_rater_seen(db: Database, exp_id: str, rater_id: str) -> bool:
     return cursor.rowcount > 0
 
 
-def load_rating_events(db: Database, exp_id: str, rater_id: str) -> list[dict[str, Any]]:
+def load_rating_events(db: Db, exp_id: str, rater_id: str) -> list[dict[str, Any]]:
     """A rater's events in order, payloads decoded."""
     rows = db.query(
         "SELECT * FROM rating_events WHERE experiment_id = ? AND rater_id = ? ORDER BY seq",
@@ -162,7 +166,7 @@ def load_rating_events(db: Database, exp_id: str, rater_id: str) -> list[dict[st
 
 
 def find_rating_action(
-    db: Database, exp_id: str, rater_id: str, client_action_id: str
+    db: Db, exp_id: str, rater_id: str, client_action_id: str
 ) -> dict[str, Any] | None:
     """The event a rater's action (by its id) recorded, if it was recorded."""
     rows = list(
@@ -193,7 +197,7 @@ class RatingRecorded:
 
 
 def record_rating_event(
-    db: Database,
+    db: Db,
     exp_id: str,
     rater_id: str,
     seq: int,
@@ -209,7 +213,8 @@ def record_rating_event(
     in the same transaction: call inside :func:`write_transaction`. ``check`` (for an answer
     to an attention check) carries whether it was right. Returns the server time."""
     stamp = now()
-    db["rating_events"].insert(
+    db.insert(
+        "rating_events",
         {
             "experiment_id": exp_id,
             "rater_id": rater_id,
@@ -218,7 +223,7 @@ def record_rating_event(
             "payload": json.dumps(payload, ensure_ascii=False, sort_keys=True),
             "created_at": stamp,
             "client_action_id": client_action_id,
-        }
+        },
     )
     write = TABLE_WRITES.get(event_type)
     if write is not None:
@@ -226,24 +231,25 @@ def record_rating_event(
     updates = {"phase": phase, "updated_at": stamp}
     if phase == "done":
         updates["finished_at"] = stamp
-    db["raters"].update((exp_id, rater_id), updates)
+    db.update("raters", (exp_id, rater_id), updates)
     return stamp
 
 
-def _rater_started(db: Database, event: RatingRecorded) -> None:
+def _rater_started(db: Db, event: RatingRecorded) -> None:
     """An ``assignments`` row for each of the rater's stories, in the order given."""
     for position, story in enumerate(event.payload["stories"], start=1):
-        db["assignments"].insert(
+        db.insert(
+            "assignments",
             {
                 **event.key,
                 "story_id": story["story"],
                 "position": position,
                 "assigned_at": event.stamp,
-            }
+            },
         )
 
 
-def _story_shown(db: Database, event: RatingRecorded) -> None:
+def _story_shown(db: Db, event: RatingRecorded) -> None:
     """The story's assignment records when it was first shown."""
     db.execute(
         "UPDATE assignments SET shown_at = ? WHERE experiment_id = ? AND rater_id = ?"
@@ -252,7 +258,7 @@ def _story_shown(db: Database, event: RatingRecorded) -> None:
     )
 
 
-def _answer_given(db: Database, event: RatingRecorded) -> None:
+def _answer_given(db: Db, event: RatingRecorded) -> None:
     """An answer to an attention check goes to ``check_answers``, any other to
     ``judgements``."""
     if event.check is not None:
@@ -261,10 +267,11 @@ def _answer_given(db: Database, event: RatingRecorded) -> None:
         _judgement(db, event)
 
 
-def _check_answer(db: Database, event: RatingRecorded, check: dict[str, Any]) -> None:
+def _check_answer(db: Db, event: RatingRecorded, check: dict[str, Any]) -> None:
     """The rater's (latest) answer to an attention check, and whether it was right."""
     value = event.payload["value"]
-    db["check_answers"].upsert(
+    db.upsert(
+        "check_answers",
         {
             **event.key,
             "story_id": event.payload["story"],
@@ -277,7 +284,7 @@ def _check_answer(db: Database, event: RatingRecorded, check: dict[str, Any]) ->
     )
 
 
-def _judgement(db: Database, event: RatingRecorded) -> None:
+def _judgement(db: Db, event: RatingRecorded) -> None:
     """The rater's (latest) answer to an item, with when its story was shown."""
     payload = event.payload
     shown = db.execute(
@@ -286,7 +293,8 @@ def _judgement(db: Database, event: RatingRecorded) -> None:
         [event.exp_id, event.rater_id, payload["story"]],
     ).fetchone()
     value = payload["value"]
-    db["judgements"].upsert(
+    db.upsert(
+        "judgements",
         {
             **event.key,
             "story_id": payload["story"],
@@ -302,7 +310,7 @@ def _judgement(db: Database, event: RatingRecorded) -> None:
     )
 
 
-def _story_finished(db: Database, event: RatingRecorded) -> None:
+def _story_finished(db: Db, event: RatingRecorded) -> None:
     """The story's assignment records when the rater finished it."""
     db.execute(
         "UPDATE assignments SET finished_at = ? WHERE experiment_id = ? AND rater_id = ?"
@@ -312,7 +320,7 @@ def _story_finished(db: Database, event: RatingRecorded) -> None:
 
 
 # What each event type writes besides its ``rating_events`` row and the ``raters`` summary.
-TABLE_WRITES: dict[str, Callable[[Database, RatingRecorded], None]] = {
+TABLE_WRITES: dict[str, Callable[[Db, RatingRecorded], None]] = {
     "rater_started": _rater_started,
     "story_shown": _story_shown,
     "answer_given": _answer_given,
@@ -327,7 +335,7 @@ TABLE_WRITES: dict[str, Callable[[Database, RatingRecorded], None]] = {
 _RATING_COPIED = ("instruments", "instrument_items", "stories")
 
 
-def cowriting_story_counts(db: Database) -> list[dict[str, Any]]:
+def cowriting_story_counts(db: Db) -> list[dict[str, Any]]:
     """Every co-writing experiment, by id, with how many of its sessions finished (each gives
     one story to rate): ``id``, ``title``, ``finished``."""
     return list(
@@ -339,14 +347,14 @@ def cowriting_story_counts(db: Database) -> list[dict[str, Any]]:
     )
 
 
-def _rating_row(db: Database, exp_id: str) -> dict[str, Any]:
+def _rating_row(db: Db, exp_id: str) -> dict[str, Any]:
     row = get_experiment(db, exp_id)
     if row is None or row["kind"] != "rating":
         raise ValueError(f"There is no rating experiment '{exp_id}'.")
     return row
 
 
-def clone_rating_experiment(db: Database, exp_id: str, new_id: str) -> None:
+def clone_rating_experiment(db: Db, exp_id: str, new_id: str) -> None:
     """Store a copy of the rating experiment ``exp_id`` as ``new_id``, paused, in one
     transaction: its title and spec (with the new id), instrument and items, and stories
     (created now); not its raters, their events or answers, nor an imported experiment's
@@ -360,8 +368,9 @@ def clone_rating_experiment(db: Database, exp_id: str, new_id: str) -> None:
         insert_experiment(db, new_id, row["title"], spec, "paused", "rating")
         for table in _RATING_COPIED:
             rows = list(db.query(f"SELECT * FROM {table} WHERE experiment_id = ?", [exp_id]))
-            db[table].insert_all(
-                {**copied, "experiment_id": new_id, **_fresh(table, stamp)} for copied in rows
+            db.insert_all(
+                table,
+                [{**copied, "experiment_id": new_id, **_fresh(table, stamp)} for copied in rows],
             )
 
 
@@ -371,7 +380,7 @@ def _fresh(table: str, stamp: str) -> dict[str, Any]:
     return {"created_at": stamp, "alias": story_alias()} if table == "stories" else {}
 
 
-def rating_edit_refusal(db: Database, exp_id: str) -> str:
+def rating_edit_refusal(db: Db, exp_id: str) -> str:
     """Why the rating experiment ``exp_id`` cannot be edited now, as a sentence, or "" if it
     can: a rater has started (what a rater was given stays as it was), or it is open (no
     rater may start while it changes). ValueError when it is no rating experiment."""
@@ -391,7 +400,7 @@ def rating_edit_refusal(db: Database, exp_id: str) -> str:
 
 
 def replace_rating_experiment(
-    db: Database,
+    db: Db,
     exp_id: str,
     title: str,
     spec: dict[str, Any],

@@ -9,8 +9,7 @@ import math
 import statistics
 from typing import Any
 
-from sqlite_utils import Database
-
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError, PlanInputError
 from cyoa.rating import agreement_planning, fei_planning
 from cyoa.rating.analysis.data import load_ratings
@@ -174,12 +173,12 @@ def assumed_text(kind: str, values: dict[str, float], o: Any, width: float) -> s
     return fei_text(shares, *count, o, _number(values, "tolerance", fei_planning.TOLERANCE))
 
 
-def is_fei(db: Database, experiment: str) -> bool:
+def is_fei(db: Db, experiment: str) -> bool:
     """Whether a rating pilot asked FEI probes."""
     return any(item.fei_kind for item in load_ratings(db, experiment).instrument.items)
 
 
-def fei_pilot_text(db: Database, experiment: str, o: Any) -> str:
+def fei_pilot_text(db: Db, experiment: str, o: Any) -> str:
     """Readers per question from an FEI pilot: each of its first two sources' questions'
     shares of true answers, its stories per source and median questions per story."""
     data = load_ratings(db, experiment)
@@ -197,7 +196,7 @@ def fei_pilot_text(db: Database, experiment: str, o: Any) -> str:
     return fei_text(shares, max(stories, 2), count, o, fei_planning.TOLERANCE, tuple(pair))
 
 
-def judge_rows(db: Database, experiment: str) -> list[tuple[str, float, float]]:
+def judge_rows(db: Db, experiment: str) -> list[tuple[str, float, float]]:
     """Each judge's κ on the pilot's yes/no items with the humans' share of yes."""
     humans = load_ratings(db, experiment)
     binary = {i.id for i in humans.instrument.items if i.kind in ("yes_no", "true_false")}
@@ -222,7 +221,7 @@ def _summary(text: str) -> str:
 
 
 def precision_sections(
-    kind: str, values: dict[str, float], o: Any, pilot: tuple[Database, str] | None
+    kind: str, values: dict[str, float], o: Any, pilot: tuple[Db, str] | None
 ) -> list[dict[str, str]]:
     """The precision sections of a plan of ``kind`` (``{"title", "text", "summary"}``):
     from typed values alone, an FEI or judge plan; α's width for a rating plan; readers per

@@ -17,12 +17,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import kinds
 from cyoa.cowriting import planning as cowriting_planning
 from cyoa.cowriting.analysis.data import experiment_pairs, load_study
 from cyoa.cowriting.research.progress import seconds_between
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError, PlanInputError
 from cyoa.planning_cost import study_cost
 from cyoa.rating import planning as rating_planning
@@ -258,7 +257,7 @@ def _small_pilot(values: dict[str, float]) -> list[str]:
     ]
 
 
-def cowriting_pilot(db: Database, exp_id: str) -> tuple[dict[str, float], Any]:
+def cowriting_pilot(db: Db, exp_id: str) -> tuple[dict[str, float], Any]:
     """From a co-writing pilot: preference and writer spread of its first pair, the median
     minutes of finished sessions, and the share of started writers who did not finish."""
     pairs = experiment_pairs(db, exp_id)
@@ -284,7 +283,7 @@ def cowriting_pilot(db: Database, exp_id: str) -> tuple[dict[str, float], Any]:
     return values, pilot
 
 
-def rating_pilot(db: Database, exp_id: str) -> dict[str, float]:
+def rating_pilot(db: Db, exp_id: str) -> dict[str, float]:
     """From a rating pilot: the crossed model's components of each rater's per-story mean
     answer (after reverse coding), the first pair's difference, the minutes a rater spent
     (median seconds per story × stories per rater) and the share of raters excluded."""
@@ -312,7 +311,7 @@ def rating_pilot(db: Database, exp_id: str) -> dict[str, float]:
     return values
 
 
-def _pilot_values(db: Database, exp_id: str, kind: str, typed: dict[str, float]) -> tuple:
+def _pilot_values(db: Db, exp_id: str, kind: str, typed: dict[str, float]) -> tuple:
     """The pilot's values and estimate; with no pilot to read (or one the model cannot be
     fitted to), none, when the typed values alone suffice: otherwise the pilot's error."""
     try:
@@ -326,7 +325,7 @@ def _pilot_values(db: Database, exp_id: str, kind: str, typed: dict[str, float])
 
 
 def make_plan(
-    db: Database | None,
+    db: Db | None,
     experiment: str | None,
     kind: str | None,
     typed: dict[str, float],
@@ -376,7 +375,7 @@ def make_plan(
 
 
 def _precision_plan(
-    kind: str, typed: dict[str, float], o: Options, source: tuple[Database, str] | None
+    kind: str, typed: dict[str, float], o: Options, source: tuple[Db, str] | None
 ) -> PlanRecord:
     """An FEI plan (readers per question) or a judge plan (stories for κ): its section alone."""
     inputs = {k: {"value": v, "source": "typed"} for k, v in typed.items()}

@@ -91,7 +91,7 @@ def _set_credential(db, researcher_id: int, make: Callable[[str], str]) -> None:
     with store.write_transaction(db):
         row = store.get_researcher_by_id(db, researcher_id)
         if row is not None:
-            db["researchers"].update(researcher_id, {"password_hash": make(row["password_hash"])})
+            db.update("researchers", researcher_id, {"password_hash": make(row["password_hash"])})
 
 
 def end_sessions(db, researcher_id: int) -> None:

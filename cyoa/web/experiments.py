@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from sqlite_utils import Database
-
 from cyoa import store
+from cyoa.db.facade import Db
 
 SPEC_MAX_BYTES = 256 * 1024
 STATUS_VERBS = {"open": "opened", "paused": "paused", "closed": "closed"}
@@ -84,7 +83,7 @@ def _check_shape(raw: dict[str, Any], filename: str) -> None:
                 ) from None
 
 
-def set_status(db: Database, exp_id: str, status: str) -> None:
+def set_status(db: Db, exp_id: str, status: str) -> None:
     """Open, pause or close an experiment (the caller makes sure its models are ready before
     opening it)."""
     if status not in STATUS_VERBS:

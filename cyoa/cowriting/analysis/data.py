@@ -28,9 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import store
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 
 
@@ -115,14 +114,14 @@ def _spec(row: dict[str, Any]) -> dict[str, Any]:
     return spec if isinstance(spec, dict) else {}
 
 
-def experiment_systems(db: Database, experiment: str) -> tuple[str, ...]:
+def experiment_systems(db: Db, experiment: str) -> tuple[str, ...]:
     """The experiment's systems in spec order (from the sessions if the spec names none).
 
     Raises :class:`AnalysisError` when the experiment does not exist."""
     return _systems(db, experiment, _spec(store.experiment_row(db, experiment)))
 
 
-def experiment_pairs(db: Database, experiment: str) -> list[tuple[str, str]]:
+def experiment_pairs(db: Db, experiment: str) -> list[tuple[str, str]]:
     """The pairs of systems that writers of ``experiment`` compared, each in spec order, in the
     order of the spec's pairs (every pair of a two-system experiment, even without writers)."""
     systems = experiment_systems(db, experiment)
@@ -140,14 +139,14 @@ def experiment_pairs(db: Database, experiment: str) -> list[tuple[str, str]]:
     return [pair for pair in pairs if pair in assigned]
 
 
-def _systems(db: Database, experiment: str, spec: dict[str, Any]) -> tuple[str, ...]:
+def _systems(db: Db, experiment: str, spec: dict[str, Any]) -> tuple[str, ...]:
     names = [s.get("name") for s in spec.get("systems", []) if isinstance(s, dict)]
     if len(names) >= 2 and all(isinstance(name, str) for name in names):
         return tuple(names)
     seen: dict[str, None] = {}
     for a, b in db.execute(
         "SELECT system_a, system_b FROM sessions WHERE experiment_id = ? ORDER BY started_at,"
-        " rowid",
+        " participant_id",
         [experiment],
     ).fetchall():
         seen.setdefault(a)
@@ -188,7 +187,7 @@ def _spec_likert(spec: dict[str, Any]) -> dict[str, str]:
 
 
 def load_study(
-    db: Database,
+    db: Db,
     experiment: str,
     pair: tuple[str, str] | None = None,
     finished_only: bool = False,
@@ -244,7 +243,7 @@ class _Scope:
         return cls(session_filter, params)
 
 
-def _shown_suggestions(db: Database, scope: _Scope) -> dict[tuple[str, int, int], str | None]:
+def _shown_suggestions(db: Db, scope: _Scope) -> dict[tuple[str, int, int], str | None]:
     """The text of each (session, round, slot)'s suggestion that was shown: its last
     finished attempt."""
     suggestions: dict[tuple[str, int, int], str | None] = {}
@@ -259,7 +258,7 @@ def _shown_suggestions(db: Database, scope: _Scope) -> dict[tuple[str, int, int]
     return suggestions
 
 
-def _writers(db: Database, scope: _Scope) -> tuple[dict[str, str], set[str]]:
+def _writers(db: Db, scope: _Scope) -> tuple[dict[str, str], set[str]]:
     """Each session's writer (external id), in the order the sessions started, and the
     sessions that finished."""
     writers: dict[str, str] = {}
@@ -268,7 +267,7 @@ def _writers(db: Database, scope: _Scope) -> tuple[dict[str, str], set[str]]:
         "SELECT s.id, p.external_id, s.phase FROM sessions s"
         " JOIN participants p ON p.id = s.participant_id"
         f" WHERE s.experiment_id = :experiment{scope.session_filter}"
-        " ORDER BY s.started_at, s.rowid",
+        " ORDER BY s.started_at, s.participant_id",
         scope.params,
     ).fetchall():
         writers[sid] = external_id
@@ -278,7 +277,7 @@ def _writers(db: Database, scope: _Scope) -> tuple[dict[str, str], set[str]]:
 
 
 def _submitted_rounds(
-    db: Database,
+    db: Db,
     scope: _Scope,
     writers: dict[str, str],
     suggestions: dict[tuple[str, int, int], str | None],
@@ -324,14 +323,14 @@ def _submitted_rounds(
     return rounds
 
 
-def _survey_answers(db: Database, scope: _Scope, writers: dict[str, str]) -> list[SurveyAnswer]:
+def _survey_answers(db: Db, scope: _Scope, writers: dict[str, str]) -> list[SurveyAnswer]:
     """The survey answers of the sessions in ``writers``, in the order the sessions started."""
     survey: list[SurveyAnswer] = []
     for sid, item_id, kind, question, value, text in db.execute(
         "SELECT a.session_id, a.item_id, a.kind, a.question, a.value, a.text"
         " FROM survey_answers a JOIN sessions s ON s.id = a.session_id"
         f" WHERE s.experiment_id = :experiment{scope.session_filter}"
-        " ORDER BY s.started_at, s.rowid",
+        " ORDER BY s.started_at, s.participant_id",
         scope.params,
     ).fetchall():
         if sid in writers:

@@ -9,8 +9,6 @@ import csv
 import io
 import json
 
-from sqlite_utils import Database
-
 from cyoa.cowriting.analysis.data import experiment_pairs, load_study
 from cyoa.cowriting.analysis.render import render, to_markdown
 from cyoa.cowriting.analysis.results import Analysis
@@ -18,11 +16,12 @@ from cyoa.cowriting.analysis.tables import analyze
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
 from cyoa.cowriting.judges import report as judges_report
 from cyoa.cowriting.judges.figures import WriterAgreement
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 
 
 def report(
-    db: Database,
+    db: Db,
     experiment: str,
     fmt: str,
     *,

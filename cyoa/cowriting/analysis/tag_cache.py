@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 
-from sqlite_utils import Database
+import sqlalchemy as sa
 
 from cyoa import store
 from cyoa.cowriting.analysis.data import experiment_pairs, load_study
 from cyoa.cowriting.analysis.tables import writer_texts
+from cyoa.db.facade import Db
+from cyoa.db.transactions import write_transaction
 from cyoa.metrics.text import Lemmas, tag_ahead, tagger_id
 
 log = logging.getLogger(__name__)
@@ -36,17 +37,16 @@ WRITE_CHUNK = 5000
 class SentenceTagCache:
     """:class:`~cyoa.metrics.text.LemmaCache` in ``db``'s ``sentence_tags`` table."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Db) -> None:
         self.db = db
         self._tagger = ""
         self.hits = 0
         self.stored = 0
         self.usable = True
-        if not db.table("sentence_tags").exists():
+        if "sentence_tags" not in db.table_names():
             try:
-                with store.write_transaction(db):
-                    store.create_sentence_tags(db)
-            except sqlite3.OperationalError as error:
+                store.ensure_sentence_tags(db)
+            except sa.exc.OperationalError as error:
                 # A read-only or busy database: analyse without the cache.
                 log.warning("No cache of tagged sentences (%s); tagging everything.", error)
                 self.usable = False
@@ -78,25 +78,26 @@ class SentenceTagCache:
         if not self.usable:
             return
         rows = [
-            (self.tagger, sentence, json.dumps(list(nouns)), json.dumps(list(verbs)))
+            {
+                "tagger": self.tagger,
+                "sentence": sentence,
+                "nouns": json.dumps(list(nouns)),
+                "verbs": json.dumps(list(verbs)),
+            }
             for sentence, (nouns, verbs) in tagged.items()
         ]
         for start in range(0, len(rows), WRITE_CHUNK):
             chunk = rows[start : start + WRITE_CHUNK]
             try:
-                with store.write_transaction(self.db):
-                    self.db.conn.executemany(
-                        "INSERT OR REPLACE INTO sentence_tags (tagger, sentence, nouns, verbs) "
-                        "VALUES (?, ?, ?, ?)",
-                        chunk,
-                    )
-            except sqlite3.OperationalError as error:
+                with write_transaction(self.db):
+                    self.db.insert_all("sentence_tags", chunk, on_conflict="replace")
+            except sa.exc.OperationalError as error:
                 log.warning("Tagged sentences not kept (%s); the next analysis retags them.", error)
                 return
             self.stored += len(chunk)
 
 
-def tag_experiment(db: Database, experiment: str, workers: int = 1) -> int:
+def tag_experiment(db: Db, experiment: str, workers: int = 1) -> int:
     """Tag, and keep in ``sentence_tags``, every sentence of ``experiment`` not tagged yet.
 
     The texts are the ones the text metrics read (per writer and pair of systems: each

@@ -40,14 +40,13 @@ import secrets
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sqlite_utils import Database
-
 from cyoa import store
 from cyoa.cowriting import flow
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.analysis.data import StudyData, load_study
 from cyoa.cowriting.recording import SessionRecorder
 from cyoa.cowriting.spec import LIKERT_LABELS
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 from cyoa.web.security import neutralize_cell
 
@@ -299,7 +298,7 @@ def rows_from_study(data: StudyData) -> list[WriterRow]:
 
 
 def export_cyoa_tsv(
-    db: Database, experiment: str, pair: tuple[str, str] | None = None, *, exact: bool = False
+    db: Db, experiment: str, pair: tuple[str, str] | None = None, *, exact: bool = False
 ) -> str:
     """``experiment`` in the original script's layout (see the module docstring): the writers
     who compared ``pair`` (needed when the experiment has more than two systems), Model = the
@@ -327,7 +326,7 @@ def _import_spec(name: str, rounds: int, likert_count: int, source: str) -> dict
     }
 
 
-def import_tsv(db: Database, text: str, name: str, source: str = "") -> ImportSummary:
+def import_tsv(db: Db, text: str, name: str, source: str = "") -> ImportSummary:
     """Store a file in the script's layout as the new experiment ``name`` (closed to writers).
 
     ``name``: lowercase letters, digits, ``-`` and ``_`` (as experiment ids). ``source``: the
@@ -348,7 +347,7 @@ def import_tsv(db: Database, text: str, name: str, source: str = "") -> ImportSu
     spec = _import_spec(name, rounds, likert_count, source)
     store.upsert_experiment(db, name, name, spec)
     with store.write_transaction(db):
-        db["experiments"].update(name, {"status": "closed"})
+        db.update("experiments", name, {"status": "closed"})
     questions = {
         item["id"]: ("likert", item["text"], LIKERT_LABELS) for item in spec["survey"]["likert"]
     }
@@ -358,7 +357,7 @@ def import_tsv(db: Database, text: str, name: str, source: str = "") -> ImportSu
 
 
 def _import_writer(
-    db: Database,
+    db: Db,
     experiment: str,
     rounds: int,
     row: WriterRow,

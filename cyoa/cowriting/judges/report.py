@@ -8,8 +8,6 @@ import dataclasses
 import math
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa.cowriting.analysis.data import StudyData
 from cyoa.cowriting.judges.figures import (
     RESAMPLES,
@@ -18,12 +16,13 @@ from cyoa.cowriting.judges.figures import (
     agreement_with_writers,
 )
 from cyoa.cowriting.judges.runs import experiment_round_runs
+from cyoa.db.facade import Db
 from cyoa.pairwise import FLIP_THRESHOLD
 
 TITLE = "## Judges of the writers' choices"
 
 
-def round_verdicts(db: Database, experiment: str, judge: str) -> list[RoundVerdict]:
+def round_verdicts(db: Db, experiment: str, judge: str) -> list[RoundVerdict]:
     """Every stored verdict of ``judge`` about ``experiment``'s rounds."""
     return [
         RoundVerdict(row[0], int(row[1]), row[2], row[3])
@@ -35,9 +34,7 @@ def round_verdicts(db: Database, experiment: str, judge: str) -> list[RoundVerdi
     ]
 
 
-def study_judges(
-    db: Database, data: StudyData, resamples: int = RESAMPLES
-) -> list[WriterAgreement]:
+def study_judges(db: Db, data: StudyData, resamples: int = RESAMPLES) -> list[WriterAgreement]:
     """Each judge run of ``data``'s experiment against the writers of ``data`` (one pair of
     systems), by judge name; a judge with no verdict about these rounds is left out."""
     found = []

@@ -4,7 +4,8 @@ co-writing experiment in both orders (the edge where the judge model meets the d
 A run is a row of ``round_judge_runs`` (what repeats it: the model and its version, the
 prompt template, the sampling and the seed; where it stands: ``state``, ``total``,
 ``error``); its verdicts are rows of ``round_verdicts``, one per round × order, each written
-in its own transaction as soon as it is answered (``INSERT OR IGNORE`` on the table's key).
+in its own transaction as soon as it is answered (a verdict already stored under the
+table's key stays).
 Starting a run that exists resumes it: the prompts already answered are skipped, so a run
 stopped, failed or killed in the middle loses no verdict and repeats none. Each prompt is
 sampled with the run's sampling and its own seed (:func:`verdict_seed`), one at a time.
@@ -19,8 +20,6 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import store
 from cyoa.cowriting.analysis.data import RoundRecord, experiment_pairs, load_study
 from cyoa.cowriting.judges.prompts import (
@@ -31,6 +30,7 @@ from cyoa.cowriting.judges.prompts import (
     parse_choice,
     round_prompts,
 )
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 from cyoa.generation.types import Backend, ModelCard, Sampling
 from cyoa.web.workers import worker_gone
@@ -89,7 +89,7 @@ def verdict_seed(seed: int, session_id: str, round_number: int, order: str) -> i
     return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") >> 1
 
 
-def experiment_rounds(db: Database, experiment: str) -> list[RoundRecord]:
+def experiment_rounds(db: Db, experiment: str) -> list[RoundRecord]:
     """Every submitted round of the co-writing ``experiment``, pair by pair (as ``analyze``
     reads them); :class:`AnalysisError` when it is missing or not a co-writing study."""
     row = store.experiment_row(db, experiment)
@@ -105,7 +105,7 @@ def experiment_rounds(db: Database, experiment: str) -> list[RoundRecord]:
     ]
 
 
-def run_prompts(db: Database, run: RoundJudgeRun) -> list[RoundPrompt]:
+def run_prompts(db: Db, run: RoundJudgeRun) -> list[RoundPrompt]:
     """Every prompt of ``run``: both orders of its first ``round_limit`` rounds."""
     prompts = round_prompts(experiment_rounds(db, run.experiment), run.template)
     return prompts if run.round_limit is None else prompts[: 2 * run.round_limit]
@@ -129,7 +129,7 @@ def _row_to_run(row: dict[str, Any]) -> RoundJudgeRun:
     )
 
 
-def _read_run(db: Database, experiment: str, judge: str) -> RoundJudgeRun | None:
+def _read_run(db: Db, experiment: str, judge: str) -> RoundJudgeRun | None:
     rows = list(
         db.query(
             "SELECT * FROM round_judge_runs WHERE experiment_id = ? AND judge = ?",
@@ -139,7 +139,7 @@ def _read_run(db: Database, experiment: str, judge: str) -> RoundJudgeRun | None
     return _row_to_run(rows[0]) if rows else None
 
 
-def stored_round_run(db: Database, experiment: str, judge: str) -> RoundJudgeRun | None:
+def stored_round_run(db: Db, experiment: str, judge: str) -> RoundJudgeRun | None:
     """The run of ``judge`` as stored; one recorded as running whose process is gone is
     marked interrupted first."""
     run = _read_run(db, experiment, judge)
@@ -149,7 +149,7 @@ def stored_round_run(db: Database, experiment: str, judge: str) -> RoundJudgeRun
     return run
 
 
-def experiment_round_runs(db: Database, experiment: str) -> list[RoundJudgeRun]:
+def experiment_round_runs(db: Db, experiment: str) -> list[RoundJudgeRun]:
     """Every judge run of ``experiment``'s rounds, by judge name."""
     names = [
         row[0]
@@ -161,7 +161,7 @@ def experiment_round_runs(db: Database, experiment: str) -> list[RoundJudgeRun]:
     return [run for name in names if (run := stored_round_run(db, experiment, name))]
 
 
-def prepare_run(db: Database, request: RoundJudgeRequest, worker: str) -> RoundJudgeRun:
+def prepare_run(db: Db, request: RoundJudgeRequest, worker: str) -> RoundJudgeRun:
     """Start the run ``request`` asks for, or resume the stored run of that judge (same
     model; its template, sampling and seed kept), as running in ``worker``. Raises
     :class:`RoundJudgeError` or :class:`AnalysisError` saying why it cannot."""
@@ -180,7 +180,7 @@ def prepare_run(db: Database, request: RoundJudgeRequest, worker: str) -> RoundJ
     return _read_run(db, request.experiment, request.name)
 
 
-def _resume(db: Database, run: RoundJudgeRun, request: RoundJudgeRequest, worker: str) -> None:
+def _resume(db: Db, run: RoundJudgeRun, request: RoundJudgeRequest, worker: str) -> None:
     if run.model != request.card.name:
         raise RoundJudgeError(
             f"'{run.experiment}' already has a judge '{run.judge}' run by model {run.model!r}; "
@@ -198,7 +198,7 @@ def _resume(db: Database, run: RoundJudgeRun, request: RoundJudgeRequest, worker
     )
 
 
-def _insert_run(db: Database, request: RoundJudgeRequest, worker: str) -> None:
+def _insert_run(db: Db, request: RoundJudgeRequest, worker: str) -> None:
     experiment_rounds(db, request.experiment)  # a missing or rating experiment says so
     template = request.template or TEMPLATE
     try:
@@ -209,7 +209,8 @@ def _insert_run(db: Database, request: RoundJudgeRequest, worker: str) -> None:
     sampling = card.sampling.with_overrides(
         {"max_new_tokens": request.max_new_tokens or DEFAULT_MAX_NEW_TOKENS}
     )
-    db["round_judge_runs"].insert(
+    db.insert(
+        "round_judge_runs",
         {"experiment_id": request.experiment, "judge": request.name, "model": card.name,
          "model_version": card.version, "backend": card.backend, "template": template,
          "sampling": json.dumps(sampling.to_dict(), sort_keys=True), "seed": request.seed,
@@ -218,7 +219,7 @@ def _insert_run(db: Database, request: RoundJudgeRequest, worker: str) -> None:
     )  # fmt: skip
 
 
-def answered(db: Database, run: RoundJudgeRun) -> set[tuple[str, int, str]]:
+def answered(db: Db, run: RoundJudgeRun) -> set[tuple[str, int, str]]:
     """The (session, round, order) showings the run has a stored verdict for."""
     return {
         (row[0], row[1], row[2])
@@ -231,7 +232,7 @@ def answered(db: Database, run: RoundJudgeRun) -> set[tuple[str, int, str]]:
 
 
 def store_verdict(
-    db: Database, run: RoundJudgeRun, prompt: RoundPrompt, response: str, asked_at: str
+    db: Db, run: RoundJudgeRun, prompt: RoundPrompt, response: str, asked_at: str
 ) -> None:
     """One verdict, in its own transaction: the slot read from ``response``
     (:func:`~cyoa.cowriting.judges.prompts.parse_choice`; NULL when unparsed), the system
@@ -239,13 +240,14 @@ def store_verdict(
     slot = parse_choice(response)
     system = {"A": prompt.slot_a_system, "B": prompt.slot_b_system}.get(slot or "")
     with store.write_transaction(db):
-        db.execute(
-            "INSERT OR IGNORE INTO round_verdicts (experiment_id, judge, session_id, round,"
-            " shown_order, slot_a_system, slot_b_system, chosen_slot, chosen_system, response,"
-            " asked_at, answered_at, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run.experiment, run.judge, prompt.session_id, prompt.round, prompt.order,
-             prompt.slot_a_system, prompt.slot_b_system, slot, system, response, asked_at,
-             store.now(), store.now()],
+        db.insert(
+            "round_verdicts",
+            {"experiment_id": run.experiment, "judge": run.judge,
+             "session_id": prompt.session_id, "round": prompt.round, "shown_order": prompt.order,
+             "slot_a_system": prompt.slot_a_system, "slot_b_system": prompt.slot_b_system,
+             "chosen_slot": slot, "chosen_system": system, "response": response,
+             "asked_at": asked_at, "answered_at": store.now(), "recorded_at": store.now()},
+            on_conflict="ignore",
         )  # fmt: skip
 
 
@@ -256,7 +258,7 @@ def ask(backend: Backend, prompt: str, sampling: Sampling, seed: int) -> str:
 
 
 def run_judge(
-    db: Database, run: RoundJudgeRun, backend: Backend, stop: Callable[[], bool] = lambda: False
+    db: Db, run: RoundJudgeRun, backend: Backend, stop: Callable[[], bool] = lambda: False
 ) -> str:
     """Ask every prompt of ``run`` not answered yet, one at a time, storing each verdict as
     it comes; returns how the run ended, also stored: ``done``, ``stopped`` (``stop()`` was
@@ -288,7 +290,7 @@ def _failure(run: RoundJudgeRun, prompt: RoundPrompt, failure: Exception) -> str
     )
 
 
-def _set_state(db: Database, run: RoundJudgeRun, state: str, error: str = "") -> None:
+def _set_state(db: Db, run: RoundJudgeRun, state: str, error: str = "") -> None:
     with store.write_transaction(db):
         db.execute(
             "UPDATE round_judge_runs SET state = ?, error = ?, updated_at = ?"
@@ -298,7 +300,7 @@ def _set_state(db: Database, run: RoundJudgeRun, state: str, error: str = "") ->
 
 
 def judge_rounds(
-    db: Database,
+    db: Db,
     request: RoundJudgeRequest,
     backend: Backend,
     worker: str,
@@ -315,7 +317,7 @@ def judge_rounds(
     return stored_round_run(db, run.experiment, run.judge)
 
 
-def run_progress(db: Database, run: RoundJudgeRun) -> dict[str, Any]:
+def run_progress(db: Db, run: RoundJudgeRun) -> dict[str, Any]:
     """Where ``run`` stands: its state, error, model, template and sampling, verdicts
     ``done`` of ``total`` and how many are ``unparsed``."""
     done, unparsed = db.execute(

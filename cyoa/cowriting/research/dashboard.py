@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa.cowriting.analysis.bradley_terry import NotEstimable, Ranking, rank
 from cyoa.cowriting.analysis.data import StudyData, experiment_pairs, load_study
 from cyoa.cowriting.analysis.results import OVERALL, Analysis, LikertRow, Mean, ShareRow
@@ -27,6 +25,7 @@ from cyoa.cowriting.analysis.tables import analyze, likert_rows
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
 from cyoa.cowriting.judges import report as judges_report
 from cyoa.cowriting.spec import Experiment
+from cyoa.db.facade import Db
 from cyoa.metrics.edit import edit_metrics_many
 from cyoa.web.charts import CHART_LOCK
 
@@ -277,7 +276,7 @@ def _ranking_table(ranking: Ranking) -> Table:
 # --- computing -----------------------------------------------------------------------
 
 
-def _judges_tables(db: Database, studies: list[StudyData], resamples: int) -> list[Table]:
+def _judges_tables(db: Db, studies: list[StudyData], resamples: int) -> list[Table]:
     """Per pair of systems with a judge of its rounds, the judges against the writers
     (:mod:`cyoa.cowriting.judges.report`)."""
     tables = []
@@ -309,7 +308,7 @@ def choices_by_writer(studies: list[StudyData]) -> dict[str, list[tuple[str, str
 
 
 def compute_results(
-    db: Database, exp: Experiment, version: str = "", resamples: int = RESAMPLES
+    db: Db, exp: Experiment, version: str = "", resamples: int = RESAMPLES
 ) -> Results:
     """Every result of the dashboard for ``exp`` from the database: the analysis of each
     pair of systems that writers compared, and with more than two systems the ranking."""
@@ -399,7 +398,7 @@ def _draw(charts, results: Results, name: str) -> bytes:
     raise KeyError(name)
 
 
-def data_version(db: Database, exp_id: str) -> str:
+def data_version(db: Db, exp_id: str) -> str:
     """Changes whenever an event of the experiment or a judge's verdict is recorded."""
     count, last = db.execute(
         "SELECT count(*), max(e.server_time) FROM events e JOIN sessions s ON s.id = e.session_id"
@@ -420,7 +419,7 @@ class ResultsCache:
         self._results: dict[str, Results] = {}
         self._lock = threading.Lock()
 
-    def get(self, db: Database, exp: Experiment) -> Results:
+    def get(self, db: Db, exp: Experiment) -> Results:
         version = data_version(db, exp.id)
         with self._lock:
             cached = self._results.get(exp.id)

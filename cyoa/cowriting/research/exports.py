@@ -25,14 +25,13 @@ import zipfile
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import store
 from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems
 from cyoa.cowriting.analysis.tsv import export_cyoa_tsv
 from cyoa.cowriting.research.card import evaluation_card
 from cyoa.cowriting.research.progress import DROPOUT_MINUTES, seconds_between, session_status
 from cyoa.cowriting.spec import Experiment
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 from cyoa.metrics.edit import edit_metrics_many
 from cyoa.web.columns import Column
@@ -175,7 +174,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
 # --- reading the tables ---------------------------------------------------------------
 
 
-def _suggestions(db: Database, exp_id: str) -> dict[tuple[str, int, int], dict[str, Any]]:
+def _suggestions(db: Db, exp_id: str) -> dict[tuple[str, int, int], dict[str, Any]]:
     """Per (session, round, slot): the suggestion shown (last successful attempt, else the
     last failed one) and the number of attempts: the highest attempt number recorded, since
     only an attempt that ends a run of tries is a row (one drawn again because its text was
@@ -195,7 +194,7 @@ def _suggestions(db: Database, exp_id: str) -> dict[tuple[str, int, int], dict[s
     return shown
 
 
-def preference_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
+def preference_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     """The ``preference`` table: one row per writer × submitted round, in session order."""
     shown = _suggestions(db, exp_id)
     rows = []
@@ -203,7 +202,7 @@ def preference_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
         "SELECT r.*, p.external_id AS participant, s.system_a, s.system_b FROM rounds r"
         " JOIN sessions s ON s.id = r.session_id JOIN participants p ON p.id = s.participant_id"
         " WHERE s.experiment_id = ? AND r.turn_submitted_at IS NOT NULL"
-        " ORDER BY s.started_at, s.rowid, r.round",
+        " ORDER BY s.started_at, s.participant_id, r.round",
         [exp_id],
     ):
         row: dict[str, Any] = {
@@ -262,7 +261,7 @@ def preference_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
 
 
 def session_rows(
-    db: Database,
+    db: Db,
     exp_id: str,
     now: datetime | None = None,
     dropout_minutes: float = DROPOUT_MINUTES,
@@ -279,7 +278,7 @@ def session_rows(
         " (SELECT count(*) FROM rounds r WHERE r.session_id = s.id"
         "  AND r.turn_submitted_at IS NOT NULL) AS rounds_submitted"
         " FROM sessions s JOIN participants p ON p.id = s.participant_id"
-        " WHERE s.experiment_id = ? ORDER BY s.started_at, s.rowid",
+        " WHERE s.experiment_id = ? ORDER BY s.started_at, s.participant_id",
         [exp_id],
     ):
         row = {c.name: s.get(c.name) for c in SESSION_COLUMNS}
@@ -291,7 +290,7 @@ def session_rows(
     return rows
 
 
-def event_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
+def event_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     """The ``events`` table: every event of the experiment's sessions, in session order."""
     return [
         {"experiment_id": exp_id, **row}
@@ -300,13 +299,13 @@ def event_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
             " e.server_time, e.client_action_id FROM events e"
             " JOIN sessions s ON s.id = e.session_id"
             " JOIN participants p ON p.id = s.participant_id"
-            " WHERE s.experiment_id = ? ORDER BY s.started_at, s.rowid, e.seq",
+            " WHERE s.experiment_id = ? ORDER BY s.started_at, s.participant_id, e.seq",
             [exp_id],
         )
     ]
 
 
-def survey_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
+def survey_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     """The ``survey`` table: one row per answered item."""
     return [
         {"experiment_id": exp_id, **row}
@@ -315,14 +314,14 @@ def survey_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
             " a.item_id, a.kind, a.question, a.value, a.label, a.text, a.answered_at"
             " FROM survey_answers a JOIN sessions s ON s.id = a.session_id"
             " JOIN participants p ON p.id = s.participant_id"
-            " WHERE s.experiment_id = ? ORDER BY s.started_at, s.rowid, a.rowid",
+            " WHERE s.experiment_id = ? ORDER BY s.started_at, s.participant_id, a.rowid",
             [exp_id],
         )
     ]
 
 
 def table_rows(
-    db: Database, exp_id: str, table: str, now: datetime | None = None
+    db: Db, exp_id: str, table: str, now: datetime | None = None
 ) -> list[dict[str, Any]]:
     """The rows of one of :data:`TABLES`."""
     if table == "preference":
@@ -336,9 +335,7 @@ def table_rows(
     raise ExportError(f"Unknown table '{table}': use one of {', '.join(TABLES)}.")
 
 
-def export_table(
-    db: Database, exp_id: str, table: str, fmt: str, now: datetime | None = None
-) -> bytes:
+def export_table(db: Db, exp_id: str, table: str, fmt: str, now: datetime | None = None) -> bytes:
     """One table in one of :data:`cyoa.web.tables.TABLE_FORMATS`."""
     if table not in TABLES:
         raise ExportError(f"Unknown table '{table}': use one of {', '.join(TABLES)}.")
@@ -346,7 +343,7 @@ def export_table(
 
 
 def cyoa_tsv(
-    db: Database, exp_id: str, pair: tuple[str, str] | None = None, *, exact: bool = False
+    db: Db, exp_id: str, pair: tuple[str, str] | None = None, *, exact: bool = False
 ) -> bytes:
     """The layout of the original CYOA evaluation script
     (:func:`cyoa.cowriting.analysis.tsv.export_cyoa_tsv`): the writers of one pair of systems
@@ -367,7 +364,7 @@ def cyoa_tsv(
 
 
 def export(
-    db: Database,
+    db: Db,
     row: dict[str, Any],
     fmt: str,
     *,
@@ -394,9 +391,7 @@ def export(
     return export_table(db, exp_id, table or "preference", fmt, now)
 
 
-def bundle(
-    db: Database, exp: Experiment, details: dict[str, Any], now: datetime | None = None
-) -> bytes:
+def bundle(db: Db, exp: Experiment, details: dict[str, Any], now: datetime | None = None) -> bytes:
     """A zip with every table as CSV and Parquet, the CYOA TSV (``cyoa.tsv``; with more than
     two systems ``cyoa-<a>-vs-<b>.tsv`` per pair that writers compared), the data dictionary,
     the experiment spec (JSON) and the evaluation card (Markdown)."""

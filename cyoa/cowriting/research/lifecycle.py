@@ -20,11 +20,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import store
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.spec import Experiment, SpecError, experiment_from_dict
+from cyoa.db.facade import Db
 from cyoa.generation.types import ModelCard
 from cyoa.web.experiments import LifecycleError
 
@@ -45,7 +44,7 @@ def require_writer_texts(exp: Experiment, where: str) -> None:
 
 
 def create_experiment(
-    db: Database,
+    db: Db,
     raw: dict[str, Any],
     cards: dict[str, ModelCard],
     where: str = "spec",
@@ -67,7 +66,7 @@ def create_experiment(
     return exp
 
 
-def stored_spec(db: Database, exp_id: str) -> dict[str, Any]:
+def stored_spec(db: Db, exp_id: str) -> dict[str, Any]:
     """The spec stored for a co-writing experiment; LifecycleError if there is none."""
     row = store.get_experiment(db, exp_id)
     if row is None or row["kind"] != "cowriting":
@@ -76,7 +75,7 @@ def stored_spec(db: Database, exp_id: str) -> dict[str, Any]:
 
 
 def clone_experiment(
-    db: Database, source_id: str, new_id: str, cards: dict[str, ModelCard]
+    db: Db, source_id: str, new_id: str, cards: dict[str, ModelCard]
 ) -> Experiment:
     """A new, ``paused`` experiment ``new_id`` with every field of ``source_id``'s stored
     spec (whatever its status; not its sessions nor its evaluation-card details). Raises
@@ -100,7 +99,7 @@ def spec_file_of(folder: Path, exp_id: str) -> Path | None:
     return None
 
 
-def edit_refusal(db: Database, exp_id: str, spec_folder: Path) -> str:
+def edit_refusal(db: Db, exp_id: str, spec_folder: Path) -> str:
     """Why the experiment cannot be edited now, as a sentence saying what to do instead; ""
     when it can. Editable: no writer session yet, not defined by a spec file in
     ``spec_folder`` (an edit would be undone at the next start), and not open."""
@@ -127,7 +126,7 @@ def edit_refusal(db: Database, exp_id: str, spec_folder: Path) -> str:
 
 
 def edit_experiment(
-    db: Database,
+    db: Db,
     exp_id: str,
     raw: dict[str, Any],
     cards: dict[str, ModelCard],
@@ -162,7 +161,7 @@ def models_not_ready(exp: Experiment, pool_status: dict[str, dict[str, Any]]) ->
     return missing
 
 
-def sync_from_db(db: Database, experiments: dict[str, Experiment], cards) -> list[str]:
+def sync_from_db(db: Db, experiments: dict[str, Experiment], cards) -> list[str]:
     """Serve co-writing experiments stored by another process (``experiment create``) since
     the app started: adds them to ``experiments``; returns their ids. Stored experiments that cannot
     be served (e.g. imported data whose models are not cards here) are left out quietly; the
@@ -180,9 +179,7 @@ def sync_from_db(db: Database, experiments: dict[str, Experiment], cards) -> lis
     return added
 
 
-def create_from_file(
-    db: Database, raw: dict[str, Any], path: Path, cards: dict[str, ModelCard]
-) -> str:
+def create_from_file(db: Db, raw: dict[str, Any], path: Path, cards: dict[str, ModelCard]) -> str:
     """Store the spec read from ``path`` as a new, paused experiment (``experiment create``);
     the sentence that says what to do next. :class:`~cyoa.cowriting.spec.SpecError` if the
     spec is wrong."""

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask import abort, url_for
-from sqlite_utils import Database
 
 from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.research.exports import session_rows
+from cyoa.db.facade import Db
 from cyoa.web import approvals, auth
 from cyoa.web import research as web
 from cyoa.web.approvals import row_for
@@ -20,7 +20,7 @@ bp = web.blueprint("research_cowriting_participants", __name__, "/research/exper
 
 
 def cowriting_participants(
-    db: Database, exp_id: str, timeout: timedelta, now: datetime
+    db: Db, exp_id: str, timeout: timedelta, now: datetime
 ) -> list[dict[str, Any]]:
     """One row (:data:`cyoa.web.approvals.COLUMNS`) per writer of a co-writing experiment
     (no exclusion rules: every writer who finished is proposed for approval)."""

@@ -22,11 +22,10 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import store
 from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.spec import Experiment
+from cyoa.db.facade import Db
 from cyoa.web.research import format_seconds
 
 DROPOUT_MINUTES = 30.0
@@ -143,7 +142,7 @@ def summarize(
 
 
 def experiment_progress(
-    db: Database,
+    db: Db,
     exp: Experiment,
     now: datetime | None = None,
     dropout_minutes: float = DROPOUT_MINUTES,
@@ -170,7 +169,7 @@ def experiment_progress(
     )
 
 
-def progress_payload(db: Database, exp: Experiment) -> dict[str, Any]:
+def progress_payload(db: Db, exp: Experiment) -> dict[str, Any]:
     """The experiment's progress as the dashboard script reads it, with the app's dropout
     setting (``RESEARCH_DROPOUT_MINUTES``)."""
     dropout = cowriting_parts().dropout_minutes

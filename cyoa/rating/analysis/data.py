@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
-from sqlite_utils import Database
 
 from cyoa import store
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 from cyoa.rating import store as rating_store
 from cyoa.rating.instruments import Instrument
@@ -48,15 +48,13 @@ class RatingData:
     judgements: pd.DataFrame
 
 
-def experiment_kind(db: Database, experiment: str) -> str:
+def experiment_kind(db: Db, experiment: str) -> str:
     """``cowriting`` or ``rating``; :class:`AnalysisError` naming the known experiments if
     there is no such experiment."""
     return experiment_row(db, experiment).get("kind") or "cowriting"
 
 
-def load_ratings(
-    db: Database, experiment: str, panel: str = rating_store.HUMAN_PANEL
-) -> RatingData:
+def load_ratings(db: Db, experiment: str, panel: str = rating_store.HUMAN_PANEL) -> RatingData:
     """The rating experiment ``experiment`` with every stored judgement of one panel's
     raters: the human raters' (default), or a judge's by its name."""
     if experiment_kind(db, experiment) != "rating":
@@ -106,7 +104,7 @@ class RaterReview:
         return tuple(e.rater_id for e in self.exclusions if e.excluded)
 
 
-def review_raters(db: Database, experiment: str, data: RatingData) -> RaterReview:
+def review_raters(db: Db, experiment: str, data: RatingData) -> RaterReview:
     """Every rater's quality under the spec's attention checks and exclusion rules
     (:mod:`cyoa.rating.quality`), from the stored answers, check answers and the times the
     server showed each story. Imported raters (no times, no checks) break no rule."""

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlite_utils import Database
 
+from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 from cyoa.rating.analysis.data import RaterReview, load_ratings, review_raters
 from cyoa.rating.analysis.mixed import source_model
@@ -104,7 +104,7 @@ def rater_severity(
 
 
 def rating_report(
-    db: Database, experiment: str, *, judges: bool = False, bootstrap: int = 1000
+    db: Db, experiment: str, *, judges: bool = False, bootstrap: int = 1000
 ) -> RatingReport:
     """Quality control and the analysis of the stored rating experiment ``experiment``'s
     human panel, and with ``judges`` each judge panel calibrated against it, with its bias
@@ -260,7 +260,7 @@ def _severity_lines(report: RatingReport) -> list[str]:
 
 
 def report_text(
-    db: Database,
+    db: Db,
     experiment: str,
     fmt: str,
     *,

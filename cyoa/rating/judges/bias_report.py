@@ -6,8 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from sqlite_utils import Database
-
+from cyoa.db.facade import Db
 from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.data import RatingData, load_ratings
 from cyoa.rating.judges.bias import (
@@ -24,7 +23,7 @@ from cyoa.rating.judges.store import judge_panels
 from cyoa.rating.quality import story_words
 
 
-def story_lengths(db: Database, experiment: str) -> dict[str, int]:
+def story_lengths(db: Db, experiment: str) -> dict[str, int]:
     """Story id → its length in whitespace-separated words, for the stories of
     ``experiment`` whose text is stored (a story shown as a link, or imported without its
     text, has no length)."""
@@ -36,7 +35,7 @@ def story_lengths(db: Database, experiment: str) -> dict[str, int]:
     return lengths
 
 
-def judge_bias_cards(db: Database, experiment: str, humans: RatingData) -> tuple[BiasCard, ...]:
+def judge_bias_cards(db: Db, experiment: str, humans: RatingData) -> tuple[BiasCard, ...]:
     """The bias card of each judge panel of ``experiment``: its score against story length
     beside the human panel's ``humans``. No pairwise verdicts are stored with a rating
     experiment, so the cards have no position part."""

@@ -7,15 +7,14 @@ import dataclasses
 import math
 from typing import Any
 
-from sqlite_utils import Database
-
+from cyoa.db.facade import Db
 from cyoa.rating.analysis.data import RatingData, load_ratings
 from cyoa.rating.judges.calibration import ItemCalibration, JudgeCalibration, calibrate
 from cyoa.rating.judges.store import judge_panels
 
 
 def judge_calibrations(
-    db: Database, experiment: str, humans: RatingData, bootstrap: int = 1000
+    db: Db, experiment: str, humans: RatingData, bootstrap: int = 1000
 ) -> tuple[JudgeCalibration, ...]:
     """Each judge panel of ``experiment`` against the human panel ``humans`` (unparsed
     verdicts left out and counted), its intervals from ``bootstrap`` replicates."""

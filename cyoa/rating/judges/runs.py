@@ -4,7 +4,8 @@ the judge panel of its name (the edge where a judge model meets the database).
 A run is a row of ``judge_runs`` (what repeats it: the model and its version, the prompt
 templates, the sampling and the seed; where it stands: ``state``, ``total``, ``error``) and
 its verdicts are the judge's ``judgements``, one per story × item, each written in its own
-transaction as soon as it is answered (``INSERT OR IGNORE`` on the table's key). Starting a
+transaction as soon as it is answered (a verdict already stored under the table's key
+stays). Starting a
 run that exists resumes it with what it stored: the prompts already answered are skipped, so
 a run stopped, failed or killed in the middle loses no verdict and repeats none.
 
@@ -23,11 +24,11 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import closing
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import store
+from cyoa.db.facade import Db
 from cyoa.generation.types import Backend, ModelCard, Sampling
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.judges.estimate import Estimate, Speed, estimate, measure_speed
@@ -104,14 +105,14 @@ def _row_to_run(row: dict[str, Any]) -> JudgeRun:
     )
 
 
-def _read_run(db: Database, exp_id: str, judge: str) -> JudgeRun | None:
+def _read_run(db: Db, exp_id: str, judge: str) -> JudgeRun | None:
     rows = list(
         db.query("SELECT * FROM judge_runs WHERE experiment_id = ? AND judge = ?", [exp_id, judge])
     )
     return _row_to_run(rows[0]) if rows else None
 
 
-def stored_run(db: Database, exp_id: str, judge: str) -> JudgeRun | None:
+def stored_run(db: Db, exp_id: str, judge: str) -> JudgeRun | None:
     """The run of ``judge`` in ``exp_id`` as stored; a run recorded as running whose process
     is gone is marked interrupted first."""
     run = _read_run(db, exp_id, judge)
@@ -121,7 +122,7 @@ def stored_run(db: Database, exp_id: str, judge: str) -> JudgeRun | None:
     return run
 
 
-def experiment_runs(db: Database, exp_id: str) -> list[JudgeRun]:
+def experiment_runs(db: Db, exp_id: str) -> list[JudgeRun]:
     """Every judge run of ``exp_id``, by judge name."""
     judges = [
         row[0]
@@ -152,7 +153,7 @@ class RunRequest:
         return self.judge or self.card.name
 
 
-def prepare_run(db: Database, request: RunRequest, worker: str) -> tuple[JudgeRun, Instrument]:
+def prepare_run(db: Db, request: RunRequest, worker: str) -> tuple[JudgeRun, Instrument]:
     """Start the run ``request`` asks for, or resume the stored run of that judge (same
     model; its stored templates, sampling and seed are kept), as running in ``worker``; a
     new run's judge is stored as a panel and described in the experiment's spec (under
@@ -174,7 +175,7 @@ def prepare_run(db: Database, request: RunRequest, worker: str) -> tuple[JudgeRu
     return stored_run(db, run.experiment, run.judge), instrument
 
 
-def _resumed(db: Database, run: JudgeRun, request: RunRequest, worker: str) -> JudgeRun:
+def _resumed(db: Db, run: JudgeRun, request: RunRequest, worker: str) -> JudgeRun:
     if run.model != request.card.name:
         raise JudgeRunError(
             f"'{run.experiment}' already has a judge '{run.judge}' run by model {run.model!r}; "
@@ -194,7 +195,7 @@ def _resumed(db: Database, run: JudgeRun, request: RunRequest, worker: str) -> J
     return _read_run(db, run.experiment, run.judge)
 
 
-def _new_run(db: Database, request: RunRequest, instrument: Instrument, worker: str) -> JudgeRun:
+def _new_run(db: Db, request: RunRequest, instrument: Instrument, worker: str) -> JudgeRun:
     judge, exp_id, card = request.name, request.experiment, request.card
     _check_name(db, exp_id, judge)
     try:
@@ -222,8 +223,9 @@ def _new_run(db: Database, request: RunRequest, instrument: Instrument, worker: 
         "created_at": stamp,
         "updated_at": stamp,
     }
-    db["judge_runs"].insert(row)
-    db["raters"].insert(
+    db.insert("judge_runs", row)
+    db.insert(
+        "raters",
         {"experiment_id": exp_id, "rater_id": judge, "id_source": "judge", "panel": judge,
          "created_at": stamp}
     )  # fmt: skip
@@ -239,7 +241,7 @@ def _new_run(db: Database, request: RunRequest, instrument: Instrument, worker: 
     return _row_to_run(row)
 
 
-def _check_name(db: Database, exp_id: str, judge: str) -> None:
+def _check_name(db: Db, exp_id: str, judge: str) -> None:
     if not JUDGE_NAME.fullmatch(judge):
         raise JudgeRunError(
             f"{judge!r} cannot name a judge: use letters, digits, '.', '-' and '_' (at most 64, "
@@ -260,13 +262,13 @@ def _check_name(db: Database, exp_id: str, judge: str) -> None:
         )
 
 
-def run_prompts(db: Database, run: JudgeRun, instrument: Instrument) -> list[JudgePrompt]:
+def run_prompts(db: Db, run: JudgeRun, instrument: Instrument) -> list[JudgePrompt]:
     """Every prompt of ``run`` (see :func:`story_prompts`)."""
     return story_prompts(db, run.experiment, instrument, run.templates, run.story_limit, run.items)
 
 
 def story_prompts(
-    db: Database,
+    db: Db,
     exp_id: str,
     instrument: Instrument,
     templates: dict[str, str],
@@ -293,7 +295,7 @@ def story_prompts(
     return [p for p in prompts if items is None or p.item_id in items]
 
 
-def plan(db: Database, request: RunRequest) -> tuple[list[JudgePrompt], Sampling, dict[str, str]]:
+def plan(db: Db, request: RunRequest) -> tuple[list[JudgePrompt], Sampling, dict[str, str]]:
     """What starting ``request`` would ask, storing nothing: the prompts not answered yet,
     the sampling and the templates (the stored run's when it resumes one)."""
     instrument, _ = rating_design(db, request.experiment)
@@ -323,7 +325,7 @@ def _sampling(request: RunRequest) -> Sampling:
     )
 
 
-def answered(db: Database, run: JudgeRun) -> set[tuple[str, str]]:
+def answered(db: Db, run: JudgeRun) -> set[tuple[str, str]]:
     """The (story, item) pairs the run has a stored verdict for."""
     return {
         (row[0], row[1])
@@ -350,18 +352,20 @@ class Answer:
 
 
 def store_verdict(
-    db: Database, run: JudgeRun, instrument: Instrument, prompt: JudgePrompt, answer: Answer
+    db: Db, run: JudgeRun, instrument: Instrument, prompt: JudgePrompt, answer: Answer
 ) -> None:
     """One verdict, in its own transaction: the value read from the response
     (:func:`~cyoa.rating.judges.prompts.parse_answer`; None when unparsed), the response as
     its rationale, when it was asked and answered. A verdict stored already stays."""
     value = parse_answer(instrument.item(prompt.item_id), answer.response)
     with store.write_transaction(db):
-        db.execute(
-            "INSERT OR IGNORE INTO judgements (experiment_id, story_id, rater_id, item_id, value,"
-            " rationale, shown_at, answered_at, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run.experiment, prompt.story_id, run.judge, prompt.item_id, value, answer.response,
-             answer.asked_at, answer.answered_at, store.now()],
+        db.insert(
+            "judgements",
+            {"experiment_id": run.experiment, "story_id": prompt.story_id,
+             "rater_id": run.judge, "item_id": prompt.item_id, "value": value,
+             "rationale": answer.response, "shown_at": answer.asked_at,
+             "answered_at": answer.answered_at, "recorded_at": store.now()},
+            on_conflict="ignore",
         )  # fmt: skip
 
 
@@ -373,7 +377,7 @@ def _answer(backend: Backend, run: JudgeRun, prompt: JudgePrompt) -> Answer:
 
 
 def run_judge(
-    db: Database,
+    db: Db,
     run: JudgeRun,
     instrument: Instrument,
     backend: Backend,
@@ -418,7 +422,7 @@ def _failure(run: JudgeRun, prompt: JudgePrompt, failure: Exception) -> str:
     )
 
 
-def _set_state(db: Database, run: JudgeRun, state: str, error: str = "") -> None:
+def _set_state(db: Db, run: JudgeRun, state: str, error: str = "") -> None:
     with store.write_transaction(db):
         db.execute(
             "UPDATE judge_runs SET state = ?, error = ?, updated_at = ?"
@@ -428,7 +432,7 @@ def _set_state(db: Database, run: JudgeRun, state: str, error: str = "") -> None
 
 
 def save_estimate(
-    db: Database, run: JudgeRun, guess: dict[str, Any], speed: dict[str, float] | None
+    db: Db, run: JudgeRun, guess: dict[str, Any], speed: dict[str, float] | None
 ) -> None:
     """Keep the run's estimate and the speed it was measured at (the next run's "known
     speed" of this model)."""
@@ -439,7 +443,7 @@ def save_estimate(
         )
 
 
-def known_speed(db: Database, model: str) -> dict[str, float] | None:
+def known_speed(db: Db, model: str) -> dict[str, float] | None:
     """The speed last measured for ``model`` by any run on this database, or None."""
     row = db.execute(
         "SELECT speed FROM judge_runs WHERE model = ? AND speed IS NOT NULL"
@@ -449,15 +453,20 @@ def known_speed(db: Database, model: str) -> dict[str, float] | None:
     return json.loads(row[0]) if row else None
 
 
-def run_status(db: Database, run: JudgeRun) -> dict[str, Any]:
+def run_status(db: Db, run: JudgeRun) -> dict[str, Any]:
     """What the progress page shows of ``run``: its state and error, verdicts ``done`` of
     ``total``, how many are ``unparsed``, the measured seconds a verdict took
     (``seconds_per_verdict``, None before the first) and the run's stored estimate."""
-    done, unparsed, seconds = db.execute(
-        "SELECT count(*), sum(value IS NULL), avg((julianday(answered_at) - julianday(shown_at))"
-        " * 86400) FROM judgements WHERE experiment_id = ? AND rater_id = ?",
+    verdicts = db.execute(
+        "SELECT value, shown_at, answered_at FROM judgements"
+        " WHERE experiment_id = ? AND rater_id = ?",
         [run.experiment, run.judge],
-    ).fetchone()
+    ).fetchall()
+    took = [
+        seconds
+        for _, shown, answered in verdicts
+        if (seconds := _seconds_between(shown, answered)) is not None
+    ]
     estimate = db.execute(
         "SELECT estimate FROM judge_runs WHERE experiment_id = ? AND judge = ?",
         [run.experiment, run.judge],
@@ -465,15 +474,24 @@ def run_status(db: Database, run: JudgeRun) -> dict[str, Any]:
     return {
         **{key: value for key, value in asdict(run).items() if key != "worker"},
         "sampling": run.sampling.to_dict(),
-        "done": done,
-        "unparsed": unparsed or 0,
-        "seconds_per_verdict": seconds,
+        "done": len(verdicts),
+        "unparsed": sum(value is None for value, _, _ in verdicts),
+        "seconds_per_verdict": sum(took) / len(took) if took else None,
         "estimate": json.loads(estimate) if estimate else None,
     }
 
 
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    """Seconds from the ISO 8601 time ``start`` to ``end``; None when either is missing or
+    is no time."""
+    try:
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
 def run_estimate(
-    db: Database,
+    db: Db,
     prompts: list[JudgePrompt],
     sampling: Sampling,
     card: ModelCard,
@@ -495,7 +513,7 @@ def run_estimate(
 
 
 def judge_experiment(
-    db: Database,
+    db: Db,
     request: RunRequest,
     backend: Backend,
     worker: str,
@@ -509,7 +527,7 @@ def judge_experiment(
 
 
 def continue_run(
-    db: Database,
+    db: Db,
     run: JudgeRun,
     instrument: Instrument,
     backend: Backend,
@@ -533,7 +551,7 @@ def continue_run(
     return stored_run(db, run.experiment, run.judge)
 
 
-def fail_run(db: Database, run: JudgeRun, error: str) -> None:
+def fail_run(db: Db, run: JudgeRun, error: str) -> None:
     """Record that ``run`` stopped on ``error`` (a sentence saying what to do); its verdicts
     stay, and starting it again resumes it."""
     _set_state(db, run, FAILED, error)

@@ -14,9 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import store
+from cyoa.db.facade import Db
 from cyoa.rating.importing import Judgement, RatingImportError
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_from_dict
@@ -37,7 +36,7 @@ class JudgeImport:
     unparsed: int
 
 
-def rating_design(db: Database, exp_id: str) -> tuple[Instrument, dict[str, str]]:
+def rating_design(db: Db, exp_id: str) -> tuple[Instrument, dict[str, str]]:
     """The instrument of the rating experiment ``exp_id`` and its stories (id → source);
     :class:`RatingImportError` when there is no such rating experiment."""
     row = store.get_experiment(db, exp_id)
@@ -57,7 +56,7 @@ def rating_design(db: Database, exp_id: str) -> tuple[Instrument, dict[str, str]
     return instrument_from_dict(json.loads(definition[0])), stories
 
 
-def judge_panels(db: Database, exp_id: str) -> list[str]:
+def judge_panels(db: Db, exp_id: str) -> list[str]:
     """The names of the judge panels of ``exp_id`` (every panel but the human one), sorted."""
     return [
         row[0]
@@ -69,7 +68,7 @@ def judge_panels(db: Database, exp_id: str) -> list[str]:
     ]
 
 
-def _check_judge(db: Database, exp_id: str, judge: str, raters: set[str]) -> None:
+def _check_judge(db: Db, exp_id: str, judge: str, raters: set[str]) -> None:
     """Refuse a judge name that is not a name, names the humans, is taken, or whose raters
     are already raters of the experiment."""
     if not JUDGE_NAME.fullmatch(judge):
@@ -96,7 +95,7 @@ def _check_judge(db: Database, exp_id: str, judge: str, raters: set[str]) -> Non
 
 
 def add_judge(
-    db: Database, exp_id: str, judge: str, judgements: list[Judgement], origin: dict[str, Any]
+    db: Db, exp_id: str, judge: str, judgements: list[Judgement], origin: dict[str, Any]
 ) -> JudgeImport:
     """Store ``judgements`` as the judge panel ``judge`` of the rating experiment ``exp_id``,
     in one transaction; ``origin`` (the format and file) is kept in the experiment's spec,
@@ -124,28 +123,34 @@ def add_judge(
             "UPDATE experiments SET spec = ?, updated_at = ? WHERE id = ?",
             [json.dumps(spec, sort_keys=True), stamp, exp_id],
         )
-        db["raters"].insert_all(
-            {
-                "experiment_id": exp_id,
-                "rater_id": rater,
-                "id_source": "judge",
-                "panel": judge,
-                "created_at": stamp,
-            }
-            for rater in sorted(raters)
+        db.insert_all(
+            "raters",
+            [
+                {
+                    "experiment_id": exp_id,
+                    "rater_id": rater,
+                    "id_source": "judge",
+                    "panel": judge,
+                    "created_at": stamp,
+                }
+                for rater in sorted(raters)
+            ],
         )
-        db["judgements"].insert_all(
-            {
-                "experiment_id": exp_id,
-                "story_id": judgement.story_id,
-                "rater_id": judgement.rater_id,
-                "item_id": judgement.item_id,
-                "value": judgement.value,
-                "value_text": judgement.text,
-                "rationale": judgement.rationale,
-                "recorded_at": stamp,
-            }
-            for judgement in judgements
+        db.insert_all(
+            "judgements",
+            [
+                {
+                    "experiment_id": exp_id,
+                    "story_id": judgement.story_id,
+                    "rater_id": judgement.rater_id,
+                    "item_id": judgement.item_id,
+                    "value": judgement.value,
+                    "value_text": judgement.text,
+                    "rationale": judgement.rationale,
+                    "recorded_at": stamp,
+                }
+                for judgement in judgements
+            ],
         )
     return JudgeImport(
         experiment=exp_id,

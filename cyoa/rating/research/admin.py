@@ -42,11 +42,11 @@ from flask import (
     request,
     url_for,
 )
-from sqlite_utils import Database
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.utils import secure_filename
 
 from cyoa import store
+from cyoa.db.facade import Db
 from cyoa.generation import System
 from cyoa.generation.pool import ModelNotAvailable
 from cyoa.rating import store as rating_store
@@ -336,7 +336,7 @@ def _write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
 
 
 def _keep(
-    db: Database,
+    db: Db,
     exp: RatingExperiment,
     values: Mapping[str, Any],
     files: dict[str, Any],
@@ -411,7 +411,7 @@ def _with_origins(spec: RatingSpec, origins: Mapping[str, dict[str, Any]]) -> Ra
     return replace(spec, stories=tuple(stories))
 
 
-def _store(db: Database, spec: RatingSpec, existing: RatingExperiment | None) -> None:
+def _store(db: Db, spec: RatingSpec, existing: RatingExperiment | None) -> None:
     """Store ``spec`` as a new paused experiment, or in place of ``existing`` (refused once
     a rater has started)."""
     if existing is None:
@@ -424,7 +424,7 @@ def _store(db: Database, spec: RatingSpec, existing: RatingExperiment | None) ->
 
 
 def _check_before_generating(
-    db: Database, raw: dict[str, Any], generation: Generation, folder: Path
+    db: Db, raw: dict[str, Any], generation: Generation, folder: Path
 ) -> None:
     """Check the spec with a stand-in for each story to be generated, so that its errors
     show before the wait (corrupted copies need the real stories: they are made after)."""

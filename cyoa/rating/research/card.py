@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlite_utils import Database
-
 from cyoa import store
+from cyoa.db.facade import Db
 from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.render import agreement_warnings, alpha_cell
@@ -483,7 +482,7 @@ def _references_pay_and_time(data: RatingCardData, details: Mapping[str, Any]) -
     ]
 
 
-def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None) -> RatingCardData:
+def load_card_data(db: Db, exp_id: str, report: RatingReport | None = None) -> RatingCardData:
     """The stored rating experiment ``exp_id`` as the card needs it. ``report``: its
     :func:`~cyoa.rating.analysis.report.rating_report` when already computed; otherwise it
     is computed here (``None`` without judgements)."""
@@ -539,7 +538,7 @@ def load_card_data(db: Database, exp_id: str, report: RatingReport | None = None
 
 
 def rating_card_markdown(
-    db: Database, exp_id: str, now: datetime, report: RatingReport | None = None
+    db: Db, exp_id: str, now: datetime, report: RatingReport | None = None
 ) -> str:
     """The card of the stored rating experiment ``exp_id`` with the researcher's entries."""
     return rating_card(

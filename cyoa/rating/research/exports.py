@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
-from sqlite_utils import Database
 
+from cyoa.db.facade import Db
 from cyoa.rating.analysis.data import load_ratings, review_raters
 from cyoa.rating.analysis.fei import question_entropies, story_indices
 from cyoa.rating.analysis.report import quality_rows, rater_severity, raters_known
@@ -128,7 +128,7 @@ RATING_TABLES: dict[str, tuple[Column, ...]] = {
 }
 
 
-def rating_table_rows(db: Database, exp_id: str, table: str) -> list[dict[str, Any]]:
+def rating_table_rows(db: Db, exp_id: str, table: str) -> list[dict[str, Any]]:
     """The rows of one of :data:`RATING_TABLES`."""
     if table == "judgements":
         return judgement_rows(db, exp_id)
@@ -137,7 +137,7 @@ def rating_table_rows(db: Database, exp_id: str, table: str) -> list[dict[str, A
     return rater_rows(db, exp_id)
 
 
-def judgement_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
+def judgement_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     """One row per rater × story × item, with the item's kind, factor and keying."""
     rows = db.query(
         "SELECT j.experiment_id, j.story_id, s.source, j.rater_id,"
@@ -161,7 +161,7 @@ def judgement_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def story_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
+def story_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     """One row per story × measure (see :data:`STORY_COLUMNS`); a story without a score has
     one row whose measure is null."""
     data = load_ratings(db, exp_id)
@@ -226,7 +226,7 @@ def story_measures(instrument: Instrument, judgements: pd.DataFrame) -> dict[str
     return measures
 
 
-def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
+def rater_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     """One row per rater, with how much they judged, the code they are shown, whether they
     finished, and what quality control found: flagged raters are in the export, never
     dropped."""
@@ -259,7 +259,7 @@ def rater_rows(db: Database, exp_id: str) -> list[dict[str, Any]]:
 
 
 def export(
-    db: Database,
+    db: Db,
     row: dict[str, Any],
     fmt: str,
     *,

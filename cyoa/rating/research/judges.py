@@ -12,8 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sqlite_utils import Database
-
+from cyoa.db.facade import Db
 from cyoa.rating.analysis.report import RatingReport
 from cyoa.rating.judges.bias import BiasCard
 from cyoa.rating.judges.bias_report import correlation_text, position_lines
@@ -51,7 +50,7 @@ def judge_template(origin: Mapping[str, Any]) -> str | None:
     return "\n\n".join(f"[{kind}]\n{text}" for kind, text in sorted(templates.items())) or None
 
 
-def judge_list(db: Database, exp_id: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+def judge_list(db: Db, exp_id: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every judge panel of ``exp_id``: its name, origin (:func:`judge_origin`), the prompt
     template and model version when recorded, and its verdicts, unparsed ones and stories."""
     origins = spec.get("judges") or {}
@@ -161,7 +160,7 @@ def _bias(card: BiasCard | None) -> dict[str, Any] | None:
 
 
 def judges_section(
-    db: Database, exp_id: str, spec: Mapping[str, Any], report: RatingReport | None
+    db: Db, exp_id: str, spec: Mapping[str, Any], report: RatingReport | None
 ) -> dict[str, Any]:
     """The Judges section (see the module): ``judges`` the list of judges, and per judge
     with a calibration its ``calibrations`` entry."""

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask import url_for
-from sqlite_utils import Database
 
+from cyoa.db.facade import Db
 from cyoa.rating.research.exports import rater_rows
 from cyoa.rating.research.views import rating_experiment_or_404
 from cyoa.rating.service import FIRST_ANSWER_MINUTES
@@ -22,7 +22,7 @@ bp = web.blueprint("research_rating_participants", __name__, "/research/ratings"
 
 
 def rating_participants(
-    db: Database,
+    db: Db,
     exp_id: str,
     timeout: timedelta,
     now: datetime,

@@ -35,9 +35,9 @@ from flask import (
     send_file,
     url_for,
 )
-from sqlite_utils import Database
 
 from cyoa import store
+from cyoa.db.facade import Db
 from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.render import agreement_warnings, alpha_cell, display_value
 from cyoa.rating.analysis.report import (
@@ -109,7 +109,7 @@ def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
 # --- the analysis, at most once per RECOMPUTE_SECONDS ---------------------------------------
 
 
-def data_version(db: Database, exp_id: str) -> str:
+def data_version(db: Db, exp_id: str) -> str:
     """Changes whenever a rater acts (every action is a ``rating_events`` row), judgements are
     imported, or the spec is edited."""
     events, last, judgements, spec = db.execute(
@@ -127,7 +127,7 @@ def _fresh(snap: Snapshot, now: datetime) -> bool:
     return (now - snap.as_of).total_seconds() < RECOMPUTE_SECONDS
 
 
-def snapshot(db: Database, exp_id: str, now: datetime | None = None) -> Snapshot:
+def snapshot(db: Db, exp_id: str, now: datetime | None = None) -> Snapshot:
     """The analysis of the experiment's data as of at most :data:`RECOMPUTE_SECONDS` before
     ``now`` (default: the clock), or the previous one while that is being computed.
 
@@ -197,7 +197,7 @@ def _number(value: float | None, digits: int = 0) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _progress(db: Database, exp: RatingExperiment, snap: Snapshot) -> dict[str, Any]:
+def _progress(db: Db, exp: RatingExperiment, snap: Snapshot) -> dict[str, Any]:
     """The progress figures of the human panel (judges' verdicts are in the Judges section):
     the counts live, ``excluded`` and ``median_seconds`` from the analysis, ``as_of`` its
     time."""
@@ -265,7 +265,7 @@ def _platform_id(rater: dict[str, Any] | None) -> str:
     return (rater or {}).get("external_id") or "–"
 
 
-def _quality(db: Database, exp_id: str, report: RatingReport | None) -> list[dict[str, Any]]:
+def _quality(db: Db, exp_id: str, report: RatingReport | None) -> list[dict[str, Any]]:
     page = "research_ratings.rating_rater"
     raters = {row["rater_id"]: row for row in rating_store.rating_rows(db, exp_id, "raters")}
     return [
@@ -357,7 +357,7 @@ def human_only(report: RatingReport) -> RatingReport:
     return replace(report, judges=(), bias=())
 
 
-def dashboard_payload(db: Database, exp: RatingExperiment) -> dict[str, Any]:
+def dashboard_payload(db: Db, exp: RatingExperiment) -> dict[str, Any]:
     """Everything the dashboard shows that changes while raters work, display-ready: the
     page renders it and ``progress.json`` sends it to the page's script."""
     snap = snapshot(db, exp.id)

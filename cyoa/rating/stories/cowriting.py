@@ -15,9 +15,8 @@ with ``finished_only=True``).
 
 from __future__ import annotations
 
-from sqlite_utils import Database
-
 from cyoa.cowriting.analysis.data import RoundRecord, experiment_pairs, load_study
+from cyoa.db.facade import Db
 from cyoa.rating.stories import StoryRecord
 
 WRITER = "writer"
@@ -26,7 +25,7 @@ WRITER = "writer"
 FROM_COWRITING = "cowriting"
 
 
-def cowriting_stories(db: Database, experiment: str) -> list[StoryRecord]:
+def cowriting_stories(db: Db, experiment: str) -> list[StoryRecord]:
     """The story of each finished session of ``experiment``, pair by pair (in the order of
     :func:`~cyoa.cowriting.analysis.data.experiment_pairs`), sessions in the order they started.
 
