@@ -4,12 +4,14 @@ of plans whose latest is the experiment's plan, and shown in the evaluation card
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from test_cli_plan import small_pilot
 
 from cyoa import store
 from cyoa.cli import cli
-from cyoa.research.planning import Options, make_plan
+from cyoa.errors import PlanInputError
+from cyoa.research.planning import Options, make_plan, parse_assumptions
 from cyoa.web.card import planned_sample_size
 
 RATING = {"difference": 0.4, "story_sd": 0.5, "rater_sd": 0.4, "residual_sd": 0.8, "minutes": 10}
@@ -105,3 +107,17 @@ def test_the_card_shows_a_judge_plan_s_stories_without_a_power_test():
     text = "\n".join(planned_sample_size(plan, "demo"))
     assert "- Judge calibration: " in text and "a 95% interval 0.2 wide: 379." in text
     assert "- Test:" not in text and "Chosen design" not in text
+
+
+def test_a_co_writing_design_is_costed_for_its_own_rounds_from_the_pilot_s_minutes_per_round():
+    values = {"p": 0.7, "writer_sd": 0.0, "minutes_per_round": 2.0}
+    record = make_plan(None, None, "cowriting", values, Options(simulations=200))
+    rounds = record.chosen["rounds"]
+    assert record.cost["minutes"] == pytest.approx(2.0 * rounds)
+    typed = make_plan(None, None, "cowriting", {**values, "minutes": 25}, Options(simulations=200))
+    assert typed.cost["minutes"] == 25
+
+
+def test_a_typed_value_that_is_not_finite_is_refused_with_a_sentence():
+    with pytest.raises(PlanInputError, match="'story_sd=inf' needs a finite number"):
+        parse_assumptions("story_sd=inf", {"story_sd"})

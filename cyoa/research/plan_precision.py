@@ -76,7 +76,7 @@ def alpha_width_text(values: dict[str, float], o: Any, width: float) -> str:
     lines.append(
         "\nNo design of the grid pins α to that width."
         if c is None
-        else f"\nSmallest design for α ± {plan.width / 2:.2f}: {c.stories} stories × "
+        else f"\nSmallest design for α ± {plan.width / 2:.2f}: {c.stories} stories in all × "
         f"{c.raters_per_story} raters per story (expected width {c.width:.3f})."
     )
     return "\n".join(lines)
@@ -205,7 +205,11 @@ def judge_rows(db: Db, experiment: str) -> list[tuple[str, float, float]]:
         return []
     rows = []
     for calibration in judge_calibrations(db, experiment, humans, bootstrap=0):
-        kappas = [i.kappa.kappa for i in calibration.items if i.item in binary and i.kappa.kappa]
+        kappas = [
+            i.kappa.kappa
+            for i in calibration.items
+            if i.item in binary and i.kappa.kappa is not None and math.isfinite(i.kappa.kappa)
+        ]
         if kappas:
             rows.append((calibration.judge, statistics.mean(kappas), float(answers.mean())))
     return rows

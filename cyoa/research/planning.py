@@ -12,6 +12,7 @@ appended to :attr:`PlanRecord.sections`; the text ends with them.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -29,7 +30,7 @@ from cyoa.rating.analysis.data import load_ratings, review_raters
 from cyoa.rating.analysis.scales import coded_values
 from cyoa.research import plan_precision
 
-COWRITING_KEYS = {"p", "writer_sd", "minutes", "exclusion"}
+COWRITING_KEYS = {"p", "writer_sd", "minutes", "minutes_per_round", "exclusion"}
 RATING_KEYS = {
     "difference", "story_sd", "rater_sd", "rater_source_sd", "residual_sd", "minutes", "exclusion",
 }  # fmt: skip
@@ -126,11 +127,15 @@ def parse_assumptions(text: str, allowed: set[str]) -> dict[str, float]:
             values[key] = float(raw)
         except ValueError:
             raise PlanInputError(f"'{part}' needs a number after '='.") from None
+        if not math.isfinite(values[key]):
+            raise PlanInputError(f"'{part}' needs a finite number after '='.")
     return values
 
 
-def _cost(participants: int, values: dict[str, float], o: Options) -> tuple[dict | None, str]:
-    minutes, exclusion = values.get("minutes"), values.get("exclusion", 0.0)
+def _cost(
+    participants: int, minutes: float | None, values: dict[str, float], o: Options
+) -> tuple[dict | None, str]:
+    exclusion = values.get("exclusion", 0.0)
     if minutes is None:
         return None, "Cost: no time on task known (give minutes=… in --assume)."
     cost = study_cost(participants, minutes, o.hourly_rate, o.fee, exclusion)
@@ -146,6 +151,16 @@ def _record(kind: str, inputs: dict, o: Options, **fields: Any) -> PlanRecord:
         kind=kind, experiment=None, inputs=inputs, target_power=o.target, alpha=o.alpha,
         seed=o.seed, hourly_rate=o.hourly_rate, fee=o.fee, effect=o.effect, **fields,
     )  # fmt: skip
+
+
+def writer_minutes(values: dict[str, float], rounds: int) -> float | None:
+    """A writer's time on task in a design of ``rounds`` rounds: typed ``minutes`` as given,
+    else the pilot's (or typed) ``minutes_per_round`` × rounds; None when neither is known."""
+    if "minutes" in values:
+        return values["minutes"]
+    if "minutes_per_round" in values:
+        return values["minutes_per_round"] * rounds
+    return None
 
 
 def cowriting_plan(
@@ -189,7 +204,7 @@ def cowriting_plan(
             f"The pilot's size ({pilot.writers} writers × {pilot.median_rounds} rounds) "
             f"detects a preference of {found if found else 'no value up to 0.99'}."
         )
-    record.cost, cost_line = _cost(c.writers, values, o)
+    record.cost, cost_line = _cost(c.writers, writer_minutes(values, c.rounds), values, o)
     record.body = "\n".join([*lines, cost_line])
     return record
 
@@ -235,7 +250,7 @@ def rating_plan(values: dict[str, float], inputs: dict, o: Options) -> PlanRecor
         f"\nChosen design: {c.stories} stories per source × {c.raters_per_story} raters "
         f"per story = {c.raters} raters (power {c.power:.3f})."
     )
-    record.cost, cost_line = _cost(c.raters, values, o)
+    record.cost, cost_line = _cost(c.raters, values.get("minutes"), values, o)
     record.body = "\n".join([*lines, cost_line])
     return record
 
@@ -259,7 +274,9 @@ def _small_pilot(values: dict[str, float]) -> list[str]:
 
 def cowriting_pilot(db: Db, exp_id: str) -> tuple[dict[str, float], Any]:
     """From a co-writing pilot: preference and writer spread of its first pair, the median
-    minutes of finished sessions, and the share of started writers who did not finish."""
+    minutes per round of finished sessions (a session's minutes over its counted rounds, so
+    a design with other rounds is costed for its own), and the share of started writers who
+    have not finished."""
     pairs = experiment_pairs(db, exp_id)
     if not pairs:
         raise AnalysisError(f"No writer of experiment '{exp_id}' has started yet.")
@@ -272,12 +289,14 @@ def cowriting_pilot(db: Db, exp_id: str) -> tuple[dict[str, float], Any]:
     pilot = cowriting_planning.estimate_pilot([tuple(p) for p in per_writer.values()])
     values = {"p": pilot.preference, "writer_sd": pilot.writer_sd}
     sessions = list(db.query(
-        "SELECT started_at, finished_at FROM sessions WHERE experiment_id = ?", [exp_id]
+        "SELECT id, started_at, finished_at FROM sessions WHERE experiment_id = ?", [exp_id]
     ))  # fmt: skip
-    times = [seconds_between(s["started_at"], s["finished_at"]) for s in sessions]
-    done = [t / 60 for t in times if t is not None]
-    if done:
-        values["minutes"] = statistics.median(done)
+    rounds = {sid: counts[1] for sid, counts in per_writer.items()}
+    times = {s["id"]: seconds_between(s["started_at"], s["finished_at"]) for s in sessions}
+    done = [t for t in times.values() if t is not None]
+    per_round = [t / 60 / rounds[sid] for sid, t in times.items() if t and rounds.get(sid)]
+    if per_round:
+        values["minutes_per_round"] = statistics.median(per_round)
     if sessions:
         values["exclusion"] = min(0.95, 1 - len(done) / len(sessions))
     return values, pilot
@@ -285,8 +304,9 @@ def cowriting_pilot(db: Db, exp_id: str) -> tuple[dict[str, float], Any]:
 
 def rating_pilot(db: Db, exp_id: str) -> dict[str, float]:
     """From a rating pilot: the crossed model's components of each rater's per-story mean
-    answer (after reverse coding), the first pair's difference, the minutes a rater spent
-    (median seconds per story × stories per rater) and the share of raters excluded."""
+    answer (after reverse coding), the first pair's difference, the minutes a rater of the
+    planned design spends (the pilot's median seconds per story × the plan's stories per
+    rater, :data:`cyoa.rating.planning.STORIES_PER_RATER`) and the share of raters excluded."""
     data = load_ratings(db, exp_id)
     rows = data.judgements.dropna(subset=["value"])
     kinds_of = {item.id: item.kind for item in data.instrument.items}
@@ -304,7 +324,7 @@ def rating_pilot(db: Db, exp_id: str) -> dict[str, float]:
     seconds = [q.seconds_per_story("median") for q in review.qualities]
     seconds = [s for s in seconds if s is not None]
     if seconds:
-        per_rater = int(data.spec.get("stories_per_rater") or 1)
+        per_rater = rating_planning.STORIES_PER_RATER
         values["minutes"] = statistics.median(seconds) * per_rater / 60
     if review.qualities:
         values["exclusion"] = min(0.95, len(review.excluded) / len(review.qualities))
