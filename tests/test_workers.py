@@ -51,11 +51,16 @@ def wait_until(check, timeout: float, what: str):
 @pytest.fixture
 def redis_url(tmp_path):
     """A private redis-server on a free port: no persistence, its files in a temp folder."""
+    yield from start_redis(tmp_path)
+
+
+def start_redis(root: Path):
+    """Start a private redis-server with its files under ``root``; yield its URL, then stop it."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is missing: run `make redis` (apt-get install redis-server).")
     port = free_port()
-    folder = tmp_path / "redis"
+    folder = root / "redis"
     folder.mkdir()
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
