@@ -62,7 +62,8 @@ def restore_database(source: Path, target: Path, force: bool = False) -> tuple[i
         try:
             store.init_db(db)
         finally:
-            db.close()
+            store.forget(upgraded)
+        store.forget(target)  # this process's connections would go on reading the old file
         _copy(upgraded, target)
     finally:
         _remove(upgraded)

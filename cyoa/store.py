@@ -52,17 +52,33 @@ def now() -> str:
 def connect(location: str | Path) -> Db:
     """The database at ``location`` (a SQLite path, or a URL: :mod:`cyoa.database_url`),
     one handle per process and database, shared by threads: each call borrows a pooled
-    connection and gives it back, so a handle holds no transaction between calls."""
-    place = parse_database(location)
-    key = str(place.path.resolve()) if place.path is not None else str(place.url)
+    connection and gives it back, so a handle holds no transaction between calls, and the
+    pool keeps its connections open from one unit of work to the next."""
+    key = _handle_key(location)
     with _handles_lock:
         handle = _handles.get(key)
         if handle is None:
-            handle = _handles[key] = Db(engine_for(place))
+            handle = _handles[key] = Db(engine_for(parse_database(location)))
         _handles.move_to_end(key)
         while len(_handles) > HANDLES_KEPT:
-            _handles.popitem(last=False)[1].close()
+            _handles.popitem(last=False)[1].dispose()
         return handle
+
+
+def forget(location: str | Path) -> None:
+    """Close this process's idle connections to the database at ``location`` and drop its
+    handle, so the next :func:`connect` opens the database afresh: for a SQLite file that is
+    about to be replaced (``restore``), whose old connections would go on reading the file
+    they opened."""
+    with _handles_lock:
+        handle = _handles.pop(_handle_key(location), None)
+    if handle is not None:
+        handle.dispose()
+
+
+def _handle_key(location: str | Path) -> str:
+    place = parse_database(location)
+    return str(place.path.resolve()) if place.path is not None else str(place.url)
 
 
 def init_db(db: Db) -> None:

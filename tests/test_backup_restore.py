@@ -141,7 +141,7 @@ def test_restore_refuses_a_database_in_use_unless_forced(study, tmp_path):
     assert "is open in another process (is the app running?)" in refused.output
     assert "--force" in refused.output
 
-    app.close()
+    store.forget(target)  # the app stops: its pooled connections close
     assert not in_use(target)
     refused = run(target, "restore", str(backup))
     assert "already holds a database: add --force" in refused.output

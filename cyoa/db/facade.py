@@ -142,9 +142,15 @@ class Db:
         return iter(rows)
 
     def close(self) -> None:
-        """Close the connections waiting idle in the pool. The handle stays usable: its next
-        call connects again, and a transaction running meanwhile in another thread keeps
-        its connection until it ends."""
+        """End a unit of work: nothing to do, as every call gives its connection back to the
+        pool when it ends. The pooled connections stay open for the next unit of work (a new
+        connection per request would cost a connect, and on PostgreSQL a login, each time);
+        :meth:`dispose` closes them."""
+
+    def dispose(self) -> None:
+        """Close the connections waiting idle in the pool (e.g. before the database file is
+        replaced). The handle stays usable: its next call connects again, and a transaction
+        running meanwhile in another thread keeps its connection until it ends."""
         self.engine.dispose()
 
     def forget_tables(self) -> None:
