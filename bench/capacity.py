@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from socketio.exceptions import SocketIOError
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -213,7 +214,7 @@ def participant(role: str, urls: list[str], pid: str, pace: Pace, stop, ledger, 
                 writer.close()
         else:
             rate_until(Rater(urls, RATING, pid, ledger), rng, pace, stop)
-    except (ParticipantError, OSError, ValueError) as error:
+    except (ParticipantError, SocketIOError, OSError, ValueError) as error:
         return f"{role} {pid}: {type(error).__name__}: {error}"
     return ""
 
@@ -342,6 +343,29 @@ def replay_check(database: str, sent: list[Sent]) -> dict[str, int]:
     return replay_counts([s.action_id for s in sent if s.latency is not None], stored)
 
 
+READING = [
+    "## Reading the table",
+    "",
+    "- A step is held when every kind of action (`writer/line_submitted`, "
+    "`rater/answer_given`, …) has p95 and p99 within the targets, none went unacknowledged "
+    "and no participant failed; the figure is the last step held before the first that was "
+    "not. A kind with few actions in a step has its slowest action as its p95: hold steps "
+    "for a minute or more for a figure (the default `--hold 60`).",
+    "- App CPU is per process, in cores (1.0 = one core busy). The app serves Socket.IO in "
+    "threading mode: a thread per connection, and Python's global interpreter lock lets one "
+    "thread of a process run Python at a time, so a process near 1.0 is CPU-bound whatever "
+    "the machine has; more processes (`-N`) spread that work.",
+    "- Busy retries count what the app processes logged when the database stayed locked "
+    "(SQLite takes one writer at a time, `BEGIN IMMEDIATE`; PostgreSQL takes row and advisory "
+    "locks per session, rater and experiment, so unrelated participants do not wait for each "
+    "other). An action that met one was sent again by its client and counts as resent.",
+    "- Client CPU is the load generator's; when it nears one core per client process, add "
+    "`--client-processes`, so the clients are not the bottleneck.",
+    "- Every participant's acknowledged actions are checked afterwards against the "
+    "`events` and `rating_events` tables by client action id (the replay check).",
+]
+
+
 # --- the page -------------------------------------------------------------------------------
 
 
@@ -360,7 +384,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     ]
     for name, run in results.items():
         lines += _config_section(name, run)
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *READING]) + "\n"
 
 
 def _config_section(name: str, run: dict[str, Any]) -> list[str]:
