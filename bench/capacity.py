@@ -481,7 +481,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     started = os.getloadavg()
-    run = run_config(args)
+    try:
+        run = run_config(args)
+    except RuntimeError as error:  # the deployment refused to start: say why, no traceback
+        raise SystemExit(f"The {args.config} deployment did not start: {error}") from None
     run |= {
         "command": "python bench/capacity.py " + shlex.join(sys.argv[1:] if argv is None else argv),
         "finished": time.strftime("%Y-%m-%d %H:%M"),
