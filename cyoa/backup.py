@@ -38,7 +38,7 @@ def backup_database(source: Path, target: Path) -> int:
     try:
         _copy(source, target)
     except BackupError:
-        _remove(target)
+        remove_database(target)
         raise
     return version
 
@@ -55,18 +55,28 @@ def restore_database(source: Path, target: Path, force: bool = False) -> tuple[i
         _check_replaceable(target, force)
     target.parent.mkdir(parents=True, exist_ok=True)
     upgraded = target.with_name(target.name + ".restoring")
-    _remove(upgraded)
+    remove_database(upgraded)
     try:
-        _copy(source, upgraded)
-        db = store.connect(upgraded)
+        upgraded_copy(source, upgraded)
+        _copy(upgraded, target)
+    finally:
+        remove_database(upgraded)
+    return version, store.SCHEMA_VERSION
+
+
+def upgraded_copy(source: Path, target: Path) -> None:
+    """Copy the CYOA database at ``source`` into the new file ``target`` and bring the copy
+    to this CYOA's schema through the migrations; ``source`` stays as it was."""
+    try:
+        _copy(source, target)
+        db = store.connect(target)
         try:
             store.init_db(db)
         finally:
             db.close()
-        _copy(upgraded, target)
-    finally:
-        _remove(upgraded)
-    return version, store.SCHEMA_VERSION
+    except BaseException:
+        remove_database(target)
+        raise
 
 
 def check_database(path: Path) -> int:
@@ -155,7 +165,7 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
 
 
-def _remove(path: Path) -> None:
+def remove_database(path: Path) -> None:
     """Delete a database file and its WAL and shared-memory files."""
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
