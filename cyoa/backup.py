@@ -28,12 +28,7 @@ def backup_database(source: Path, target: Path) -> int:
     write to it; returns the schema version copied. ``target`` must not exist yet."""
     if not source.is_file():
         raise BackupError(f"There is no database at {source}: check --db or CYOA_DATABASE.")
-    if target.exists():
-        raise BackupError(
-            f"{target} already exists: a backup never overwrites a file, choose a new name."
-        )
-    if not target.parent.is_dir():
-        raise BackupError(f"The folder {target.parent} does not exist: create it first.")
+    check_new_file(target)
     version = check_database(source)
     try:
         _copy(source, target)
@@ -41,6 +36,16 @@ def backup_database(source: Path, target: Path) -> int:
         remove_database(target)
         raise
     return version
+
+
+def check_new_file(target: Path) -> None:
+    """Refuse a backup file name that exists, or whose folder does not."""
+    if target.exists():
+        raise BackupError(
+            f"{target} already exists: a backup never overwrites a file, choose a new name."
+        )
+    if not target.parent.is_dir():
+        raise BackupError(f"The folder {target.parent} does not exist: create it first.")
 
 
 def restore_database(source: Path, target: Path, force: bool = False) -> tuple[int, int]:

@@ -29,9 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-
-from cyoa import backup, kinds, store
+from cyoa import backup, backup_postgresql, kinds, store
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.research.replay import build_replay
 from cyoa.database_url import DatabaseLocation
@@ -279,14 +277,7 @@ def _empty_target(location: DatabaseLocation) -> tuple[Db, bool]:
 
 
 def _reachable(location: DatabaseLocation) -> Db:
-    """The PostgreSQL database at ``location``, after a first query has reached it."""
-    db = store.connect(location.url or "")
     try:
-        db.table_names()
-    except sa.exc.OperationalError as error:
-        reason = str(error.orig or error).strip().splitlines()[0]
-        raise MigrationError(
-            f"Cannot reach {location} ({reason}): check the URL, that the server runs and "
-            "that the database exists (createdb NAME)."
-        ) from None
-    return db
+        return backup_postgresql.reachable(location)
+    except backup.BackupError as error:
+        raise MigrationError(str(error)) from None
