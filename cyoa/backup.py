@@ -28,19 +28,24 @@ def backup_database(source: Path, target: Path) -> int:
     write to it; returns the schema version copied. ``target`` must not exist yet."""
     if not source.is_file():
         raise BackupError(f"There is no database at {source}: check --db or CYOA_DATABASE.")
+    check_new_file(target)
+    version = check_database(source)
+    try:
+        _copy(source, target)
+    except BackupError:
+        remove_database(target)
+        raise
+    return version
+
+
+def check_new_file(target: Path) -> None:
+    """Refuse a backup file name that exists, or whose folder does not."""
     if target.exists():
         raise BackupError(
             f"{target} already exists: a backup never overwrites a file, choose a new name."
         )
     if not target.parent.is_dir():
         raise BackupError(f"The folder {target.parent} does not exist: create it first.")
-    version = check_database(source)
-    try:
-        _copy(source, target)
-    except BackupError:
-        _remove(target)
-        raise
-    return version
 
 
 def restore_database(source: Path, target: Path, force: bool = False) -> tuple[int, int]:
@@ -55,19 +60,28 @@ def restore_database(source: Path, target: Path, force: bool = False) -> tuple[i
         _check_replaceable(target, force)
     target.parent.mkdir(parents=True, exist_ok=True)
     upgraded = target.with_name(target.name + ".restoring")
-    _remove(upgraded)
+    remove_database(upgraded)
     try:
-        _copy(source, upgraded)
-        db = store.connect(upgraded)
-        try:
-            store.init_db(db)
-        finally:
-            store.forget(upgraded)
+        upgraded_copy(source, upgraded)
         store.forget(target)  # this process's connections would go on reading the old file
         _copy(upgraded, target)
     finally:
-        _remove(upgraded)
+        remove_database(upgraded)
     return version, store.SCHEMA_VERSION
+
+
+def upgraded_copy(source: Path, target: Path) -> None:
+    """Copy the CYOA database at ``source`` into the new file ``target`` and bring the copy
+    to this CYOA's schema through the migrations; ``source`` stays as it was."""
+    try:
+        _copy(source, target)
+        try:
+            store.init_db(store.connect(target))
+        finally:
+            store.forget(target)  # the copy is about to be moved or removed
+    except BaseException:
+        remove_database(target)
+        raise
 
 
 def check_database(path: Path) -> int:
@@ -156,7 +170,7 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
 
 
-def _remove(path: Path) -> None:
+def remove_database(path: Path) -> None:
     """Delete a database file and its WAL and shared-memory files."""
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)

@@ -4,14 +4,18 @@ consistent snapshot, and the restored database gives the same analysis as the so
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
+import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from postgres_server import create_database
 
-from cyoa import store
+from cyoa import backup_postgresql as postgresql_backup
+from cyoa import migrate_db, store
 from cyoa.backup import in_use
 from cyoa.cli import cli
 from tests.study_builder import FIRST, SECOND, add_writer, make_experiment, story
@@ -21,7 +25,7 @@ V1_DUMP = ROOT / "tests" / "data" / "cyoa-schema-v1.sql"
 SCALES = ROOT / "tests" / "data" / "scales"
 
 
-def run(db_path: Path, *args: str):
+def run(db_path: Path | str, *args: str):
     return CliRunner().invoke(cli, ["--db", str(db_path), *args])
 
 
@@ -65,7 +69,7 @@ def study(tmp_path) -> Path:
     return path
 
 
-def keep_writing(path: Path, stop: threading.Event, written: list[str]) -> None:
+def keep_writing(path: Path | str, stop: threading.Event, written: list[str]) -> None:
     """Add whole writers to experiment ``live`` until ``stop`` is set."""
     db = store.connect(path)
     try:
@@ -200,3 +204,168 @@ def test_a_backup_to_or_from_a_bad_path_is_refused_with_a_sentence(study, tmp_pa
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 1
     assert sentence in result.output
+
+
+# PostgreSQL: pg_dump's custom format and pg_restore behind the same verbs.
+
+
+@pytest.fixture
+def postgres_study(study, postgres_url) -> str:
+    """The ``study`` database moved into PostgreSQL; its URL."""
+    moved = run(study, "migrate-db", "--to", postgres_url)
+    assert moved.exit_code == 0, moved.output
+    return postgres_url
+
+
+def postgres_events(url: str, experiment: str) -> dict[str, list[tuple]]:
+    """Each session of ``experiment`` in the PostgreSQL database at ``url``: its events."""
+    sessions: dict[str, list[tuple]] = {}
+    rows = store.connect(url).query(
+        "SELECT e.session_id, e.seq, e.type, e.payload FROM events e JOIN sessions s "
+        "ON s.id = e.session_id WHERE s.experiment_id = ? ORDER BY 1, 2",
+        [experiment],
+    )
+    for row in rows:
+        sessions.setdefault(row["session_id"], []).append((row["seq"], row["type"], row["payload"]))
+    return sessions
+
+
+def with_password(url: str) -> str:
+    """``url`` with a password, which the test server (trust authentication) ignores."""
+    return url.replace("postgres@", "postgres:s3cret-word@")
+
+
+def test_a_postgresql_backup_taken_while_a_writer_writes_restores_to_the_same_analysis(
+    postgres_study, postgres_cluster, tmp_path
+):
+    source = store.connect(postgres_study)
+    before = {name: migrate_db.analyses(source)[name] for name in ("exp", "crowd")}
+    stop, written = threading.Event(), []
+    writer = threading.Thread(target=keep_writing, args=(postgres_study, stop, written))
+    writer.start()
+    try:
+        while len(written) < 3:
+            threading.Event().wait(0.01)
+        backed_up = run(with_password(postgres_study), "backup", str(tmp_path / "study.dump"))
+        at_backup = len(written)
+        while len(written) < at_backup + 2:
+            threading.Event().wait(0.01)
+    finally:
+        stop.set()
+        writer.join()
+    assert backed_up.exit_code == 0, backed_up.output
+    assert "Backed up postgresql+psycopg://postgres:***@" in backed_up.output
+    assert "s3cret-word" not in backed_up.output
+
+    fresh = create_database(postgres_cluster, f"restored_{secrets.token_hex(4)}")
+    restored = run(with_password(fresh), "restore", str(tmp_path / "study.dump"))
+    assert restored.exit_code == 0, restored.output
+    assert "s3cret-word" not in restored.output
+    found = migrate_db.analyses(store.connect(fresh))
+    assert {name: found[name] for name in ("exp", "crowd")} == before
+
+    source_live, restored_live = (
+        postgres_events(postgres_study, "live"),
+        postgres_events(fresh, "live"),
+    )
+    assert 3 <= len(restored_live) <= at_backup + 1 < len(source_live)
+    for session, recorded in restored_live.items():
+        assert recorded == source_live[session][: len(recorded)]
+    db = store.connect(fresh)
+    new = add_writer(db, "after-restore", story((FIRST, SECOND), FIRST, "x"), exp_id="exp")
+    assert db.get("sessions", new)["participant_id"] > 0
+
+
+def test_a_postgresql_restore_over_a_cyoa_database_needs_force(postgres_study, tmp_path):
+    dump = tmp_path / "study.dump"
+    assert run(postgres_study, "backup", str(dump)).exit_code == 0
+    db = store.connect(postgres_study)
+    db.execute("DELETE FROM judgements")
+
+    refused = run(postgres_study, "restore", str(dump))
+    assert refused.exit_code == 1
+    assert "already holds a CYOA database: add --force" in refused.output
+    assert db.execute("SELECT count(*) FROM judgements").fetchone()[0] == 0
+
+    forced = run(postgres_study, "restore", str(dump), "--force")
+    assert forced.exit_code == 0, forced.output
+    assert db.execute("SELECT count(*) FROM judgements").fetchone()[0] > 0
+
+
+def test_a_postgresql_backup_never_overwrites_a_file(postgres_study, tmp_path):
+    dump = tmp_path / "study.dump"
+    dump.write_text("precious")
+    result = run(postgres_study, "backup", str(dump))
+    assert result.exit_code == 1
+    assert "already exists: a backup never overwrites a file" in result.output
+    assert dump.read_text() == "precious"
+
+
+@pytest.mark.parametrize(
+    ("make", "sentence"),
+    [
+        (lambda p: None, "There is no backup at"),
+        (lambda p: p.write_text("not a dump"), "is not a PostgreSQL backup"),
+        (
+            lambda p: sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.close(),
+            "is a SQLite database: restore it into a SQLite --db",
+        ),
+    ],
+)
+def test_a_file_that_is_no_postgresql_backup_is_refused_with_a_sentence(
+    postgres_url, tmp_path, make, sentence
+):
+    dump = tmp_path / "study.dump"
+    make(dump)
+    result = run(postgres_url, "restore", str(dump))
+    assert result.exit_code == 1
+    assert sentence in result.output
+    assert "Traceback" not in result.output
+    assert "experiments" not in store.connect(postgres_url).table_names()
+
+
+def test_a_dump_of_another_database_is_refused_as_not_cyoa(
+    postgres_cluster, postgres_url, tmp_path
+):
+    other = create_database(postgres_cluster, f"other_{secrets.token_hex(4)}")
+    store.connect(other).execute("CREATE TABLE notes (id INTEGER PRIMARY KEY)")
+    dump = tmp_path / "other.dump"
+    refused = run(other, "backup", str(dump))
+    assert refused.exit_code == 1
+    assert "holds no CYOA database" in refused.output
+    subprocess.run(
+        ["pg_dump", "--format=custom", f"--file={dump}", f"--dbname={other}"], check=True
+    )
+    result = run(postgres_url, "restore", str(dump))
+    assert result.exit_code == 1
+    assert "is a PostgreSQL backup but not of a CYOA database" in result.output
+
+
+def test_without_the_postgresql_client_the_sentence_names_its_package(
+    postgres_study, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(postgresql_backup, "DEBIAN_BINARIES", tmp_path / "none")
+    result = run(postgres_study, "backup", str(tmp_path / "study.dump"))
+    assert result.exit_code == 1
+    assert "pg_dump is missing: install Debian's postgresql-client" in result.output
+
+
+def test_an_unreachable_postgresql_server_is_a_sentence(postgres_study, tmp_path):
+    dump = tmp_path / "study.dump"
+    assert run(postgres_study, "backup", str(dump)).exit_code == 0
+    url = "postgresql://cyoa:s3cret-word@127.0.0.1:1/nowhere"
+    for args in (["backup", str(tmp_path / "other.dump")], ["restore", str(dump)]):
+        result = run(url, *args)
+        assert result.exit_code == 1
+        assert "Cannot reach postgresql+psycopg://cyoa:***@127.0.0.1:1/nowhere" in result.output
+        assert "s3cret-word" not in result.output
+    assert not (tmp_path / "other.dump").exists()
+
+
+def test_a_truncated_dump_is_refused_with_a_sentence(postgres_url, tmp_path):
+    dump = tmp_path / "study.dump"
+    dump.write_bytes(b"PGDMP")
+    result = run(postgres_url, "restore", str(dump))
+    assert result.exit_code == 1
+    assert "cannot be read as a PostgreSQL backup" in result.output

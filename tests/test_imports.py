@@ -35,7 +35,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         ),
     ),
     ("wing", frozenset({"cyoa.cowriting", "cyoa.rating"})),
-    ("research shell", frozenset({"cyoa.research", "cyoa.kinds"})),
+    # migrate-db compares every kind's analysis between two databases.
+    ("research shell", frozenset({"cyoa.research", "cyoa.kinds", "cyoa.migrate_db"})),
     ("app", frozenset({"cyoa", "cyoa.__main__", "cyoa.cli"})),
 )
 APART = "wing"

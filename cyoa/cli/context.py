@@ -10,7 +10,7 @@ from flask import Flask
 from flask.cli import ScriptInfo
 
 from cyoa import create_app, store
-from cyoa.database_url import DatabaseSettingError, sqlite_path
+from cyoa.database_url import DatabaseLocation, DatabaseSettingError, parse_database, sqlite_path
 from cyoa.db.facade import Db
 from cyoa.paths import ROOT
 
@@ -55,6 +55,20 @@ def configured_database(ctx: click.Context) -> Path:
     setting = db_path or os.environ.get("CYOA_DATABASE") or ROOT / "instance" / "cyoa.sqlite"
     try:
         return sqlite_path(setting)
+    except DatabaseSettingError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def configured_location(ctx: click.Context) -> DatabaseLocation:
+    """The database a verb works on, a SQLite file or a PostgreSQL server, found as
+    :func:`configured_database` finds it (``--db``, the loaded app's, ``CYOA_DATABASE``,
+    ``instance/cyoa.sqlite``) but without building an app."""
+    db_path = (ctx.find_object(dict) or {}).get("db_path")
+    if not db_path and ctx.find_object(ScriptInfo) is not None:
+        db_path = get_app(ctx).config["DATABASE"]
+    setting = db_path or os.environ.get("CYOA_DATABASE") or ROOT / "instance" / "cyoa.sqlite"
+    try:
+        return parse_database(setting)
     except DatabaseSettingError as error:
         raise click.ClickException(str(error)) from None
 

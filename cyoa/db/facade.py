@@ -239,6 +239,18 @@ class Db:
         sql += f" ORDER BY {order_by}" if order_by else ""
         return self.query(sql, params)
 
+    def batches_in_key_order(self, table: str, size: int) -> Iterator[list[dict[str, Any]]]:
+        """The rows of ``table`` in primary-key order, ``size`` at a time, each a dict by
+        column name: one statement whose rows are streamed (a server-side cursor on
+        PostgreSQL), so the table is never held whole. Inside a transaction of this thread
+        (:func:`cyoa.db.transactions.read_snapshot`) every batch comes from its snapshot."""
+        described = self.table(table)
+        stmt = sa.select(described).order_by(*described.primary_key)
+        with self.connection() as conn:
+            result = conn.execution_options(stream_results=True, yield_per=size).execute(stmt)
+            for part in result.mappings().partitions(size):
+                yield [dict(row) for row in part]
+
     def _insert(self, table: str, on_conflict: OnConflict) -> Any:
         """The INSERT for ``table``, returning the key of each row it writes (``RETURNING``:
         psycopg reports no row count for an INSERT run through SQLAlchemy Core)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from cyoa.db.facade import Db
 from cyoa.errors import SchemaError
 
 VERSION = 10
@@ -357,3 +358,21 @@ def migrate_postgresql(engine: sa.Engine) -> int:
             "wrote it."
         )
     return VERSION
+
+
+def continue_sequences(db: Db) -> None:
+    """Set the sequence behind each integer key of a PostgreSQL database past the largest key
+    stored, so that the next row inserted after rows copied with their own keys gets a new
+    one (``setval``; an empty table starts at 1). SQLite needs nothing: its next key is
+    always one past the largest."""
+    if db.dialect != "postgresql":
+        return
+    for table in METADATA.sorted_tables:
+        column = table.autoincrement_column
+        if column is None:
+            continue
+        db.execute(
+            f"SELECT setval(pg_get_serial_sequence(?, ?), coalesce(max({column.name}), 0) + 1,"
+            f" false) FROM {table.name}",
+            [table.name, column.name],
+        )

@@ -108,3 +108,17 @@ def write_transaction(db: Db, lock: Lock | None = None) -> Iterator[Db]:
             take(conn)
         with db.bound_to(conn):
             yield db
+
+
+@contextmanager
+def read_snapshot(db: Db) -> Iterator[Db]:
+    """One consistent view of the whole database for several reads by this thread: every
+    read in the block sees what was committed before its first read, and nothing after,
+    while others go on writing. PostgreSQL: a ``REPEATABLE READ`` transaction; SQLite: one
+    read transaction (in WAL mode readers do not block the writer)."""
+    options: dict[str, Any] = (
+        {"isolation_level": "REPEATABLE READ"} if db.dialect == "postgresql" else {}
+    )
+    connection = db.engine.connect().execution_options(**options)
+    with connection as conn, conn.begin(), db.bound_to(conn):
+        yield db

@@ -1,0 +1,50 @@
+"""The verb that moves a study database between SQLite and PostgreSQL: ``migrate-db``
+(docs/deployment.md, "Moving a study to PostgreSQL")."""
+
+from __future__ import annotations
+
+import click
+
+from cyoa.cli.context import configured_location
+from cyoa.database_url import DatabaseSettingError, parse_database
+from cyoa.migrate_db import MigrationError, migrate
+from cyoa.store import SCHEMA_VERSION
+
+
+@click.command("migrate-db")
+@click.option(
+    "--to",
+    "target",
+    required=True,
+    metavar="URL|PATH",
+    help="The empty database to copy into: a PostgreSQL URL or a new SQLite file.",
+)
+@click.pass_context
+def migrate_db_command(ctx: click.Context, target: str) -> None:
+    """Copy the database (--db or CYOA_DATABASE) into the empty database TARGET, then check
+    the copy: rows per table, every experiment's analysis, every session's story. Stop the
+    app first. Exit code 1 when the copy differs."""
+    source = configured_location(ctx)
+    try:
+        destination = parse_database(target)
+    except DatabaseSettingError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"Copying {source} into {destination}:")
+    try:
+        moved = migrate(source, destination, lambda table, rows: click.echo(f"  {table}: {rows:,}"))
+    except MigrationError as error:
+        raise click.ClickException(str(error)) from None
+    if moved.source_version != SCHEMA_VERSION:
+        click.echo(f"The source was upgraded from schema version {moved.source_version} in a copy.")
+    total = sum(moved.copied.values())
+    click.echo(f"Copied {total:,} rows in {len(moved.copied)} tables.")
+    check = moved.check
+    for mismatch in check.mismatches:
+        click.echo(f"Differs: {mismatch}", err=True)
+    if check.mismatches:
+        click.echo(f"The copy differs from the source in {len(check.mismatches)} places.", err=True)
+        ctx.exit(1)
+    click.echo(
+        f"Checked: the rows of every table, the analysis of each of {check.experiments} "
+        f"experiments and the story of each of {check.sessions} sessions are equal."
+    )
