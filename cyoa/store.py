@@ -628,6 +628,18 @@ def _plans(db: Database) -> None:
     db["plans"].create_index(["experiment_id", "id"])
 
 
+def _stored_order(db: Database) -> None:
+    """Stories and survey answers get a ``position``: their place in the order they were
+    stored (a story within its experiment, an answer within its session), which both
+    databases can sort by. Existing rows take it from SQLite's ``rowid``."""
+    for table, owner in (("stories", "experiment_id"), ("survey_answers", "session_id")):
+        db.execute(f"ALTER TABLE {table} ADD COLUMN position INTEGER")
+        db.execute(
+            f"UPDATE {table} SET position = (SELECT count(*) FROM {table} AS earlier"
+            f" WHERE earlier.{owner} = {table}.{owner} AND earlier.rowid <= {table}.rowid)"
+        )
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -640,6 +652,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _judge_runs,
     _round_judges,
     _plans,
+    _stored_order,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -19,6 +19,7 @@ from cyoa import store
 from cyoa.cli import cli
 from cyoa.generation import load_model_cards
 from cyoa.generation.fake import FakeBackend
+from cyoa.rating import store as rating_store
 from cyoa.rating.instruments import AISS_V1, TTCW, FeiQuestion, fei_instrument
 from cyoa.rating.instruments.ttcw import released_prompts
 from cyoa.rating.judges.estimate import Speed, estimate, tokens
@@ -34,6 +35,7 @@ from cyoa.rating.judges.runs import (
     judge_experiment,
     run_status,
     stored_run,
+    story_prompts,
     verdict_seed,
 )
 
@@ -190,6 +192,31 @@ def test_a_run_stores_one_verdict_per_story_and_item_with_the_response_as_ration
         assert verdict["value"] == (1.0 if verdict["rationale"].startswith("Yes") else 0.0)
     assert status["unparsed"] == 0 and status["sampling"]["max_new_tokens"] == 256
     assert status["templates"] == {"ttcw": TEMPLATES["ttcw"]}
+
+
+def test_a_run_takes_the_stories_in_the_order_they_were_stored_not_by_their_ids(tmp_path):
+    config = ttcw_study(tmp_path)
+    db = store.connect(config["db"])
+    try:
+        first = store.get_experiment(db, "tiny")
+        spec = {**json.loads(first["spec"]), "id": "reordered"}
+        stories = [
+            {"story_id": story, "source": source, "title": "", "text": text}
+            for story, source, text in reversed(STORIES)
+        ]
+        items = [
+            {k: v for k, v in row.items() if k != "experiment_id"}
+            for row in db.query("SELECT * FROM instrument_items WHERE experiment_id = 'tiny'")
+        ]
+        instrument = db.query("SELECT * FROM instruments WHERE experiment_id = 'tiny'")
+        rating_store.create_rating_experiment(
+            db, "reordered", "Reordered", spec, instrument=next(instrument),
+            items=items, stories=stories, raters=[], judgements=[],
+        )  # fmt: skip
+        prompts = story_prompts(db, "reordered", TTCW, TEMPLATES, 2, ("1",))
+    finally:
+        db.close()
+    assert [prompt.story_id for prompt in prompts] == ["s3", "s2"]
 
 
 def test_answers_that_cannot_be_read_are_stored_without_a_value_and_counted(tmp_path):
