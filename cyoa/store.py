@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from sqlite_utils import Database
 
 from cyoa.database_url import parse_database
-from cyoa.db.engine import BUSY_TIMEOUT_SECONDS, engine_for, use_wal
+from cyoa.db.engine import BUSY_TIMEOUT_SECONDS, check_reachable, engine_for, use_wal
 from cyoa.db.facade import Db
 from cyoa.db.schema import migrate_postgresql
 from cyoa.db.transactions import write_transaction
@@ -69,7 +69,10 @@ def init_db(db: Db) -> None:
     """Bring the database to :data:`SCHEMA_VERSION`, creating it when new. SQLite: WAL mode
     on, then the migrations it has not had (:func:`migrate`) inside one write transaction, so
     that of several worker processes starting at once one migrates while the others wait for
-    the write lock, then find nothing left to do. PostgreSQL: the whole schema, once."""
+    the write lock, then find nothing left to do. PostgreSQL: the whole schema, once. A
+    database that cannot be opened raises :class:`~cyoa.database_url.DatabaseSettingError`
+    with a sentence (:func:`cyoa.db.engine.check_reachable`)."""
+    check_reachable(db.engine)
     if db.dialect == "postgresql":
         migrate_postgresql(db.engine)
     else:

@@ -10,7 +10,7 @@ from flask import Flask
 from flask.cli import ScriptInfo
 
 from cyoa import create_app, store
-from cyoa.database_url import DatabaseSettingError, sqlite_path
+from cyoa.database_url import DatabaseSettingError, parse_database, sqlite_path
 from cyoa.db.facade import Db
 from cyoa.paths import ROOT
 
@@ -24,7 +24,7 @@ def get_app(ctx: click.Context) -> Flask:
         info = ctx.find_object(ScriptInfo)
         try:
             if db_path:
-                overrides["DATABASE"] = str(sqlite_path(db_path))
+                overrides["DATABASE"] = parse_database(db_path).setting
             if info is not None:
                 app = info.load_app()
                 app.config.update(overrides)
@@ -36,41 +36,55 @@ def get_app(ctx: click.Context) -> Flask:
     return root.meta["app"]
 
 
-def database_path(ctx: click.Context) -> Path:
-    """The database a verb works on: ``--db`` if given (no app is built), else the app's."""
+def database_setting(ctx: click.Context) -> str:
+    """The database a verb works on (a SQLite path or a PostgreSQL URL, for
+    :func:`cyoa.store.connect`): ``--db`` if given (no app is built), else the app's."""
     db_path = (ctx.find_object(dict) or {}).get("db_path")
     try:
-        return sqlite_path(db_path or get_app(ctx).config["DATABASE"])
+        return parse_database(db_path or get_app(ctx).config["DATABASE"]).setting
     except DatabaseSettingError as error:
         raise click.ClickException(str(error)) from None
 
 
 def configured_database(ctx: click.Context) -> Path:
-    """The database a verb works on, found as the app would find it but without building the
-    app (which would create a missing database): ``--db``, else the app Flask's CLI loaded,
-    else ``CYOA_DATABASE``, else ``instance/cyoa.sqlite``."""
+    """The SQLite file a verb works on, found as the app would find it but without building
+    the app (which would create a missing database): ``--db``, else the app Flask's CLI
+    loaded, else ``CYOA_DATABASE``, else ``instance/cyoa.sqlite``; a PostgreSQL URL is
+    refused with a sentence (the verbs that use this copy the file itself)."""
     db_path = (ctx.find_object(dict) or {}).get("db_path")
     if not db_path and ctx.find_object(ScriptInfo) is not None:
         db_path = get_app(ctx).config["DATABASE"]
     setting = db_path or os.environ.get("CYOA_DATABASE") or ROOT / "instance" / "cyoa.sqlite"
     try:
-        return sqlite_path(setting)
+        return sqlite_path(setting, f"'{ctx.info_name}'")
     except DatabaseSettingError as error:
         raise click.ClickException(str(error)) from None
 
 
 def open_existing(ctx: click.Context) -> Db:
-    """The verb's database, which must exist, with its tables brought up to date."""
-    path = database_path(ctx)
-    if not path.exists():
-        raise click.ClickException(f"There is no database at {path}: check --db.")
-    db = store.connect(path)
-    store.init_db(db)
+    """The verb's database, which must exist (a SQLite file; on PostgreSQL, CYOA's tables),
+    with its tables brought up to date."""
+    place = parse_database(database_setting(ctx))
+    if place.path is not None and not place.path.exists():
+        raise click.ClickException(f"There is no database at {place}: check --db.")
+    db = store.connect(place.setting)
+    try:
+        if place.kind == "postgresql" and "experiments" not in db.table_names():
+            raise click.ClickException(
+                f"The PostgreSQL database {place} has no CYOA tables: check --db, or create "
+                "them with `python -m cyoa --db URL init-db`."
+            )
+        store.init_db(db)
+    except DatabaseSettingError as error:
+        raise click.ClickException(str(error)) from None
     return db
 
 
 def open_or_create(ctx: click.Context) -> Db:
     """The verb's database, created if missing, with its tables brought up to date."""
-    db = store.connect(database_path(ctx))
-    store.init_db(db)
+    db = store.connect(database_setting(ctx))
+    try:
+        store.init_db(db)
+    except DatabaseSettingError as error:
+        raise click.ClickException(str(error)) from None
     return db
