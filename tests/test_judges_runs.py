@@ -110,7 +110,9 @@ def test_the_estimate_counts_tokens_and_shares_the_time_between_concurrent_promp
 # --- runs with the fake backend -----------------------------------------------------------
 
 
-def ttcw_study(tmp_path: Path, answers: str = '["Yes", "No"]') -> dict[str, str]:
+def ttcw_study(
+    tmp_path: Path, answers: str = '["Yes", "No"]', database: str | None = None
+) -> dict[str, str]:
     """A TTCW experiment 'tiny' (three stories, tests 1 and 13, three experts), and fake
     model cards: 'judge-a' answers Yes or No, 'mumbler' never does."""
     models = tmp_path / "models"
@@ -131,7 +133,7 @@ def ttcw_study(tmp_path: Path, answers: str = '["Yes", "No"]') -> dict[str, str]
         "".join(json.dumps({"story_id": s, "source": src, "title": "", "text": t}) + "\n"
                 for s, src, t in STORIES)
     )  # fmt: skip
-    config = {"db": str(tmp_path / "cyoa.sqlite"), "models": str(models)}
+    config = {"db": database or str(tmp_path / "cyoa.sqlite"), "models": str(models)}
     result = cli_run(
         config, "import-ratings", str(tmp_path / "experts.csv"), "--format", "long",
         "--instrument", "ttcw", "--name", "tiny", "--stories", str(tmp_path / "stories.jsonl"),
@@ -194,8 +196,9 @@ def test_a_run_stores_one_verdict_per_story_and_item_with_the_response_as_ration
     assert status["templates"] == {"ttcw": TEMPLATES["ttcw"]}
 
 
-def test_a_run_takes_the_stories_in_the_order_they_were_stored_not_by_their_ids(tmp_path):
-    config = ttcw_study(tmp_path)
+@pytest.mark.both_databases
+def test_a_run_takes_the_stories_in_the_order_they_were_stored_not_by_their_ids(tmp_path, database):
+    config = ttcw_study(tmp_path, database=database)
     db = store.connect(config["db"])
     try:
         first = store.get_experiment(db, "tiny")
