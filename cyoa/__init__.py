@@ -12,14 +12,15 @@ from typing import Any
 
 from flask import Flask
 
-from cyoa.database_url import sqlite_path
+from cyoa.database_url import parse_database
 from cyoa.paths import ROOT
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """The Flask app. Settings come from :func:`default_settings`, then ``CYOA_*``
-    environment variables (e.g. ``CYOA_DATABASE``), then ``test_config``; a database setting
-    it cannot use raises :class:`~cyoa.database_url.DatabaseSettingError`. The parts are
+    environment variables (e.g. ``CYOA_DATABASE``: a SQLite file or a PostgreSQL URL), then
+    ``test_config``; a database setting it cannot use, or a database it cannot reach, raises
+    :class:`~cyoa.database_url.DatabaseSettingError` with a sentence. The parts are
     built in layer order: the database, the shared plumbing, each kind's wing (the table of
     kinds), the research shell."""
     # The parts bring the models' libraries (torch, transformers): importing cyoa stays light.
@@ -33,7 +34,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.config.from_prefixed_env("CYOA")
     if test_config:
         app.config.from_mapping(test_config)
-    app.config["DATABASE"] = str(sqlite_path(app.config["DATABASE"]))
+    app.config["DATABASE"] = parse_database(app.config["DATABASE"]).setting
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _instance_secret(Path(app.instance_path))

@@ -9,8 +9,9 @@ Accepted forms:
   or ``postgres://…``; :attr:`DatabaseLocation.url` gives it in the form SQLAlchemy's psycopg 3
   dialect reads (``postgresql+psycopg://``).
 
-PostgreSQL is being built (docs/deployment.md, "PostgreSQL: status"): :func:`sqlite_path` is
-what the app and the verbs use today, and it refuses a PostgreSQL URL with a sentence.
+The app and every verb work on either (:attr:`DatabaseLocation.setting` is what they keep
+and connect with); :func:`sqlite_path` is for the few things that need the file itself, and
+refuses a PostgreSQL URL with a sentence.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ class DatabaseLocation:
     def __str__(self) -> str:
         return str(self.path) if self.kind == "sqlite" else redacted(self.url or "")
 
+    @property
+    def setting(self) -> str:
+        """The database as the app keeps it (``DATABASE``) and connects to it: the file's
+        path, or the PostgreSQL URL with its password (never to be shown: use ``str``)."""
+        return str(self.path) if self.kind == "sqlite" else self.url or ""
+
 
 def parse_database(value: str | Path) -> DatabaseLocation:
     """The database ``value`` names, or :class:`DatabaseSettingError` with a sentence for
@@ -63,15 +70,16 @@ def parse_database(value: str | Path) -> DatabaseLocation:
     )
 
 
-def sqlite_path(value: str | Path) -> Path:
-    """The SQLite file ``value`` names. A PostgreSQL URL is refused with a sentence while
-    PostgreSQL support is being built; anything else :func:`parse_database` refuses is too."""
+def sqlite_path(value: str | Path, purpose: str = "This command") -> Path:
+    """The SQLite file ``value`` names, for ``purpose``, which needs the file itself. A
+    PostgreSQL URL is refused with a sentence; anything else :func:`parse_database` refuses
+    is too."""
     location = parse_database(value)
     if location.kind != "sqlite" or location.path is None:
         raise DatabaseSettingError(
-            f"CYOA_DATABASE is a PostgreSQL URL ({location}), and PostgreSQL support is still "
-            "being built (docs/deployment.md, 'PostgreSQL: status'): use a SQLite file path "
-            "for now, e.g. instance/cyoa.sqlite."
+            f"{purpose} needs a SQLite file, and the database is a PostgreSQL server "
+            f"({location}): give a SQLite file path, or use PostgreSQL's own tools "
+            "(pg_dump, pg_restore)."
         )
     return location.path
 

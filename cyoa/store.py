@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from sqlite_utils import Database
 
 from cyoa.database_url import parse_database
-from cyoa.db.engine import BUSY_TIMEOUT_SECONDS, engine_for, use_wal
+from cyoa.db.engine import BUSY_TIMEOUT_SECONDS, check_reachable, engine_for, use_wal
 from cyoa.db.facade import Db
 from cyoa.db.schema import migrate_postgresql
 from cyoa.db.transactions import write_transaction
@@ -85,7 +85,10 @@ def init_db(db: Db) -> None:
     """Bring the database to :data:`SCHEMA_VERSION`, creating it when new. SQLite: WAL mode
     on, then the migrations it has not had (:func:`migrate`) inside one write transaction, so
     that of several worker processes starting at once one migrates while the others wait for
-    the write lock, then find nothing left to do. PostgreSQL: the whole schema, once."""
+    the write lock, then find nothing left to do. PostgreSQL: the whole schema, once. A
+    database that cannot be opened raises :class:`~cyoa.database_url.DatabaseSettingError`
+    with a sentence (:func:`cyoa.db.engine.check_reachable`)."""
+    check_reachable(db.engine)
     if db.dialect == "postgresql":
         migrate_postgresql(db.engine)
     else:
@@ -644,6 +647,18 @@ def _plans(db: Database) -> None:
     db["plans"].create_index(["experiment_id", "id"])
 
 
+def _stored_order(db: Database) -> None:
+    """Stories and survey answers get a ``position``: their place in the order they were
+    stored (a story within its experiment, an answer within its session), which both
+    databases can sort by. Existing rows take it from SQLite's ``rowid``."""
+    for table, owner in (("stories", "experiment_id"), ("survey_answers", "session_id")):
+        db.execute(f"ALTER TABLE {table} ADD COLUMN position INTEGER")
+        db.execute(
+            f"UPDATE {table} SET position = (SELECT count(*) FROM {table} AS earlier"
+            f" WHERE earlier.{owner} = {table}.{owner} AND earlier.rowid <= {table}.rowid)"
+        )
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -656,6 +671,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _judge_runs,
     _round_judges,
     _plans,
+    _stored_order,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

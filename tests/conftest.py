@@ -1,5 +1,13 @@
 """Fixtures: each test gets a fresh app on a temporary SQLite file, with the *fake* model
-backend (deterministic text, for fast tests only) unless a test asks for real models."""
+backend (deterministic text, for fast tests only) unless a test asks for real models.
+
+A module marked ``pytestmark = pytest.mark.both_databases`` runs each test twice: ``[sqlite]``
+and ``[postgresql]``, the second on a new database of the session's PostgreSQL server
+(tests/postgres_server.py). :func:`write_setup` puts the test's database in the app config,
+so the app, the verbs (``--db``) and :func:`db_rows` all use it. The data, study, rating and
+Socket.IO modules opt in; modules about SQLite itself stay on it alone: its migrations of old
+files (test_store_migrations), its online backup (test_backup_restore), its locks and busy
+waits (test_robustness_locks), and pages and benchmarks whose subject is not the database."""
 
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
-from postgres_server import postgres_cluster, postgres_url  # noqa: F401 (fixtures)
+from postgres_server import create_database, postgres_cluster, postgres_url  # noqa: F401
 
 from cyoa import create_app, store
 from cyoa.cowriting.parts import parts as cowriting_parts
@@ -66,6 +74,59 @@ sampling = {{ top_k = 20 }}
 """
 
 
+DATABASE_KINDS = ("sqlite", "postgresql")
+# The database of the running test when it is not a SQLite file in its folder (a PostgreSQL
+# URL, set by the ``app_database`` fixture); write_setup reads it.
+_test_database: str | None = None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each ``both_databases`` test (or each test of such a module) once per kind of
+    database; one also marked ``sqlite_only`` (about SQLite itself) runs on SQLite alone."""
+    if metafunc.definition.get_closest_marker("both_databases"):
+        sqlite_only = metafunc.definition.get_closest_marker("sqlite_only")
+        metafunc.fixturenames.append("database_kind")
+        kinds = DATABASE_KINDS[:1] if sqlite_only else DATABASE_KINDS
+        metafunc.parametrize("database_kind", kinds, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def database_kind(request: pytest.FixtureRequest) -> str:
+    """``sqlite`` or ``postgresql``: the kind of database this test's app uses."""
+    return getattr(request, "param", "sqlite")
+
+
+def fresh_database(request: pytest.FixtureRequest, kind: str, folder: Path) -> str:
+    """A new database of ``kind`` for one test (or one module's shared study): a SQLite file
+    in ``folder``, or a new database on the session's PostgreSQL server."""
+    if kind == "sqlite":
+        return str(folder / "cyoa.sqlite")
+    cluster = request.getfixturevalue("postgres_cluster")
+    name = "".join(c if c.isalnum() else "_" for c in request.node.name)[:40].lower()
+    return create_database(cluster, f"t_{name}_{os.urandom(4).hex()}")
+
+
+@pytest.fixture(autouse=True)
+def app_database(request: pytest.FixtureRequest, tmp_path_factory) -> Any:
+    """The running test's database (see the module docstring), put where write_setup finds
+    it; None on SQLite, where each app's file lies in its own folder."""
+    global _test_database
+    callspec = getattr(request.node, "callspec", None)
+    kind = callspec.params.get("database_kind", "sqlite") if callspec else "sqlite"
+    _test_database = None if kind == "sqlite" else fresh_database(request, kind, Path())
+    try:
+        yield _test_database
+    finally:
+        _test_database = None
+
+
+@pytest.fixture
+def database(app_database: str | None, tmp_path: Path) -> str:
+    """The running test's database as ``--db`` takes it: its PostgreSQL database, or a
+    SQLite file in its folder."""
+    return app_database or str(tmp_path / "cyoa.sqlite")
+
+
 def write_setup(
     root: Path,
     rounds: int = 5,
@@ -76,7 +137,8 @@ def write_setup(
     systems: str = "",
 ) -> dict[str, str]:
     """Fake model cards and a test experiment in ``root``; the app config that uses them.
-    ``top`` adds top-level spec fields, ``systems`` more ``[[systems]]`` tables."""
+    ``top`` adds top-level spec fields, ``systems`` more ``[[systems]]`` tables. The database
+    is a SQLite file in ``root``, or the test's PostgreSQL database (``both_databases``)."""
     models = root / "models"
     experiments = root / "experiments"
     models.mkdir(exist_ok=True)
@@ -88,7 +150,7 @@ def write_setup(
     return {
         "TESTING": True,
         "SECRET_KEY": "test-secret",
-        "DATABASE": str(root / "cyoa.sqlite"),
+        "DATABASE": _test_database or str(root / "cyoa.sqlite"),
         "MODELS_DIR": str(models),
         "EXPERIMENTS_DIR": str(experiments),
         "MODEL_CACHE": str(root / "model-cache"),
@@ -329,7 +391,8 @@ def researcher(app):
 
 
 def db_rows(path: str, sql: str) -> list[dict]:
-    """The rows of ``sql`` in the SQLite file at ``path`` (a server process's database)."""
+    """The rows of ``sql`` in the database at ``path`` (a SQLite file or a PostgreSQL URL: a
+    server process's database)."""
     db = store.connect(path)
     try:
         return list(db.query(sql))

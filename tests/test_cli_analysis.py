@@ -14,6 +14,8 @@ from cyoa.metrics.edit import METRIC_COLUMNS
 from tests.study_builder import add_writer, make_experiment, story
 from tests.study_builder import tsv_rows as rows
 
+pytestmark = pytest.mark.both_databases
+
 
 @pytest.fixture
 def runner():
@@ -21,11 +23,11 @@ def runner():
 
 
 @pytest.fixture
-def study(tmp_path, runner):
+def study(tmp_path, runner, database):
     """A database holding the TSV of ``rows()`` imported as experiment ``study``."""
     tsv = tmp_path / "study.tsv"
     tsv.write_text(write_cyoa_tsv(rows(), 5, 5), encoding="utf-8")
-    db = tmp_path / "cyoa.sqlite"
+    db = database
     result = runner.invoke(cli, ["--db", str(db), "import-tsv", str(tsv), "--name", "study"])
     assert result.exit_code == 0, result.output
     assert "Imported 4 writers (20 rounds) as experiment 'study'." in result.output
@@ -109,21 +111,23 @@ def test_analyze_unknown_experiment_says_what_exists(runner, study):
     assert "experiments: study" in result.output
 
 
+@pytest.mark.sqlite_only  # a missing SQLite file
 def test_analyze_without_a_database_file(runner, tmp_path):
     result = runner.invoke(cli, ["--db", str(tmp_path / "missing.sqlite"), "analyze", "x"])
     assert result.exit_code != 0
     assert "There is no database" in result.output
 
 
-def test_import_reports_a_bad_file(runner, tmp_path):
+def test_import_reports_a_bad_file(runner, tmp_path, database):
     bad = tmp_path / "bad.tsv"
     bad.write_text(write_cyoa_tsv(rows(), 5, 5).replace("\ttrue\t", "\tTRUE\t", 1))
-    db = tmp_path / "cyoa.sqlite"
+    db = database
     result = runner.invoke(cli, ["--db", str(db), "import-tsv", str(bad), "--name", "bad"])
     assert result.exit_code != 0
     assert "expected the text 'true' or 'false', got 'TRUE'" in result.output
 
 
+@pytest.mark.sqlite_only  # no database
 def test_metrics_adds_the_eight_columns(runner, tmp_path):
     source = tmp_path / "in.jsonl"
     records = [
@@ -141,6 +145,7 @@ def test_metrics_adds_the_eight_columns(runner, tmp_path):
     assert scored[1]["edit_distance"] == 0 and scored[1]["user_f"] == 100.0
 
 
+@pytest.mark.sqlite_only  # no database
 def test_metrics_storium_variant_to_stdout(runner, tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps({"original": "a b c", "edited": "a b c"}) + "\n")
@@ -150,6 +155,7 @@ def test_metrics_storium_variant_to_stdout(runner, tmp_path):
     assert record["user"] == record["user_precision"]
 
 
+@pytest.mark.sqlite_only  # no database
 def test_metrics_names_a_bad_line(runner, tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_text('{"original": "a", "edited": "b"}\n{"original": "a"}\n')
@@ -161,8 +167,8 @@ def test_metrics_names_a_bad_line(runner, tmp_path):
     assert "Line 1 is not valid JSON" in result.output
 
 
-def test_every_pair_of_a_three_system_experiment(runner, tmp_path):
-    path = tmp_path / "three.sqlite"
+def test_every_pair_of_a_three_system_experiment(runner, tmp_path, database):
+    path = database
     db = store.connect(path)
     make_experiment(db, systems=("a", "b", "c"))
     add_writer(db, "w1", story(("a", "b"), "a", "w1"), pair=("a", "b"))

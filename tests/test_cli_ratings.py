@@ -14,21 +14,23 @@ from click.testing import CliRunner
 from cyoa import store
 from cyoa.cli import cli
 
+pytestmark = pytest.mark.both_databases
+
 TTCW_DATA = Path(__file__).resolve().parent / "data" / "ttcw"
 ANNOTATIONS = TTCW_DATA / "ttcw_annotations_gpt.json"
 STORIES = TTCW_DATA / "ttcw_short_stories.json"
 
 
 @pytest.fixture
-def db_path(tmp_path) -> Path:
-    return tmp_path / "cyoa.sqlite"
+def db_path(database) -> str:
+    return database
 
 
-def run(db_path: Path, *args: str):
+def run(db_path: str, *args: str):
     return CliRunner().invoke(cli, ["--db", str(db_path), *args])
 
 
-def experiment_ids(db_path: Path) -> list[str]:
+def experiment_ids(db_path: str) -> list[str]:
     db = store.connect(db_path)
     try:
         return [row[0] for row in db.execute("SELECT id FROM experiments ORDER BY id")]
@@ -123,6 +125,7 @@ def test_an_aiss_study_in_long_csv_is_imported_and_analysed_per_source(db_path, 
 def test_a_bad_row_names_its_file_line_and_field_and_nothing_is_stored(
     db_path, tmp_path, row, expected
 ):
+    store.init_db(store.connect(db_path))
     rows = aiss_rows("s1", "human", "r1", 3)
     rows[1] = {**rows[1], **row}
     path = write_csv(tmp_path / "aiss.csv", rows)
@@ -132,7 +135,7 @@ def test_a_bad_row_names_its_file_line_and_field_and_nothing_is_stored(
     )  # fmt: skip
     assert result.exit_code != 0
     assert expected in result.output
-    assert "bad" not in (experiment_ids(db_path) if db_path.exists() else [])
+    assert "bad" not in experiment_ids(db_path)
 
 
 def test_a_story_with_two_sources_is_refused(db_path, tmp_path):

@@ -26,6 +26,8 @@ from tests.test_rating_journey import Rater, rows, write_spec
 from tests.test_research_form_fixes import form as cowriting_post
 from tests.test_research_rating_admin import form as rating_post
 
+pytestmark = pytest.mark.both_databases
+
 
 def finish_story(writer: Writer) -> dict:
     for n in range(1, 3):

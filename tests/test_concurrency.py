@@ -17,7 +17,7 @@ import pytest
 import requests
 import socketio
 from click.testing import CliRunner
-from conftest import db_rows, write_setup
+from conftest import db_rows, fresh_database, write_setup
 from test_rating_journey import write_spec
 from test_workers import EXPERIMENT, AppProcess, new_writer, start_redis, wait_until
 
@@ -31,8 +31,11 @@ def module_redis_url(tmp_path_factory):
     yield from start_redis(tmp_path_factory.mktemp("redis"))
 
 
+pytestmark = pytest.mark.both_databases
+
+
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory, module_redis_url):
+def pair(request, database_kind, tmp_path_factory, module_redis_url):
     """Two app processes on one database and one Redis queue, with a rating study of four
     stories, two raters per story and two stories per rater (four raters' places), open.
     Shared by the module's tests, which each look only at their own participants."""
@@ -41,12 +44,13 @@ def pair(tmp_path_factory, module_redis_url):
         # A tab saves many drafts in a burst here.
         monkeypatch.setenv("CYOA_DRAFT_BURST", "1000")
         monkeypatch.setenv("CYOA_DRAFTS_PER_SECOND", "1000")
-        yield from _start_pair(tmp_path, module_redis_url)
+        database = fresh_database(request, database_kind, tmp_path)
+        yield from _start_pair(tmp_path, database, module_redis_url)
 
 
-def _start_pair(tmp_path, queue: str):
+def _start_pair(tmp_path, database: str, queue: str):
     delay = "delay_seconds = 0.05"
-    config = write_setup(tmp_path, options_a=delay, options_b=delay)
+    config = {**write_setup(tmp_path, options_a=delay, options_b=delay), "DATABASE": database}
     base = ["--db", config["DATABASE"]]
     env = {"CYOA_MODELS_DIR": config["MODELS_DIR"], "CYOA_EXPERIMENTS_DIR": "/nonexistent"}
     runner = CliRunner()

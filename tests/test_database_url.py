@@ -1,9 +1,11 @@
-"""``CYOA_DATABASE`` names a SQLite file or a PostgreSQL server; anything else, and for now a
-PostgreSQL URL given to the app or the verbs, is answered with a sentence."""
+"""``CYOA_DATABASE`` names a SQLite file or a PostgreSQL server; anything else, a server that
+does not answer, and a PostgreSQL URL given to what needs a file, is answered with a sentence
+that never shows the password."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cyoa import create_app
+from cyoa import create_app, store
 from cyoa.cli import cli
 from cyoa.database_url import DatabaseSettingError, parse_database, redacted, sqlite_path
 
@@ -76,17 +78,20 @@ def test_a_value_that_names_no_usable_database_is_answered_with_a_sentence(value
     assert "s3cret" not in str(error.value)
 
 
-def test_a_postgresql_url_is_refused_for_now_with_a_sentence():
+def test_what_needs_a_sqlite_file_refuses_a_postgresql_url_with_a_sentence():
     with pytest.raises(DatabaseSettingError) as error:
-        sqlite_path(URL)
+        sqlite_path(URL, "SQLite's online backup")
     message = str(error.value)
-    assert "PostgreSQL support is still being built" in message
+    assert "SQLite's online backup needs a SQLite file" in message
     assert "s3cret" not in message
 
 
-def test_the_app_refuses_a_postgresql_url_with_a_sentence(tmp_path):
-    with pytest.raises(DatabaseSettingError, match="PostgreSQL support is still being built"):
-        create_app({"DATABASE": URL, "LOAD_MODELS_AT_START": False})
+def test_the_app_runs_on_a_postgresql_url_and_creates_its_schema(postgres_url):
+    app = create_app({"DATABASE": postgres_url, "LOAD_MODELS_AT_START": False})
+    db = store.connect(app.config["DATABASE"])
+    assert db.dialect == "postgresql"
+    assert "experiments" in db.table_names()
+    assert app.test_client().get("/").status_code in (200, 302)
 
 
 def test_the_app_reads_a_sqlite_url_as_its_file(tmp_path):
@@ -96,19 +101,52 @@ def test_the_app_reads_a_sqlite_url_as_its_file(tmp_path):
     assert path.exists()
 
 
-def test_a_verb_refuses_a_postgresql_url_with_a_sentence_not_a_traceback():
-    result = CliRunner().invoke(cli, ["--db", URL, "links"])
+def test_the_app_on_a_server_that_does_not_answer_says_which_and_what_to_check():
+    with pytest.raises(DatabaseSettingError) as error:
+        create_app({"DATABASE": closed_port_url(), "LOAD_MODELS_AT_START": False})
+    message = str(error.value)
+    assert "cyoa:***@127.0.0.1" in message and "is the server running" in message
+    assert "s3cret" not in message
+
+
+def test_a_verb_on_a_server_that_does_not_answer_says_so_without_a_traceback():
+    result = CliRunner().invoke(cli, ["--db", closed_port_url(), "links"])
     assert result.exit_code == 1
-    assert "PostgreSQL support is still being built" in result.output
-    assert "Traceback" not in result.output
+    assert "is the server running" in result.output
+    assert "Traceback" not in result.output and "s3cret" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
-def test_the_app_started_on_a_postgresql_url_says_so_without_a_traceback(tmp_path):
-    env = {**os.environ, "CYOA_DATABASE": URL, "CYOA_LOAD_MODELS_AT_START": "false"}
+def test_a_verb_on_a_postgresql_database_without_cyoa_s_tables_says_so(postgres_url):
+    result = CliRunner().invoke(
+        cli, ["--db", postgres_url, "export", "x", "--format", "csv", "--out", "-"]
+    )
+    assert result.exit_code == 1
+    assert "has no CYOA tables" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_app_started_on_a_server_that_does_not_answer_says_so_without_a_traceback():
+    env = {**os.environ, "CYOA_DATABASE": closed_port_url(), "CYOA_LOAD_MODELS_AT_START": "false"}
     done = subprocess.run(
         [sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 1
-    assert "PostgreSQL support is still being built" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert "is the server running" in done.stderr
+    assert "Traceback" not in done.stderr and "s3cret" not in done.stderr
+
+
+def closed_port_url() -> str:
+    """A PostgreSQL URL with a password, to a port of 127.0.0.1 nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"postgresql://cyoa:s3cret@127.0.0.1:{port}/study"
+
+
+def test_a_verb_on_a_postgresql_url_works_and_never_shows_the_password(postgres_url):
+    with_password = postgres_url.replace("postgres@", "postgres:s3cret@")  # the test server trusts
+    result = CliRunner().invoke(cli, ["--db", with_password, "init-db"])
+    assert result.exit_code == 0, result.output
+    assert "Database ready: postgresql+psycopg://postgres:***@127.0.0.1" in result.output
+    assert "s3cret" not in result.output

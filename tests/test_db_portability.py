@@ -27,12 +27,6 @@ SQLITE_ONLY_SQL = {
     "PRAGMA": re.compile(r"\bPRAGMA\b"),
     "BEGIN IMMEDIATE": re.compile(r"BEGIN IMMEDIATE"),
 }
-# Left for a schema change (docs/deployment.md, the appendix): the order survey answers and
-# stories were stored in has no column of its own yet.
-LEFT_FOR_ORDER_COLUMNS = [
-    "cyoa/cowriting/research/exports.py: rowid",
-    "cyoa/rating/judges/runs.py: rowid",
-]
 
 
 def modules() -> list[tuple[str, str]]:
@@ -58,7 +52,7 @@ def test_no_module_outside_the_data_access_layer_writes_sql_only_sqlite_speaks()
         for construct, pattern in SQLITE_ONLY_SQL.items()
         if pattern.search(text)
     ]
-    assert found == LEFT_FOR_ORDER_COLUMNS
+    assert found == []
 
 
 def test_the_store_hands_out_the_data_access_layer(tmp_path):

@@ -180,3 +180,35 @@ def test_a_postgresql_database_newer_than_this_cyoa_is_refused_with_a_sentence(p
             schema.migrate_postgresql(engine)
     finally:
         engine.dispose()
+
+
+def test_a_version_10_postgresql_database_gets_the_stored_order_columns(postgres_url):
+    engine = engine_for(parse_database(postgres_url))
+    try:
+        schema.migrate_postgresql(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("ALTER TABLE stories DROP COLUMN position"))
+            conn.execute(sa.text("ALTER TABLE survey_answers DROP COLUMN position"))
+            conn.execute(sa.text("UPDATE schema_version SET version = 10"))
+            conn.execute(
+                sa.text(
+                    "INSERT INTO experiments (id, title, spec, status, kind)"
+                    " VALUES ('r', 'R', '{}', 'open', 'rating')"
+                )
+            )
+            for story in ("b", "a"):
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO stories (experiment_id, story_id, source, created_at)"
+                        " VALUES ('r', :story, 'human', 'now')"
+                    ),
+                    {"story": story},
+                )
+        assert schema.migrate_postgresql(engine) == schema.VERSION
+        with engine.connect() as conn:
+            numbered = conn.execute(sa.text("SELECT story_id, position FROM stories")).all()
+            version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
+    finally:
+        engine.dispose()
+    assert sorted(tuple(row) for row in numbered) == [("a", 1), ("b", 2)]
+    assert version == schema.VERSION

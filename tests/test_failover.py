@@ -24,12 +24,7 @@ ROUNDS = 3
 @pytest.fixture(
     params=[
         "sqlite",
-        pytest.param(
-            "postgresql",
-            marks=pytest.mark.xfail(
-                strict=True, reason="the app refuses PostgreSQL URLs until pgapp lands"
-            ),
-        ),
+        "postgresql",
     ]
 )
 def database(request, tmp_path) -> str:

@@ -3,6 +3,7 @@
 import json
 import sqlite3
 
+import pytest
 from conftest import Writer
 
 from cyoa import store
@@ -10,7 +11,10 @@ from cyoa.cowriting import runner as runner_module
 from cyoa.cowriting.research import exports
 from cyoa.generation.fake import TERSE_STREAMS
 
+pytestmark = pytest.mark.both_databases
 
+
+@pytest.mark.sqlite_only  # SQLite's write lock and busy wait
 def test_a_locked_database_refuses_with_a_retry_and_the_resend_is_recorded_once(app, monkeypatch):
     writer = Writer(app)
     monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)

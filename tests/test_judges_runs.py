@@ -19,6 +19,7 @@ from cyoa import store
 from cyoa.cli import cli
 from cyoa.generation import load_model_cards
 from cyoa.generation.fake import FakeBackend
+from cyoa.rating import store as rating_store
 from cyoa.rating.instruments import AISS_V1, TTCW, FeiQuestion, fei_instrument
 from cyoa.rating.instruments.ttcw import released_prompts
 from cyoa.rating.judges.estimate import Speed, estimate, tokens
@@ -34,6 +35,7 @@ from cyoa.rating.judges.runs import (
     judge_experiment,
     run_status,
     stored_run,
+    story_prompts,
     verdict_seed,
 )
 
@@ -108,7 +110,9 @@ def test_the_estimate_counts_tokens_and_shares_the_time_between_concurrent_promp
 # --- runs with the fake backend -----------------------------------------------------------
 
 
-def ttcw_study(tmp_path: Path, answers: str = '["Yes", "No"]') -> dict[str, str]:
+def ttcw_study(
+    tmp_path: Path, answers: str = '["Yes", "No"]', database: str | None = None
+) -> dict[str, str]:
     """A TTCW experiment 'tiny' (three stories, tests 1 and 13, three experts), and fake
     model cards: 'judge-a' answers Yes or No, 'mumbler' never does."""
     models = tmp_path / "models"
@@ -129,7 +133,7 @@ def ttcw_study(tmp_path: Path, answers: str = '["Yes", "No"]') -> dict[str, str]
         "".join(json.dumps({"story_id": s, "source": src, "title": "", "text": t}) + "\n"
                 for s, src, t in STORIES)
     )  # fmt: skip
-    config = {"db": str(tmp_path / "cyoa.sqlite"), "models": str(models)}
+    config = {"db": database or str(tmp_path / "cyoa.sqlite"), "models": str(models)}
     result = cli_run(
         config, "import-ratings", str(tmp_path / "experts.csv"), "--format", "long",
         "--instrument", "ttcw", "--name", "tiny", "--stories", str(tmp_path / "stories.jsonl"),
@@ -190,6 +194,32 @@ def test_a_run_stores_one_verdict_per_story_and_item_with_the_response_as_ration
         assert verdict["value"] == (1.0 if verdict["rationale"].startswith("Yes") else 0.0)
     assert status["unparsed"] == 0 and status["sampling"]["max_new_tokens"] == 256
     assert status["templates"] == {"ttcw": TEMPLATES["ttcw"]}
+
+
+@pytest.mark.both_databases
+def test_a_run_takes_the_stories_in_the_order_they_were_stored_not_by_their_ids(tmp_path, database):
+    config = ttcw_study(tmp_path, database=database)
+    db = store.connect(config["db"])
+    try:
+        first = store.get_experiment(db, "tiny")
+        spec = {**json.loads(first["spec"]), "id": "reordered"}
+        stories = [
+            {"story_id": story, "source": source, "title": "", "text": text}
+            for story, source, text in reversed(STORIES)
+        ]
+        items = [
+            {k: v for k, v in row.items() if k != "experiment_id"}
+            for row in db.query("SELECT * FROM instrument_items WHERE experiment_id = 'tiny'")
+        ]
+        instrument = db.query("SELECT * FROM instruments WHERE experiment_id = 'tiny'")
+        rating_store.create_rating_experiment(
+            db, "reordered", "Reordered", spec, instrument=next(instrument),
+            items=items, stories=stories, raters=[], judgements=[],
+        )  # fmt: skip
+        prompts = story_prompts(db, "reordered", TTCW, TEMPLATES, 2, ("1",))
+    finally:
+        db.close()
+    assert [prompt.story_id for prompt in prompts] == ["s3", "s2"]
 
 
 def test_answers_that_cannot_be_read_are_stored_without_a_value_and_counted(tmp_path):

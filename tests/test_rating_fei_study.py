@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 from click.testing import CliRunner
 from test_rating_journey import Rater, rows
 
 from cyoa.cli import cli
+
+pytestmark = pytest.mark.both_databases
 
 STORIES = [
     {

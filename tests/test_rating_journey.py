@@ -18,6 +18,8 @@ from cyoa.rating.blind import rater_item_ids
 from cyoa.rating.parts import parts as rating_parts
 from tests.study_builder import add_writer, make_experiment, story
 
+pytestmark = pytest.mark.both_databases
+
 STORIES = [
     {
         "story_id": f"s{n}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +16,8 @@ from test_research_rating_admin import form
 
 from cyoa import create_app, store
 from cyoa.cli import cli
+
+pytestmark = pytest.mark.both_databases
 
 
 def rating_study(tmp_path, **config):
@@ -98,22 +101,22 @@ def test_a_negative_number_of_proxies_is_refused_with_a_sentence(tmp_path):
         create_app({**write_setup(tmp_path), "PROXIES": -1})
 
 
+def minutes_ago(minutes: float) -> str:
+    """Server time ``minutes`` ago, as the app stores it (:func:`cyoa.store.now`)."""
+    then = datetime.now(UTC) - timedelta(minutes=minutes)
+    return then.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def age(app, rater_id: str, minutes: float) -> None:
     """Move a rater's assignment and last action ``minutes`` into the past."""
-    stamp = f"-{minutes} minutes"
+    stamp = minutes_ago(minutes)
     db = store.connect(app.config["DATABASE"])
     try:
         with store.write_transaction(db):
             db.execute(
-                "UPDATE assignments SET assigned_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)"
-                " WHERE rater_id = ?",
-                [stamp, rater_id],
+                "UPDATE assignments SET assigned_at = ? WHERE rater_id = ?", [stamp, rater_id]
             )
-            db.execute(
-                "UPDATE raters SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)"
-                " WHERE rater_id = ?",
-                [stamp, rater_id],
-            )
+            db.execute("UPDATE raters SET updated_at = ? WHERE rater_id = ?", [stamp, rater_id])
     finally:
         db.close()
 
@@ -192,6 +195,7 @@ def test_a_rater_s_flood_of_answers_is_refused_with_429_and_not_stored(tmp_path)
     assert answer(other, 2, "b0").status_code == 200  # another rater is not slowed
 
 
+@pytest.mark.sqlite_only  # SQLite's write lock and busy wait
 def test_a_locked_database_asks_the_rater_s_page_to_send_the_answer_again(tmp_path, monkeypatch):
     monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
     app = rating_study(tmp_path)
@@ -212,6 +216,7 @@ def test_a_locked_database_asks_the_rater_s_page_to_send_the_answer_again(tmp_pa
     assert len(rows(app, "SELECT * FROM judgements")) == 1
 
 
+@pytest.mark.sqlite_only  # SQLite's write lock and busy wait
 def test_a_start_that_meets_a_locked_database_gets_a_sentence_not_a_500(tmp_path, monkeypatch):
     monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
     app = rating_study(tmp_path)
@@ -263,9 +268,8 @@ def age_seen(app, rater_id: str, minutes: int) -> None:
     try:
         with store.write_transaction(db):
             db.execute(
-                "UPDATE raters SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)"
-                " WHERE rater_id = ?",
-                [f"-{minutes} minutes", rater_id],
+                "UPDATE raters SET updated_at = ? WHERE rater_id = ?",
+                [minutes_ago(minutes), rater_id],
             )
     finally:
         db.close()
@@ -310,6 +314,7 @@ def test_a_forwarded_request_without_proxies_set_logs_one_warning(tmp_path, capl
     assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
 
 
+@pytest.mark.sqlite_only  # SQLite's write lock and busy wait
 def test_a_story_shown_while_the_database_is_locked_gets_a_sentence_and_503_not_a_500(
     tmp_path, monkeypatch
 ):

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from conftest import SURVEY_ANSWERS, Researcher, Writer, write_setup
+from conftest import SURVEY_ANSWERS, Researcher, Writer, fresh_database, write_setup
 
 from cyoa import create_app, store
 from cyoa.cli import cli
@@ -17,6 +17,8 @@ from cyoa.cowriting.research import exports
 from cyoa.rating.research.exports import RATING_TABLES
 from cyoa.web.security import neutralize_cell
 from cyoa.web.tables import data_dictionary
+
+pytestmark = pytest.mark.both_databases
 
 FORMULA = '=HYPERLINK("http://evil.example","click me now")'
 LINE = "-2+3 is how this writer's line begins."
@@ -33,11 +35,13 @@ def kept_as_is(writer: Writer, n: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
+def study(tmp_path_factory, request, database_kind):
     """One finished writer (round 1 kept as is, round 2 a formula, round 3 starting with
     '-', a switch in round 4) and one who stopped after a round; written once for the module
-    (the tests only read)."""
-    app = create_app(write_setup(tmp_path_factory.mktemp("exports")))
+    and each kind of database (the tests only read)."""
+    folder = tmp_path_factory.mktemp("exports")
+    database = fresh_database(request, database_kind, folder)
+    app = create_app({**write_setup(folder), "DATABASE": database})
     finished = Writer(app, "?pid=finished")
     kept = kept_as_is(finished, 1)
     finished.write_round(2, edit=FORMULA)

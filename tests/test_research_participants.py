@@ -103,6 +103,7 @@ def rated(app, tmp_path):
     return researcher
 
 
+@pytest.mark.both_databases
 def test_the_rating_participants_page_shows_each_raters_status_code_and_exclusion(rated):
     page = rated.get("/research/ratings/aiss-pilot/participants").get_data(as_text=True)
     assert "1 started · 1 finished · 1 returned or timed out · 2 excluded" in page
@@ -165,6 +166,7 @@ def test_the_stories_export_carries_each_storys_text(rated, app):
     assert table and all(row["text"] == stored[row["story_id"]] for row in table)
 
 
+@pytest.mark.both_databases
 def test_the_cowriting_participants_page_lists_each_writer_with_their_code(app):
     writer = Writer(app, "?PROLIFIC_PID=w1&STUDY_ID=s&SESSION_ID=x")
     for n in range(1, 6):

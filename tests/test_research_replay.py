@@ -4,9 +4,12 @@ and what the writer kept."""
 import html
 import re
 
+import pytest
 from conftest import SURVEY_ANSWERS, Writer
 
 from cyoa.cowriting.research.replay import build_replay, word_diff
+
+pytestmark = pytest.mark.both_databases
 
 
 def test_the_word_diff_marks_what_was_removed_and_added():

@@ -45,7 +45,7 @@ def test_a_submitted_round_is_tagged_in_the_background(tmp_path):
 
 
 def test_only_new_text_starts_a_run(tmp_path):
-    tagger = BackgroundTagger(tmp_path / "cyoa.sqlite", delay=0)
+    tagger = BackgroundTagger(str(tmp_path / "cyoa.sqlite"), delay=0)
     for event in ("line_submitted", "suggestion_completed", "draft_saved", "suggestion_chosen"):
         tagger("fake-ab", "session", event)
     assert tagger._thread is None
@@ -55,17 +55,24 @@ def test_only_new_text_starts_a_run(tmp_path):
 
 
 def test_the_run_is_a_lower_priority_process_on_the_same_database(tmp_path):
-    command = tag_command(tmp_path / "cyoa.sqlite", "fake-ab")
+    command, environment = tag_command(str(tmp_path / "cyoa.sqlite"), "fake-ab")
     assert command[1:] == [
-        "-m", "cyoa", "--db", str(tmp_path / "cyoa.sqlite"), "tag", "fake-ab",
-        "--workers", "1", "--nice", str(NICENESS),
+        "-m", "cyoa", "tag", "fake-ab", "--workers", "1", "--nice", str(NICENESS),
     ]  # fmt: skip
+    assert environment["CYOA_DATABASE"] == str(tmp_path / "cyoa.sqlite")
+
+
+def test_a_postgresql_password_stays_off_the_run_s_command_line():
+    url = "postgresql+psycopg://cyoa:s3cret@db.example.org:5432/study"
+    command, environment = tag_command(url, "fake-ab")
+    assert not any("s3cret" in part for part in command)
+    assert environment["CYOA_DATABASE"] == url
 
 
 def test_a_failed_run_is_logged_and_the_next_one_still_runs(tmp_path, caplog):
     db = store.connect(tmp_path / "cyoa.sqlite")
     store.init_db(db)
-    tagger = BackgroundTagger(tmp_path / "cyoa.sqlite", delay=0)
+    tagger = BackgroundTagger(str(tmp_path / "cyoa.sqlite"), delay=0)
     with caplog.at_level(logging.WARNING, logger="cyoa.cowriting.research.tagging"):
         tagger("no-such-experiment", "session", "turn_submitted")
         assert wait_until(lambda: tagger.failures == 1)

@@ -15,7 +15,6 @@ import logging
 import sqlite3
 import threading
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -129,7 +128,7 @@ def test_a_refused_action_is_answered_while_another_writer_holds_the_write_lock(
 
 def test_the_state_kept_between_actions_follows_what_another_worker_records(app):
     here = cowriting_parts(app).study
-    there = Study(Path(app.config["DATABASE"]), here.experiments)  # another worker process
+    there = Study(app.config["DATABASE"], here.experiments)  # another worker process
     writer = Writer(app)
     sid = writer.session_id
     assert here.state(sid)[1].phase.value == "writing"

@@ -8,11 +8,14 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import Writer, db_rows
 
 from cyoa import store
 from cyoa.cowriting import store as cowriting_store
 from cyoa.paths import ROOT
+
+pytestmark = pytest.mark.both_databases
 
 LINE = {"text": "The power went out in the middle of it."}
 

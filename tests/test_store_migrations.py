@@ -119,3 +119,43 @@ def test_every_table_and_column_is_in_the_data_dictionary(tmp_path):
         section = dictionary.split(f"\n## {table}\n", 1)[1].split("\n## ", 1)[0]
         for column in columns:
             assert f"`{column}`" in section, (table, column)
+
+
+def test_stories_and_survey_answers_get_their_stored_order_as_a_position(tmp_path):
+    db = store.connect(tmp_path / "v10.sqlite")
+    with store.write_transaction(db):
+        store.migrate(db, store.MIGRATIONS[:10])
+    stamp = "2026-11-21T12:00:00.000Z"
+    db.execute(
+        "INSERT INTO experiments (id, title, spec, status, created_at, updated_at, kind)"
+        " VALUES ('r', 'R', '{}', 'open', ?, ?, 'rating')",
+        [stamp, stamp],
+    )
+    for story in ("zeta", "alpha", "mid"):
+        db.execute(
+            "INSERT INTO stories (experiment_id, story_id, source, created_at)"
+            " VALUES ('r', ?, 'human', ?)",
+            [story, stamp],
+        )
+    db.execute(
+        "INSERT INTO participants (id, experiment_id, external_id, id_source)"
+        " VALUES (1, 'r', 'p', 'url')"
+    )
+    db.execute(
+        "INSERT INTO sessions (id, experiment_id, participant_id, phase, completion_code,"
+        " started_at) VALUES ('s', 'r', 1, 'done', 'C0DE', ?)",
+        [stamp],
+    )
+    for item in ("q9", "q1", "q5"):
+        db.execute(
+            "INSERT INTO survey_answers (session_id, item_id, kind, question, answered_at)"
+            " VALUES ('s', ?, 'open', 'Why?', ?)",
+            [item, stamp],
+        )
+
+    store.init_db(db)
+
+    stories = db.execute("SELECT story_id FROM stories ORDER BY position").fetchall()
+    answers = db.execute("SELECT item_id FROM survey_answers ORDER BY position").fetchall()
+    assert [row[0] for row in stories] == ["zeta", "alpha", "mid"]
+    assert [row[0] for row in answers] == ["q9", "q1", "q5"]

@@ -1,6 +1,10 @@
 """The writer's pages over plain HTTP: consent, links, closed studies, headers."""
 
+import pytest
+
 from cyoa import store
+
+pytestmark = pytest.mark.both_databases
 
 
 def start(client, **form):

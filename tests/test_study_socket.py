@@ -2,9 +2,16 @@
 
 import json
 
+import pytest
 from conftest import SURVEY_ANSWERS, Writer
 
 from cyoa import store
+
+pytestmark = pytest.mark.both_databases
+
+
+def test_the_app_runs_on_the_database_of_its_kind(app, database_kind):
+    assert store.connect(app.config["DATABASE"]).dialect == database_kind
 
 
 def rows(app, sql, params=()):
@@ -352,6 +359,7 @@ def system_seeds(app, pid):
     return [(r["round"], r["system"], r["seed"]) for r in rows(app, sql, [pid])]
 
 
+@pytest.mark.sqlite_only  # three servers, each on its own database file
 def test_with_a_seed_salt_the_same_writer_gets_the_same_seeds_from_another_server(tmp_path):
     from conftest import write_setup
 

@@ -29,9 +29,10 @@ from cyoa.cli import (
     "--db",
     "db_path",
     default=None,
-    metavar="PATH",
-    help="SQLite database to use instead of the app's (CYOA_DATABASE, by default "
-    "instance/cyoa.sqlite).",
+    envvar="CYOA_DATABASE",
+    metavar="PATH|URL",
+    help="The database: a SQLite file or a PostgreSQL URL (default: CYOA_DATABASE, else the "
+    "app's, instance/cyoa.sqlite).",
 )
 @click.pass_context
 def cli(ctx: click.Context, db_path: str | None) -> None:

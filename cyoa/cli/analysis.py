@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from cyoa import kinds, store
-from cyoa.cli.context import database_path, open_existing
+from cyoa import kinds
+from cyoa.cli.context import open_existing, open_or_create
 from cyoa.cowriting.analysis.tag_cache import tag_experiment
 from cyoa.cowriting.analysis.tsv import import_tsv
 from cyoa.errors import AnalysisError
@@ -125,7 +125,7 @@ def import_tsv_command(ctx: click.Context, file: Path, name: str, tag: bool) -> 
     """Load FILE, in the original CYOA evaluation script's layout, as a new experiment."""
     from cyoa.errors import AnalysisError
 
-    db = store.connect(database_path(ctx))
+    db = open_or_create(ctx)
     try:
         summary = import_tsv(db, file.read_text(encoding="utf-8"), name, source=file.name)
         click.echo(

@@ -9,6 +9,7 @@ from flask import Flask
 
 from cyoa import store
 from cyoa.cli.context import get_app
+from cyoa.database_url import parse_database
 from cyoa.kinds import KINDS
 from cyoa.web import experiments
 
@@ -18,7 +19,7 @@ from cyoa.web import experiments
 def init_db_command(ctx: click.Context) -> None:
     """Create the database tables (done automatically when the app starts)."""
     app = get_app(ctx)
-    click.echo(f"Database ready: {app.config['DATABASE']}")
+    click.echo(f"Database ready: {parse_database(app.config['DATABASE'])}")
 
 
 @click.command("prepare-models")

@@ -23,7 +23,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from cyoa import store
@@ -89,9 +88,9 @@ class Study:
     """The writer-facing operations over one database and a set of experiments."""
 
     def __init__(
-        self, db_path: Path, experiments: dict[str, Experiment], seed_salt: str = ""
+        self, database: str, experiments: dict[str, Experiment], seed_salt: str = ""
     ) -> None:
-        self.db_path = db_path
+        self.database = database  # a SQLite path or a PostgreSQL URL (cyoa.store.connect)
         self.experiments = experiments
         # Empty (the default, and what a study uses): a round's seeds are drawn at random.
         # Set: they are derived from it, the writer and the system (``derived_seed``), so a
@@ -105,7 +104,7 @@ class Study:
         self._states_lock = threading.Lock()
 
     def db(self):
-        return store.connect(self.db_path)
+        return store.connect(self.database)
 
     def experiment(self, exp_id: str) -> Experiment | None:
         return self.experiments.get(exp_id)

@@ -333,10 +333,10 @@ def _turn_submitted(db: Db, event: Recorded) -> None:
 
 
 def _survey_submitted(db: Db, event: Recorded) -> None:
-    """A ``survey_answers`` row per answer, with its question's text; the session is
-    finished."""
+    """A ``survey_answers`` row per answer, with its question's text and its place among
+    the answers sent; the session is finished."""
     questions = event.extra["questions"]
-    for item_id, value in event.payload.items():
+    for position, (item_id, value) in enumerate(event.payload.items(), start=1):
         kind, question, labels = questions[item_id]
         db.insert(
             "survey_answers",
@@ -349,6 +349,7 @@ def _survey_submitted(db: Db, event: Recorded) -> None:
                 "label": labels[value - 1] if kind == "likert" else None,
                 "text": value if kind == "open" else None,
                 "answered_at": event.stamp,
+                "position": position,
             },
         )
     db.update("sessions", event.session_id, {"finished_at": event.stamp})

@@ -68,7 +68,7 @@ def init_app(app: Flask, shared: SharedParts, experiments: dict[str, Experiment]
     and register its pages and events; every committed writer action reaches the live
     dashboards and (unless ``TAG_SENTENCES`` is off) the background tagging of new
     sentences."""
-    study = Study(Path(app.config["DATABASE"]), experiments, str(app.config["SEED_SALT"]))
+    study = Study(app.config["DATABASE"], experiments, str(app.config["SEED_SALT"]))
     runner = SuggestionRunner(
         study,
         shared.pool,

@@ -22,7 +22,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cyoa.database_url import DatabaseLocation
+from cyoa.database_url import DatabaseLocation, DatabaseSettingError
 
 BUSY_TIMEOUT_SECONDS = 10.0
 POOL_SETTINGS = (("CYOA_DB_POOL_SIZE", 5), ("CYOA_DB_MAX_OVERFLOW", 10))
@@ -51,6 +51,36 @@ def engine_for(location: DatabaseLocation, environ: Mapping[str, str] | None = N
     size, overflow = pool_settings(os.environ if environ is None else environ)
     return sa.create_engine(
         location.url or "", pool_size=size, max_overflow=overflow, pool_pre_ping=True
+    )
+
+
+def check_reachable(engine: sa.Engine) -> None:
+    """Open one connection to ``engine``'s database, or raise
+    :class:`~cyoa.database_url.DatabaseSettingError` with a sentence naming the database
+    (password hidden) and what to check: a server that does not answer, a refused login, a
+    missing database, a SQLite file that cannot be opened."""
+    try:
+        with engine.connect():
+            return
+    except sa.exc.OperationalError as error:
+        raise DatabaseSettingError(unreachable(engine, error)) from None
+
+
+def unreachable(engine: sa.Engine, error: sa.exc.OperationalError) -> str:
+    """The sentence for a database that could not be opened, with the driver's reason (its
+    first line, any password removed)."""
+    reason = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else ""
+    if engine.url.password:
+        reason = reason.replace(str(engine.url.password), "***")
+    if engine.dialect.name == "sqlite":
+        return (
+            f"Cannot open the SQLite database {engine.url.database} ({reason}): check that "
+            "its folder exists and that CYOA may write there."
+        )
+    return (
+        f"Cannot connect to the PostgreSQL database {engine.url.render_as_string()} "
+        f"({reason}): is the server running and listening at that host and port, and are "
+        "the user, password and database name right?"
     )
 
 

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from cyoa.db.facade import Db
 from cyoa.errors import SchemaError
 
-VERSION = 10
+VERSION = 11
 
 METADATA = sa.MetaData()
 TEXT, INT, FLOAT = sa.Text, sa.BigInteger, sa.Float
@@ -147,6 +147,7 @@ sa.Table(
     *_columns("kind question", TEXT),
     _column("value", INT),
     *_columns("label text answered_at", TEXT),
+    _column("position", INT),
 )  # fmt: skip
 sa.Table(
     "researchers", METADATA,
@@ -186,6 +187,7 @@ sa.Table(
     *_columns("title text url origin", TEXT),
     _column("created_at", TEXT, required=True),
     *_columns("family alias", TEXT),
+    _column("position", INT),
 )  # fmt: skip
 sa.Table(
     "instruments", METADATA,
@@ -351,6 +353,9 @@ def migrate_postgresql(engine: sa.Engine) -> int:
             f"This database has schema version {version}, newer than this CYOA's "
             f"({VERSION}). Update CYOA (git pull) before using it."
         )
+    if version == 10:
+        _stored_order(engine)
+        return VERSION
     if version < VERSION:
         raise SchemaError(
             f"This PostgreSQL database has schema version {version}, and this CYOA "
@@ -376,3 +381,27 @@ def continue_sequences(db: Db) -> None:
             f" false) FROM {table.name}",
             [table.name, column.name],
         )
+
+
+def _stored_order(engine: sa.Engine) -> None:
+    """Version 10 → 11: stories and survey answers get a ``position`` (SQLite's
+    ``_stored_order``). PostgreSQL keeps no insertion order, so existing rows are numbered
+    in key order."""
+    with engine.begin() as conn:
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended('cyoa-migrate', 0))"))
+        if conn.execute(sa.select(SCHEMA_VERSION.c.version)).scalar() != 10:
+            return
+        for table, owner, key in (
+            ("stories", "experiment_id", "story_id"),
+            ("survey_answers", "session_id", "item_id"),
+        ):
+            conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN position BIGINT"))
+            conn.execute(
+                sa.text(
+                    f"UPDATE {table} SET position = numbered.n FROM (SELECT {owner}, {key},"
+                    f" row_number() OVER (PARTITION BY {owner} ORDER BY {key}) AS n"
+                    f" FROM {table}) AS numbered WHERE numbered.{owner} = {table}.{owner}"
+                    f" AND numbered.{key} = {table}.{key}"
+                )
+            )
+        conn.execute(SCHEMA_VERSION.update().values(version=VERSION))

@@ -62,14 +62,20 @@ def _insert_rating_design(
     stamp: str,
 ) -> None:
     """The instrument, its items and the stories of a rating experiment (inside the
-    caller's transaction)."""
+    caller's transaction); each story's ``position`` is its place in ``stories``."""
     db.insert("instruments", {**instrument, "experiment_id": exp_id})
     db.insert_all("instrument_items", [{"experiment_id": exp_id, **item} for item in items])
     db.insert_all(
         "stories",
         [
-            {"experiment_id": exp_id, "created_at": stamp, **story, "alias": story_alias()}
-            for story in stories
+            {
+                "experiment_id": exp_id,
+                "created_at": stamp,
+                **story,
+                "alias": story_alias(),
+                "position": position,
+            }
+            for position, story in enumerate(stories, start=1)
         ],
     )
 

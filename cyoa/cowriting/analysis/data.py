@@ -330,7 +330,7 @@ def _survey_answers(db: Db, scope: _Scope, writers: dict[str, str]) -> list[Surv
         "SELECT a.session_id, a.item_id, a.kind, a.question, a.value, a.text"
         " FROM survey_answers a JOIN sessions s ON s.id = a.session_id"
         f" WHERE s.experiment_id = :experiment{scope.session_filter}"
-        " ORDER BY s.started_at, s.participant_id",
+        " ORDER BY s.started_at, s.participant_id, a.position",
         scope.params,
     ).fetchall():
         if sid in writers:

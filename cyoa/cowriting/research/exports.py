@@ -314,7 +314,7 @@ def survey_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
             " a.item_id, a.kind, a.question, a.value, a.label, a.text, a.answered_at"
             " FROM survey_answers a JOIN sessions s ON s.id = a.session_id"
             " JOIN participants p ON p.id = s.participant_id"
-            " WHERE s.experiment_id = ? ORDER BY s.started_at, s.participant_id, a.rowid",
+            " WHERE s.experiment_id = ? ORDER BY s.started_at, s.participant_id, a.position",
             [exp_id],
         )
     ]

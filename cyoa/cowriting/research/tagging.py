@@ -13,10 +13,10 @@ it: a sentence it has not tagged yet is tagged by the next ``analyze`` or dashbo
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 from cyoa.paths import ROOT
 
@@ -27,21 +27,14 @@ TEXT_EVENTS = frozenset({"turn_submitted", "survey_submitted"})
 NICENESS = 10
 
 
-def tag_command(db_path: Path | str, experiment: str) -> list[str]:
-    """The command that tags ``experiment``'s untagged sentences in ``db_path``."""
-    return [
-        sys.executable,
-        "-m",
-        "cyoa",
-        "--db",
-        str(db_path),
-        "tag",
-        experiment,
-        "--workers",
-        "1",
-        "--nice",
-        str(NICENESS),
-    ]
+def tag_command(database: str, experiment: str) -> tuple[list[str], dict[str, str]]:
+    """The command that tags ``experiment``'s untagged sentences in ``database`` (a SQLite
+    path or a PostgreSQL URL), and its environment: the database travels as
+    ``CYOA_DATABASE`` there, because a command line (and the password in a URL) can be read
+    by every user of the machine."""
+    command = [sys.executable, "-m", "cyoa", "tag", experiment]
+    command += ["--workers", "1", "--nice", str(NICENESS)]
+    return command, {**os.environ, "CYOA_DATABASE": database}
 
 
 class BackgroundTagger:
@@ -52,8 +45,8 @@ class BackgroundTagger:
     ``runs`` and ``failures`` count finished runs (for the tests and for diagnosis).
     """
 
-    def __init__(self, db_path: Path | str, delay: float = 30.0, timeout: float = 600.0) -> None:
-        self.db_path = Path(db_path)
+    def __init__(self, database: str, delay: float = 30.0, timeout: float = 600.0) -> None:
+        self.database = database
         self.delay = delay
         self.timeout = timeout
         self.runs = 0
@@ -99,11 +92,12 @@ class BackgroundTagger:
                 self._tag(exp_id)
 
     def _tag(self, exp_id: str) -> None:
-        command = tag_command(self.db_path, exp_id)
+        command, environment = tag_command(self.database, exp_id)
         try:
             result = subprocess.run(
                 command,
                 cwd=ROOT,
+                env=environment,
                 capture_output=True,
                 text=True,
                 timeout=self.timeout,

@@ -281,7 +281,7 @@ def story_prompts(
     stories = {
         row[0]: row[1] or ""
         for row in db.execute(
-            "SELECT story_id, text FROM stories WHERE experiment_id = ? ORDER BY rowid", [exp_id]
+            "SELECT story_id, text FROM stories WHERE experiment_id = ? ORDER BY position", [exp_id]
         )
     }
     if story_limit is not None:

@@ -243,7 +243,7 @@ def rater_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
         " min(j.answered_at) AS first_answer_at, max(j.answered_at) AS last_answer_at"
         " FROM raters r LEFT JOIN judgements j"
         " ON j.experiment_id = r.experiment_id AND j.rater_id = r.rater_id"
-        " WHERE r.experiment_id = ? GROUP BY r.rater_id ORDER BY r.rater_id",
+        " WHERE r.experiment_id = ? GROUP BY r.experiment_id, r.rater_id ORDER BY r.rater_id",
         [exp_id],
     )
     out = []
