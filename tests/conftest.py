@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from parallel_workers import pytest_configure  # noqa: F401 (the hook: one thread per worker)
 from postgres_server import postgres_cluster, postgres_url  # noqa: F401 (fixtures)
 
 from cyoa import create_app, store
@@ -21,6 +22,7 @@ from cyoa.web.realtime import socketio
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
 
 FAKE_CARD = """
 # A fake model for fast tests only: deterministic sentences, no weights.
