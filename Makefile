@@ -55,8 +55,11 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# On two cores (pytest-xdist): each worker takes half the tests and steals from the other's
+# queue when its own runs out; each uses one CPU thread (tests/parallel_workers.py). The models
+# are converted beforehand (`models`), so the tests only read instance/models.
 test: models browser redis postgres lint
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=25
 
 # Without the real models and the browser: seconds, for the edit-test loop.
 test-fast: $(STAMP) redis postgres

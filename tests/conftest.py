@@ -11,6 +11,7 @@ waits (test_robustness_locks), and pages and benchmarks whose subject is not the
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from parallel_workers import pytest_configure  # noqa: F401 (the hook: one thread per worker)
 from postgres_server import create_database, postgres_cluster, postgres_url  # noqa: F401
 
 from cyoa import create_app, store
@@ -29,6 +31,7 @@ from cyoa.web.realtime import socketio
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
 
 FAKE_CARD = """
 # A fake model for fast tests only: deterministic sentences, no weights.
@@ -296,9 +299,27 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(scope="session")
 def packaged_gguf_cache(tmp_path_factory) -> Path:
     """One model cache for the tests that run the packaged SmolLM2 GGUF file through a
-    ``gguf`` card named ``mine``: the first converts it (tens of seconds), the others find
-    the conversion, keyed by the file's SHA-256, and only read it."""
-    return tmp_path_factory.mktemp("packaged-gguf-cache")
+    ``gguf`` card named ``mine``, holding its conversion (keyed by the file's SHA-256): the
+    tests only read it. Under pytest-xdist the workers of a run share it, and the first to
+    come converts the file (tens of seconds) while the others wait on a file lock."""
+    from tiny_checkpoint import SMOL
+
+    from cyoa.generation import load_model_card
+    from cyoa.generation.weights import ensure_converted, locate_gguf
+
+    root = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        root = root.parent  # the run's folder, above each worker's own
+    cache = root / "packaged-gguf-cache"
+    with open(root / "packaged-gguf-cache.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        work = root / "packaged-gguf"
+        work.mkdir(exist_ok=True)
+        card = work / "mine.toml"
+        gguf = locate_gguf(SMOL, work)
+        card.write_text(f'backend = "transformers"\ngguf = "{gguf}"\n[sampling]\ntop_k = 40\n')
+        ensure_converted(load_model_card(card), cache, log=lambda _: None)
+    return cache
 
 
 CHROMIUM = "/usr/bin/chromium"

@@ -285,25 +285,37 @@ def real_gemma() -> tuple:
     return load_model_cards(root / "models")["gemma-3-270m"], root / "instance" / "models"
 
 
-def gemma_pair(mode: str) -> tuple:
-    """Real Gemma loaded twice in ``mode``: one that stores nothing, one that keeps what it
-    reads."""
+def loaded_gemma(mode: str, **options):
+    """Real Gemma, loaded in ``mode``."""
     from cyoa.generation.local import TransformersBackend
 
-    card, cache = real_gemma()
-    fresh = TransformersBackend(card, cache, mode=mode, prefix_tokens=0)
-    reusing = TransformersBackend(card, cache, mode=mode)
-    for backend in (fresh, reusing):
-        backend.load(log=lambda _: None)
-    return fresh, reusing
+    backend = TransformersBackend(*real_gemma(), mode=mode, **options)
+    backend.load(log=lambda _: None)
+    return backend
+
+
+@pytest.fixture(scope="module")
+def fresh(mode):
+    """Real Gemma in ``mode`` storing nothing it reads (so no test changes it): each of its
+    answers reads the whole prompt. Shared by the tests of the file."""
+    backend = loaded_gemma(mode, prefix_tokens=0)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
+def reusing(mode):
+    """Real Gemma in ``mode`` keeping what it reads, with nothing kept yet."""
+    backend = loaded_gemma(mode)
+    yield backend
+    backend.close()
 
 
 @pytest.mark.real_model
-@pytest.mark.parametrize("mode", ["batched", "naive"])
-def test_gemma_continues_a_story_read_before_as_one_read_whole(mode):
+@pytest.mark.parametrize("mode", ["batched", "naive"], scope="module")
+def test_gemma_continues_a_story_read_before_as_one_read_whole(fresh, reusing):
     from cyoa.generation.types import Sampling
 
-    fresh, reusing = gemma_pair(mode)
     round_1 = "Nobody in the town had seen the sun for three days."
     round_2 = round_1 + " The baker said it was a sign, and nobody laughed."
     sampling = Sampling(max_new_tokens=16)
@@ -317,12 +329,11 @@ def test_gemma_continues_a_story_read_before_as_one_read_whole(mode):
 
 
 @pytest.mark.real_model
-@pytest.mark.parametrize("mode", ["batched", "naive"])
-def test_a_kept_suggestion_is_not_read_again_by_the_model_that_wrote_it(mode):
+@pytest.mark.parametrize("mode", ["batched", "naive"], scope="module")
+def test_a_kept_suggestion_is_not_read_again_by_the_model_that_wrote_it(fresh, reusing):
     from cyoa.generation.types import Sampling
     from cyoa.generation.weights import ensure_converted, load_tokenizer
 
-    fresh, reusing = gemma_pair(mode)
     tokenizer = load_tokenizer(ensure_converted(*real_gemma(), log=lambda _: None))
     round_1 = "Nobody in the town had seen the sun for three days."
     sampling = Sampling(max_new_tokens=16)

@@ -55,6 +55,9 @@ def server(tmp_path):
     """The app with a researcher account, and a story per packaged model (one prompt, three
     sentences, the same seeds) written by ``generate-stories`` with the real models."""
     srv = Server(tmp_path)
+    # Each rater answers 30 to 46 questions within seconds, faster than the default limit
+    # lets a person (1 a second after 30); the page's resending when limited has its own test.
+    srv.env["CYOA_RATER_ACTION_BURST"] = "1000"
     db = store.connect(srv.db)
     store.init_db(db)
     create_researcher(db, "alice", RESEARCHER_PASSWORD)

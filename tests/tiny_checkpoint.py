@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -71,9 +72,25 @@ def save_tiny_checkpoint(folder: Path, tokenizer: Path, seed: int = 0) -> Path:
     return folder
 
 
+# The GGUF files written so far in this test process, by seed: each is built once (tens of
+# seconds: SmolLM2's packaged file is assembled and its 49,152-token vocabulary copied entry by
+# entry) and copied afterwards. Removed when the process ends.
+_BUILT_GGUF = tempfile.TemporaryDirectory(prefix="cyoa-tiny-gguf-")
+
+
 def save_tiny_gguf(path: Path, seed: int = 0) -> Path:
     """The tiny model as a float32 GGUF file at ``path`` (llama architecture), with SmolLM2's
-    tokenizer: the tokenizer entries of the packaged GGUF file, copied."""
+    tokenizer: the tokenizer entries of the packaged GGUF file, copied. The same bytes for
+    the same ``seed``."""
+    built = Path(_BUILT_GGUF.name) / f"seed-{seed}" / "tiny.gguf"
+    if not built.is_file():
+        built.parent.mkdir()
+        _write_tiny_gguf(built, seed)
+    shutil.copyfile(built, path)
+    return path
+
+
+def _write_tiny_gguf(path: Path, seed: int) -> None:
     from gguf import GGUFReader, GGUFWriter
 
     source = GGUFReader(os.fspath(locate_gguf(SMOL, path.parent)))
@@ -116,7 +133,6 @@ def save_tiny_gguf(path: Path, seed: int = 0) -> Path:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return path
 
 
 def _copy_field(writer, field) -> None:
