@@ -10,8 +10,7 @@ Accepted forms:
   dialect reads (``postgresql+psycopg://``).
 
 The app and every verb work on either (:attr:`DatabaseLocation.setting` is what they keep
-and connect with); :func:`sqlite_path` is for the few things that need the file itself, and
-refuses a PostgreSQL URL with a sentence.
+and connect with).
 """
 
 from __future__ import annotations
@@ -68,20 +67,6 @@ def parse_database(value: str | Path) -> DatabaseLocation:
         f"CYOA_DATABASE starts with '{scheme}://', which CYOA cannot use: give a SQLite file "
         f"path or a PostgreSQL URL such as {EXAMPLE_URL}."
     )
-
-
-def sqlite_path(value: str | Path, purpose: str = "This command") -> Path:
-    """The SQLite file ``value`` names, for ``purpose``, which needs the file itself. A
-    PostgreSQL URL is refused with a sentence; anything else :func:`parse_database` refuses
-    is too."""
-    location = parse_database(value)
-    if location.kind != "sqlite" or location.path is None:
-        raise DatabaseSettingError(
-            f"{purpose} needs a SQLite file, and the database is a PostgreSQL server "
-            f"({location}): give a SQLite file path, or use PostgreSQL's own tools "
-            "(pg_dump, pg_restore)."
-        )
-    return location.path
 
 
 def redacted(url: str) -> str:

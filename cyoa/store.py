@@ -2,7 +2,7 @@
 (experiments, researchers, evaluation details, plans).
 
 Every module reaches the database through :func:`connect`, which hands out the data-access
-layer :class:`cyoa.db.facade.Db` (docs/deployment.md, "PostgreSQL: status"). SQLite's
+layer :class:`cyoa.db.facade.Db` (docs/deployment.md, "PostgreSQL: how it is built"). SQLite's
 migration chain (:data:`MIGRATIONS`, the version in ``PRAGMA user_version``) is the one part
 that speaks SQLite itself: its steps run on a sqlite-utils ``Database`` over the connection of
 the migrating transaction, so databases from every earlier version keep upgrading step by

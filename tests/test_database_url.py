@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from cyoa import create_app, store
 from cyoa.cli import cli
-from cyoa.database_url import DatabaseSettingError, parse_database, redacted, sqlite_path
+from cyoa.database_url import DatabaseSettingError, parse_database, redacted
 
 ROOT = Path(__file__).resolve().parent.parent
 URL = "postgresql://cyoa:s3cret@db.example.org:5432/study"
@@ -35,7 +35,6 @@ URL = "postgresql://cyoa:s3cret@db.example.org:5432/study"
 def test_a_path_or_a_sqlite_url_names_a_sqlite_file(value, path):
     location = parse_database(value)
     assert (location.kind, location.path) == ("sqlite", path)
-    assert sqlite_path(value) == path
 
 
 @pytest.mark.parametrize(
@@ -76,14 +75,6 @@ def test_a_value_that_names_no_usable_database_is_answered_with_a_sentence(value
         parse_database(value)
     assert sentence in str(error.value)
     assert "s3cret" not in str(error.value)
-
-
-def test_what_needs_a_sqlite_file_refuses_a_postgresql_url_with_a_sentence():
-    with pytest.raises(DatabaseSettingError) as error:
-        sqlite_path(URL, "SQLite's online backup")
-    message = str(error.value)
-    assert "SQLite's online backup needs a SQLite file" in message
-    assert "s3cret" not in message
 
 
 def test_the_app_runs_on_a_postgresql_url_and_creates_its_schema(postgres_url):
