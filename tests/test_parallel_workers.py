@@ -33,6 +33,8 @@ def seen_in_a_test(pytester, monkeypatch, tmp_path):
     """Runs one test with pytest and these options; the thread settings it saw."""
     for name in THREAD_SETTINGS:
         monkeypatch.delenv(name, raising=False)
+    # Under `make test` this test itself runs in a worker, whose mark the run below must not see.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     here = os.path.dirname(__file__)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("SEEN_FILE", str(tmp_path / "seen.json"))
@@ -51,7 +53,9 @@ def test_each_of_two_workers_runs_torch_openmp_and_blas_on_one_thread(seen_in_a_
 
 
 def configure(monkeypatch, numprocesses: int | None, worker: str | None = None) -> None:
-    if worker is not None:
+    if worker is None:  # under `make test` the test itself runs in a worker
+        monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    else:
         monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
     parallel_workers.pytest_configure(
         SimpleNamespace(option=SimpleNamespace(numprocesses=numprocesses))
