@@ -276,7 +276,9 @@ def test_a_judge_in_the_long_format_joins_an_aiss_study_as_its_own_panel(tmp_pat
 def test_raters_stored_before_panels_existed_become_the_human_panel(tmp_path):
     db = store.connect(tmp_path / "old.sqlite")
     with store.write_transaction(db):
-        store.migrate(db, store.MIGRATIONS[:-1])
+        store.migrate(db, store.MIGRATIONS[: store.MIGRATIONS.index(store._panels)])
+    assert "panel" not in {c.name for c in db.table("raters").columns}
+    db.forget_tables()
     db.insert(
         "experiments",
         {"id": "old", "title": "old", "status": "closed", "spec": "{}", "kind": "rating"},
