@@ -100,8 +100,13 @@ def test_the_app_on_a_server_that_does_not_answer_says_which_and_what_to_check()
     assert "s3cret" not in message
 
 
-def test_a_verb_on_a_server_that_does_not_answer_says_so_without_a_traceback():
-    result = CliRunner().invoke(cli, ["--db", closed_port_url(), "links"])
+@pytest.mark.parametrize(
+    "verb",
+    [["links"], ["analyze", "demo"], ["export", "demo", "--format", "csv", "--out", "x.csv"]],
+    ids=["links", "analyze", "export"],
+)
+def test_a_verb_on_a_server_that_does_not_answer_says_so_without_a_traceback(verb):
+    result = CliRunner().invoke(cli, ["--db", closed_port_url(), *verb])
     assert result.exit_code == 1
     assert "is the server running" in result.output
     assert "Traceback" not in result.output and "s3cret" not in result.output

@@ -10,6 +10,7 @@ from flask.cli import ScriptInfo
 
 from cyoa import create_app, store
 from cyoa.database_url import DatabaseLocation, DatabaseSettingError, parse_database
+from cyoa.db.engine import check_reachable
 from cyoa.db.facade import Db
 from cyoa.paths import ROOT
 
@@ -68,6 +69,7 @@ def open_existing(ctx: click.Context) -> Db:
         raise click.ClickException(f"There is no database at {place}: check --db.")
     db = store.connect(place.setting)
     try:
+        check_reachable(db.engine)
         if place.kind == "postgresql" and "experiments" not in db.table_names():
             raise click.ClickException(
                 f"The PostgreSQL database {place} has no CYOA tables: check --db, or create "
