@@ -482,6 +482,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument("--real-models", action="store_true")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=180.0,
+        help="seconds to wait at most for the machine's load to settle before starting",
+    )
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     args.pace = Pace(factor=args.pace)
@@ -490,7 +496,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    started = settled_load()
+    started = settled_load(args.settle)
     try:
         run = run_config(args)
     except RuntimeError as error:  # the deployment refused to start: say why, no traceback

@@ -30,6 +30,9 @@ from cyoa.db.facade import Db
 DEBIAN_BINARIES = Path("/usr/lib/postgresql")
 DUMP_HEADER = b"PGDMP"
 
+# The schema version PostgreSQL support began at; the migrations bring later ones up to date.
+FIRST_POSTGRESQL_VERSION = 10
+
 
 def backup_postgresql(location: DatabaseLocation, target: Path) -> int:
     """Dump the CYOA database at ``location`` into the new file ``target`` while the app may
@@ -63,7 +66,7 @@ def restore_postgresql(
     url, env = libpq_url(location)
     command = [str(tool("pg_restore")), "--clean", "--if-exists", "--no-owner"]
     command += ["--single-transaction", f"--dbname={url}", str(source)]
-    db.close()
+    db.dispose()  # pg_restore --clean drops tables: this process's idle connections go first
     _run(command, env, f"pg_restore could not restore {source} into {location}")
     db.forget_tables()
     store.init_db(db)
@@ -93,14 +96,15 @@ def dump_version(path: Path) -> int:
         )
     data = [str(tool("pg_restore")), "--data-only", "--table=schema_version", "--file=-"]
     version = _copied_version(_run([*data, str(path)], None, unreadable))
-    if version != store.SCHEMA_VERSION:
+    if version > store.SCHEMA_VERSION:
         raise BackupError(
-            f"{path} has schema version {version} and this CYOA has {store.SCHEMA_VERSION}: "
-            + (
-                "update CYOA (git pull) before restoring it."
-                if version > store.SCHEMA_VERSION
-                else "restore it with the CYOA that wrote it."
-            )
+            f"{path} has schema version {version}, newer than this CYOA's "
+            f"({store.SCHEMA_VERSION}): update CYOA (git pull) before restoring it."
+        )
+    if version < FIRST_POSTGRESQL_VERSION:
+        raise BackupError(
+            f"{path} has schema version {version}, older than any CYOA that ran on "
+            f"PostgreSQL ({FIRST_POSTGRESQL_VERSION}): choose a CYOA backup."
         )
     return version
 

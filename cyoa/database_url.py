@@ -15,10 +15,11 @@ and connect with).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 POSTGRESQL_SCHEMES = ("postgresql", "postgresql+psycopg", "postgres")
 EXAMPLE_URL = "postgresql://cyoa:PASSWORD@db.example.org:5432/cyoa"
@@ -70,13 +71,15 @@ def parse_database(value: str | Path) -> DatabaseLocation:
 
 
 def redacted(url: str) -> str:
-    """``url`` with its password replaced by ``***``, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """``url`` with its password replaced by ``***``, for messages and logs: the text between
+    the user name and the last ``@`` (read from the text itself, so a password holding ``/``,
+    ``#`` or ``?`` is hidden too), and a ``password=`` parameter."""
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        userinfo, host = rest.rsplit("@", 1)
+        if ":" in userinfo:
+            url = f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
+    return re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", url)
 
 
 def _sqlite_url(text: str) -> DatabaseLocation:
@@ -92,8 +95,14 @@ def _sqlite_url(text: str) -> DatabaseLocation:
 
 def _postgresql_url(text: str) -> DatabaseLocation:
     """A PostgreSQL URL with a host (or a socket folder in ``?host=``) and a database name."""
-    parts = urlsplit(text)
     shown = redacted(text)
+    rest = text.split("://", 1)[1]
+    if "@" in rest and any(c in rest.rsplit("@", 1)[0] for c in "/?#"):
+        raise DatabaseSettingError(
+            f"The user name or password in {shown} holds '/', '?' or '#': percent-encode them "
+            "(%2F, %3F, %23), or leave the password out of the URL and give it in PGPASSWORD."
+        )
+    parts = urlsplit(text)
     try:
         _ = parts.port  # urlsplit checks the port only when asked for it
     except ValueError:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
 from cyoa import backup, backup_postgresql, kinds, store
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.research.replay import build_replay
@@ -101,7 +103,7 @@ def migrate(
             copied = copy_tables(source_db, target_db, progress)
         except BaseException:
             if created and target.path is not None:
-                target_db.close()
+                store.forget(target.path)
                 backup.remove_database(target.path)
             raise
         return Moved(copied, version, check_copy(source_db, target_db, before))
@@ -117,7 +119,14 @@ def copy_tables(source: Db, target: Db, progress: Callable[[str, int], None]) ->
             rows = 0
             if name in present:
                 for batch in source.batches_in_key_order(name, BATCH_ROWS):
-                    target.insert_all(name, batch)
+                    try:
+                        target.insert_all(name, batch)
+                    except sa.exc.DBAPIError as error:  # a row the target refuses
+                        reason = str(error.orig).strip().splitlines()[0]
+                        raise MigrationError(
+                            f"The target refused a row of {name} ({reason}): fix that row in "
+                            "the source, then move it again into an empty target."
+                        ) from None
                     rows += len(batch)
             copied[name] = rows
             progress(name, rows)
@@ -226,11 +235,10 @@ def _opened_source(location: DatabaseLocation) -> Iterator[tuple[Db, int]]:
     with tempfile.TemporaryDirectory(prefix="cyoa-migrate-") as folder:
         upgraded = Path(folder) / "upgraded.sqlite"
         backup.upgraded_copy(location.path, upgraded)
-        db = store.connect(upgraded)
         try:
-            yield db, version
+            yield store.connect(upgraded), version
         finally:
-            db.close()
+            store.forget(upgraded)  # the folder is removed next
 
 
 def _postgresql_version(db: Db, location: DatabaseLocation) -> int:

@@ -122,7 +122,7 @@ def test_the_page_keeps_each_configurations_latest_run_and_marks_a_busy_machine(
 def test_a_tiny_run_holds_its_participants_and_loses_nothing(tmp_path):
     main(
         ["--config", "sqlite-1", "--steps", "4", "--hold", "3", "--pace", "0.02",
-         "--client-processes", "1", "--results", str(tmp_path)]
+         "--client-processes", "1", "--settle", "0", "--results", str(tmp_path)]
     )  # fmt: skip
     (result,) = json.loads((tmp_path / "capacity.json").read_text()).values()
     (step,) = result["steps"]

@@ -146,3 +146,17 @@ def test_a_verb_on_a_postgresql_url_works_and_never_shows_the_password(postgres_
     assert result.exit_code == 0, result.output
     assert "Database ready: postgresql+psycopg://postgres:***@127.0.0.1" in result.output
     assert "s3cret" not in result.output
+
+
+@pytest.mark.parametrize("delimiter", ["/", "#", "?"])
+def test_a_password_holding_a_url_s_delimiters_is_hidden_and_asked_to_be_encoded(delimiter):
+    url = f"postgresql://cyoa:zq{delimiter}xv9@db.example.org:5432/cyoa"
+    assert "xv9" not in redacted(url)
+    with pytest.raises(DatabaseSettingError) as error:
+        parse_database(url)
+    assert "percent-encode" in str(error.value) and "xv9" not in str(error.value)
+
+
+def test_a_password_given_as_a_parameter_is_hidden():
+    shown = redacted("postgresql://cyoa@db/cyoa?sslmode=require&password=s3cret")
+    assert shown == "postgresql://cyoa@db/cyoa?sslmode=require&password=***"

@@ -233,3 +233,14 @@ def test_a_bad_source_or_target_is_refused_with_a_sentence(
     assert "Traceback" not in result.output
     assert "secret" not in result.output
     assert not (tmp_path / "copy.sqlite").exists()
+
+
+def test_a_row_postgresql_refuses_is_named_and_the_target_stays_empty(small, postgres_url):
+    db = store.connect(small)
+    db.execute("UPDATE experiments SET title = ? WHERE id = 'exp'", ["Lighthouse\x00 stories"])
+    result = run(small, "migrate-db", "--to", postgres_url)
+    assert result.exit_code == 1
+    assert "The target refused a row of experiments" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    target = store.connect(postgres_url)
+    assert target.execute("SELECT count(*) FROM experiments").fetchone()[0] == 0

@@ -228,6 +228,10 @@ def test_a_resent_answer_is_recorded_once(study):
         ({"type": "rater_started", "payload": {}}, {"X-CYOA-Action": "1"}, 409, "malformed"),
         ({"type": "answer_given", "payload": {"story": "s1", "item": "1", "value": "\ud800"}},
          {"X-CYOA-Action": "1"}, 400, "cannot be saved"),
+        ({"type": "answer_given", "payload": {"story": "s1", "item": "1", "value": "3",
+          "rationale": "Because\x00 it is"}}, {"X-CYOA-Action": "1"}, 409, "cannot be saved"),
+        ({"type": "answer_given", "action_id": "a\x00", "payload": {"story": "s1", "item": "1",
+          "value": "3"}}, {"X-CYOA-Action": "1"}, 409, "cannot be saved"),
     ],
 )  # fmt: skip
 def test_every_bad_action_gets_a_sentence_not_a_traceback(study, body, headers, status, message):

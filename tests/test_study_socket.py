@@ -102,6 +102,12 @@ def test_suggestions_stream_to_the_writer_as_they_are_generated(make_app):
         assert all(a == b[: len(a)] for a, b in zip(texts, texts[1:], strict=False))
 
 
+def test_a_line_holding_a_nul_character_gets_a_sentence_on_both_databases(writer):
+    ack = writer.act("line_submitted", {"text": "The ferry\x00 left the island."})
+    assert ack["ok"] is False and "cannot be saved (NUL)" in ack["error"]
+    assert writer.act("line_submitted", {"text": "The ferry left the island."})["ok"]
+
+
 def test_the_writer_never_sees_which_model_is_in_which_slot(writer):
     writer.act("line_submitted", {"text": "The clock struck thirteen at noon."})
     state = writer.wait_for("choosing")

@@ -119,12 +119,17 @@ class AppProcess:
             except requests.RequestException:
                 return False
 
-        wait_until(up, 60, f"the worker on {self.url}")
+        # Generous: beside another xdist worker a start has taken over 30 s.
+        wait_until(up, 120, f"the worker on {self.url}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(timeout=10)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # never leave a server behind
+                self.proc.kill()
+                self.proc.wait(timeout=10)
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ from cyoa.cowriting.flow import (
 from cyoa.cowriting.spec import Experiment, validate_survey
 from cyoa.db.transactions import write_transaction
 from cyoa.web.completion import shown_code
-from cyoa.web.participants import new_completion_code, new_token
+from cyoa.web.participants import NUL_SENTENCE, holds_nul, new_completion_code, new_token
 
 # Actions a browser may send; everything else (suggestion results) comes from the server.
 WRITER_ACTIONS = frozenset(
@@ -239,6 +239,8 @@ class Study:
             or not client_action_id.isprintable()
         ):
             raise RuleError("The request was malformed. Please reload the page.")
+        if holds_nul(payload):
+            raise RuleError(NUL_SENTENCE)
         client_action_id = client_action_id or None  # an empty id is no id
         db = self.db()
         try:

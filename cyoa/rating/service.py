@@ -25,7 +25,7 @@ from cyoa.rating.flow import Event, Questions, RaterState, RuleError, apply, che
 from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import QualitySpec, quality_spec
 from cyoa.rating.stories import StoryRecord
-from cyoa.web.participants import new_completion_code, new_token
+from cyoa.web.participants import NUL_SENTENCE, holds_nul, new_completion_code, new_token
 
 CLIENT_ACTION_ID_MAX = 64
 # For experiments stored before first_answer_minutes existed (cyoa.rating.spec.DEFAULTS).
@@ -155,6 +155,8 @@ class RatingStudy:
             raise RuleError("The request was malformed. Please reload the page.")
         if not isinstance(event_type, str) or event_type in ("rater_started",):
             raise RuleError("The request was malformed. Please reload the page.")
+        if holds_nul([client_action_id, payload]):
+            raise RuleError(NUL_SENTENCE)
         db = self.db()
         try:
             with write_transaction(db, lock=("rater", exp.id, rater_id)):

@@ -207,3 +207,19 @@ def too_many_starts(experiment: Any) -> Response | None:
     response = make_response(page, 429)
     response.headers["Retry-After"] = str(math.ceil(wait))
     return response
+
+
+NUL_SENTENCE = "Your text holds a character that cannot be saved (NUL): please remove it."
+
+
+def holds_nul(value: Any) -> bool:
+    """Whether a participant's message holds a NUL character anywhere (a string, or inside a
+    list or mapping): PostgreSQL's text columns cannot store one (SQLite can), so the action
+    is refused with a sentence on both databases rather than failing on one."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(holds_nul(k) or holds_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(holds_nul(v) for v in value)
+    return False
