@@ -49,6 +49,7 @@ import socketio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.deployment import FAKE_CARD  # noqa: E402 (after the path)
 from bench.load import (  # noqa: E402
     EXPERIMENT,
     NO_PAUSES,
@@ -65,22 +66,10 @@ from bench.load import (  # noqa: E402
 )
 
 TARGET_RATIO = 1.5
-# A fake model for the ``--models fake`` runs: 20 words at 0.05 s each, about a second a
-# suggestion, with no CPU of its own, so the waits are the server's overhead alone.
-FAKE_CARD = """name = "{name}"
-display_name = "Fake model {name} (benchmarks and tests only)"
-backend = "fake"
-version = "fake-1"
-
-[sampling]
-top_k = 40
-top_p = 1.0
-temperature = 1.0
-max_new_tokens = 40
-
-[options]
-delay_seconds = 0.05
-"""
+# The fake models of the ``--models fake`` runs (bench/deployment.py's card): 20 words at
+# 0.05 s each, about a second a suggestion, with no CPU of their own, so the waits are the
+# server's overhead alone.
+FAKE_DELAY_SECONDS = 0.05
 FAKE_EXPERIMENT = """id = "fake-flood"
 title = "Fake models for the flood benchmark"
 consent = "Benchmark."
@@ -347,7 +336,9 @@ def main(argv: list[str] | None = None) -> None:
         models = workdir / "fake-models"
         models.mkdir()
         for name in ("fake-a", "fake-b"):
-            (models / f"{name}.toml").write_text(FAKE_CARD.format(name=name))
+            (models / f"{name}.toml").write_text(
+                FAKE_CARD.format(name=name, delay=FAKE_DELAY_SECONDS)
+            )
         (workdir / "fake-experiments").mkdir()
         (workdir / "fake-experiments" / "fake-flood.toml").write_text(FAKE_EXPERIMENT)
         env_extra["CYOA_MODELS_DIR"] = str(models)

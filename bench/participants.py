@@ -17,6 +17,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,38 @@ class Ledger:
 
 class ParticipantError(RuntimeError):
     """The server refused an action, or never acknowledged it."""
+
+
+def until_acknowledged(
+    ledger: Ledger,
+    kind: str,
+    message: dict[str, Any],
+    send: Callable[[dict[str, Any]], dict[str, Any] | None],
+    failover: Callable[[], None],
+) -> dict[str, Any]:
+    """Send ``message`` (which carries its client action id) until it is acknowledged as
+    stored, as the pages do: ``send`` returns the reply, or None when the process is gone
+    (then ``failover()`` and the same message again); a ``retry`` reply is sent again after a
+    pause; a refusal raises :class:`ParticipantError`. The sends and the latency from the
+    first send go in ``ledger`` (a latency of None: never acknowledged)."""
+    start, sends = time.monotonic(), 0
+    try:
+        while True:
+            sends += 1
+            reply = send(message)
+            if reply is None:
+                failover()
+            elif reply.get("retry"):
+                time.sleep(RETRY_PAUSE_SECONDS)
+            elif not reply.get("ok"):
+                raise ParticipantError(f"{kind} refused: {reply.get('error')}")
+            else:
+                latency = time.monotonic() - start
+                ledger.add(Sent(kind, message["action_id"], latency, sends, start))
+                return reply
+    except Exception:
+        ledger.add(Sent(kind, message["action_id"], None, sends, start))
+        raise
 
 
 def consent(http: requests.Session, url: str, path: str, fields: dict[str, str]) -> str:
@@ -120,27 +153,9 @@ class Writer:
     def act(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         """Send one action until it is acknowledged as stored; returns the ack."""
         data = {"type": kind, "payload": payload, "action_id": uuid.uuid4().hex}
-        start, sends = time.monotonic(), 0
-        try:
-            while True:
-                sends += 1
-                ack = self._send(data)
-                if ack is None:
-                    self.failover()
-                elif ack.get("retry"):
-                    time.sleep(RETRY_PAUSE_SECONDS)
-                elif not ack.get("ok"):
-                    raise ParticipantError(f"{kind} refused: {ack.get('error')}")
-                else:
-                    latency = time.monotonic() - start
-                    self.ledger.add(
-                        Sent(f"writer/{kind}", data["action_id"], latency, sends, start)
-                    )
-                    self._on_state(ack["state"])
-                    return ack
-        except Exception:
-            self.ledger.add(Sent(f"writer/{kind}", data["action_id"], None, sends, start))
-            raise
+        ack = until_acknowledged(self.ledger, f"writer/{kind}", data, self._send, self.failover)
+        self._on_state(ack["state"])
+        return ack
 
     def _send(self, data: dict[str, Any]) -> dict[str, Any] | None:
         """The ack of one sending, or None when the connection was lost before it came."""
@@ -232,24 +247,11 @@ class Rater:
     def act(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         """Post one action until it is acknowledged as stored; returns the reply."""
         body = {"action_id": uuid.uuid4().hex, "type": kind, "payload": payload}
-        start, sends = time.monotonic(), 0
-        try:
-            while True:
-                sends += 1
-                reply = self._post(body)
-                if reply is None:
-                    self.at = (self.at + 1) % len(self.urls)
-                elif reply.get("retry"):
-                    time.sleep(RETRY_PAUSE_SECONDS)
-                elif not reply.get("ok"):
-                    raise ParticipantError(f"{kind} refused: {reply.get('error')}")
-                else:
-                    latency = time.monotonic() - start
-                    self.ledger.add(Sent(f"rater/{kind}", body["action_id"], latency, sends, start))
-                    return reply
-        except Exception:
-            self.ledger.add(Sent(f"rater/{kind}", body["action_id"], None, sends, start))
-            raise
+        return until_acknowledged(self.ledger, f"rater/{kind}", body, self._post, self._next)
+
+    def _next(self) -> None:
+        """Go on with the next process (the same cookie: the rater's work is in the database)."""
+        self.at = (self.at + 1) % len(self.urls)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any] | None:
         try:

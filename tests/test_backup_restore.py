@@ -153,10 +153,13 @@ def test_restore_refuses_a_database_in_use_unless_forced(study, tmp_path):
     assert forced.exit_code == 0, forced.output
 
 
-def test_a_backup_never_overwrites_a_file(study, tmp_path):
-    backup = tmp_path / "backup.sqlite"
+@pytest.mark.parametrize(
+    ("database", "name"), [("study", "backup.sqlite"), ("postgres_study", "study.dump")]
+)
+def test_a_backup_never_overwrites_a_file(request, tmp_path, database, name):
+    backup = tmp_path / name
     backup.write_text("precious")
-    result = run(study, "backup", str(backup))
+    result = run(request.getfixturevalue(database), "backup", str(backup))
     assert result.exit_code == 1
     assert "already exists: a backup never overwrites a file" in result.output
     assert backup.read_text() == "precious"
@@ -290,15 +293,6 @@ def test_a_postgresql_restore_over_a_cyoa_database_needs_force(postgres_study, t
     forced = run(postgres_study, "restore", str(dump), "--force")
     assert forced.exit_code == 0, forced.output
     assert db.execute("SELECT count(*) FROM judgements").fetchone()[0] > 0
-
-
-def test_a_postgresql_backup_never_overwrites_a_file(postgres_study, tmp_path):
-    dump = tmp_path / "study.dump"
-    dump.write_text("precious")
-    result = run(postgres_study, "backup", str(dump))
-    assert result.exit_code == 1
-    assert "already exists: a backup never overwrites a file" in result.output
-    assert dump.read_text() == "precious"
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import Writer
+from conftest import SURVEY_ANSWERS, Writer
 
 from cyoa import migrate_db, store
 from cyoa.cli import cli
@@ -23,15 +23,6 @@ from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment
 from tests.test_rating_dashboard import open_study, rate_everything
 
 SCALES = Path(__file__).parent / "data" / "scales"
-SURVEY = {
-    "happy": 4,
-    "collaborative": 5,
-    "useful": 3,
-    "connected": 2,
-    "ideas": 1,
-    "why_chosen": "The one that fit the mood.",
-    "looking_for": "Surprises.",
-}
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +64,7 @@ def add_cowriting(path: Path) -> None:
     db = store.connect(path)
     make_experiment(db, "exp")
     for n, chosen in enumerate((FIRST, SECOND, FIRST, FIRST)):
-        add_writer(db, f"w{n}", edited((FIRST, SECOND), chosen, f"w{n}"), survey=SURVEY)
+        add_writer(db, f"w{n}", edited((FIRST, SECOND), chosen, f"w{n}"), survey=SURVEY_ANSWERS)
     add_writer(db, "quitter", story((FIRST, SECOND), SECOND, "quitter")[:2])
 
 

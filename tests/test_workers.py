@@ -8,7 +8,6 @@ import itertools
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -16,12 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-import redis
 import requests
 import socketio
 import sqlalchemy as sa
 from conftest import Writer, db_rows, write_setup
 
+from bench.deployment import free_port, redis_server, wait_until
 from cyoa import store
 from cyoa.cowriting import runner as runner_module
 from cyoa.cowriting import store as cowriting_store
@@ -32,22 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENT = "fake-ab"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 @pytest.fixture
 def redis_url(tmp_path):
     """A private redis-server on a free port: no persistence, its files in a temp folder."""
@@ -56,32 +39,10 @@ def redis_url(tmp_path):
 
 def start_redis(root: Path):
     """Start a private redis-server with its files under ``root``; yield its URL, then stop it."""
-    binary = shutil.which("redis-server")
-    if binary is None:
+    if shutil.which("redis-server") is None:
         pytest.fail("redis-server is missing: run `make redis` (apt-get install redis-server).")
-    port = free_port()
-    folder = root / "redis"
-    folder.mkdir()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-         "no", "--dir", str(folder)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-
-    def answers() -> bool:
-        try:
-            return bool(client.ping())
-        except redis.ConnectionError:
-            return False
-
-    wait_until(answers, 10, "redis-server to answer")
-    yield url
-    client.close()
-    proc.terminate()
-    proc.wait(timeout=10)
+    with redis_server(root / "redis") as url:
+        yield url
 
 
 class AppProcess:
