@@ -111,6 +111,51 @@ def test_a_judge_that_always_gives_the_others_answer_wins_against_every_rater():
     assert result.advantage_probability == 1.0
 
 
+def _criterion(wrong: int):
+    """Three raters on 40 stories (rater c off on every fourth) and a judge that gives the
+    majority answer except on the first ``wrong`` stories."""
+    truth = {f"s{n}": float(n % 2) for n in range(40)}
+    humans = {
+        "a": dict(truth),
+        "b": dict(truth),
+        "c": {s: (1 - v if n % 4 == 0 else v) for n, (s, v) in enumerate(truth.items())},
+    }
+    return humans, {s: (1 - v if n < wrong else v) for n, (s, v) in enumerate(truth.items())}
+
+
+def _by_by_hand(p_values: list[float]) -> list[float]:
+    """Benjamini–Yekutieli adjusted p-values written out: m·c(m)·p₍ⱼ₎/j, the running
+    minimum from the largest down, at most 1."""
+    m = len(p_values)
+    c = sum(1 / i for i in range(1, m + 1))
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * m, 1.0
+    for rank in range(m, 0, -1):
+        index = order[rank - 1]
+        running = min(running, m * c * p_values[index] / rank)
+        adjusted[index] = running
+    return adjusted
+
+
+def test_the_alt_test_corrects_per_criterion_as_the_authors_code_does_or_per_judge_on_request():
+    criteria = {"close": _criterion(6), "far": _criterion(15)}
+    score = {"close": "accuracy", "far": "accuracy"}
+    per_criterion = alt_tests(criteria, score)
+    per_judge = alt_tests(criteria, score, family="judge")
+    close = [test.p_value for test in per_criterion["close"].tests]
+    far = [test.p_value for test in per_criterion["far"].tests]
+    assert [t.p_adjusted for t in per_criterion["close"].tests] == pytest.approx(_by_by_hand(close))
+    assert [t.p_adjusted for t in per_judge["close"].tests + per_judge["far"].tests] == (
+        pytest.approx(_by_by_hand(close + far))
+    )
+    # Alone, the close criterion's three raters are all beaten (adjusted p 0.040 ≤ 0.05);
+    # corrected with the far criterion's three, two of them are not (0.108).
+    assert per_criterion["close"].passed and per_criterion["close"].winning_rate == 1.0
+    assert not per_judge["close"].passed and per_judge["close"].winning_rate == pytest.approx(1 / 3)
+    assert per_criterion["close"].family == "criterion" and per_judge["close"].family == "judge"
+    assert not per_criterion["far"].passed and not per_judge["far"].passed
+
+
 def test_the_alt_test_says_why_when_no_rater_judged_enough_units():
     humans = {"a": {"s1": 1.0, "s2": 0.0}, "b": {"s1": 1.0, "s2": 1.0}}
     result = alt_tests({"item": (humans, {"s1": 1.0, "s2": 0.0})}, {"item": "accuracy"})["item"]

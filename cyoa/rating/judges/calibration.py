@@ -36,7 +36,7 @@ References:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import krippendorff
 import numpy as np
@@ -44,7 +44,14 @@ import pandas as pd
 from scipy import stats
 
 from cyoa.rating.instruments.types import Instrument, Item
-from cyoa.rating.judges.alttest import EPSILON, MIN_INSTANCES, AltTest, Score, alt_tests
+from cyoa.rating.judges.alttest import (
+    EPSILON,
+    MIN_INSTANCES,
+    AltTest,
+    Family,
+    Score,
+    alt_tests,
+)
 from cyoa.rating.judges.measures import (
     BinaryScores,
     Kappa,
@@ -79,7 +86,9 @@ class ItemCalibration:
     """The judge against the reference on one item (or :data:`ALL_ITEMS`); ``kind`` is
     ``binary`` or ``likert``; ``unparsed`` the judge's answers without a value, ``missing``
     the reference's units the judge did not answer, ``ties`` units whose reference majority
-    is tied (left out)."""
+    is tied (left out). ``alt_test``: the alternative annotator test with the family asked
+    for; ``alt_test_other_family`` the same test corrected with the other family (None for
+    the pooled row, a family of its own either way)."""
 
     item: str
     label: str
@@ -94,6 +103,7 @@ class ItemCalibration:
     ceiling: Ceiling
     ceiling_per_rater: tuple[Ceiling, ...]
     alt_test: AltTest | None
+    alt_test_other_family: AltTest | None = None
 
 
 @dataclass(frozen=True)
@@ -332,13 +342,15 @@ def calibrate(
     as_no: bool = False,
     epsilon: float = EPSILON,
     min_instances: int = MIN_INSTANCES,
+    family: Family = "criterion",
     bootstrap: int = 1000,
     seed: int = 0,
 ) -> JudgeCalibration:
     """The judge ``judge`` (its verdicts ``candidate``) against the ``reference`` panel on
     ``instrument``'s scored items (see the module). Both frames have one row per rater ×
     story × item: ``story_id``, ``source``, ``rater_id``, ``item``, ``value`` (NaN for an
-    unparsed answer) and ``rationale``."""
+    unparsed answer) and ``rationale``. ``family``: the alternative annotator test's
+    correction family (:func:`~cyoa.rating.judges.alttest.alt_tests`)."""
     items = _scored_items(instrument)
     per_item: dict[str, _Units] = {}
     for item in items:
@@ -352,12 +364,18 @@ def calibrate(
     scores: dict[str, Score] = {
         item.id: "accuracy" if _kind(item) == "binary" else "neg_rmse" for item in items
     }
-    options = {"epsilon": epsilon, "min_instances": min_instances}
-    alts = alt_tests(
-        {name: _alt_inputs(units, True) for name, units in per_item.items()}, scores, **options
-    )
+    options = {"epsilon": epsilon, "min_instances": min_instances, "family": family}
+    inputs = {name: _alt_inputs(units, True) for name, units in per_item.items()}
+    alts = alt_tests(inputs, scores, **options)
+    other = "judge" if family == "criterion" else "criterion"
+    others = alt_tests(inputs, scores, **{**options, "family": other})
     calibrations = tuple(
-        _item_calibration(item.id, _label(item), per_item[item.id], alts[item.id], bootstrap, seed)
+        replace(
+            _item_calibration(
+                item.id, _label(item), per_item[item.id], alts[item.id], bootstrap, seed
+            ),
+            alt_test_other_family=others[item.id],
+        )
         for item in items
     )
     overall = None

@@ -67,7 +67,12 @@ def alt_cell(row: ItemCalibration) -> str:
     if test is None or test.passed is None:
         return "too few units"
     verdict = "passes" if test.passed else "fails"
-    return f"{verdict} (ω {num(test.winning_rate)}, ρ {num(test.advantage_probability)})"
+    cell = f"{verdict} (ω {num(test.winning_rate)}, ρ {num(test.advantage_probability)})"
+    other = row.alt_test_other_family
+    if other is not None and other.passed is not None and other.passed != test.passed:
+        corrected = "with every criterion" if other.family == "judge" else "per criterion"
+        cell += f"; {'passes' if other.passed else 'fails'} corrected {corrected}"
+    return cell
 
 
 def _row(judge: str, row: ItemCalibration) -> str:
@@ -99,8 +104,8 @@ def calibration_markdown(calibrations: tuple[JudgeCalibration, ...]) -> str:
         f"{'' if binary else ', quadratically weighted'}). The human ceiling is each human "
         "against the others' majority, pooled; beside it the judge against the same "
         "majorities. Alternative annotator test: Calderon et al. (2025), ε = "
-        f"{_epsilon(calibrations)}, Benjamini–Yekutieli across criteria. Unparsed verdicts "
-        "are left out and counted.",
+        f"{_epsilon(calibrations)}, Benjamini–Yekutieli {_family(calibrations)}. Unparsed "
+        "verdicts are left out and counted.",
         "",
         f"| judge | item | units | κ [95% CI] | {second} | human ceiling | judge in a human's "
         "place | alternative annotator test | unparsed |",
@@ -132,6 +137,16 @@ def calibration_markdown(calibrations: tuple[JudgeCalibration, ...]) -> str:
         for c in calibrations
     ]
     return "\n".join(lines) + "\n"
+
+
+def _family(calibrations: tuple[JudgeCalibration, ...]) -> str:
+    """Which p-values the alternative annotator test corrected together, in words."""
+    families = {
+        row.alt_test.family for c in calibrations for row in c.items if row.alt_test is not None
+    }
+    if families == {"judge"}:
+        return "over every criterion of a judge together"
+    return "within each criterion, as the authors' code does"
 
 
 def _epsilon(calibrations: tuple[JudgeCalibration, ...]) -> str:
