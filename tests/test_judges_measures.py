@@ -13,7 +13,7 @@ from statsmodels.stats.inter_rater import cohens_kappa
 
 from cyoa.rating.instruments import TTCW, Instrument, Item
 from cyoa.rating.judges.alttest import alignment, alt_tests, one_sided_p
-from cyoa.rating.judges.calibration import calibrate, kendall_tau_b
+from cyoa.rating.judges.calibration import calibrate, kendall_tau_b, tau_permutation_p
 from cyoa.rating.judges.measures import (
     binary_scores,
     cohen_kappa,
@@ -163,6 +163,13 @@ def test_the_alt_test_says_why_when_no_rater_judged_enough_units():
     assert result.skipped == ("a", "b")
 
 
+def test_tau_s_exact_permutation_p_is_scipy_s_exact_p_when_nothing_is_tied():
+    x, y = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [2.0, 1.0, 4.0, 3.0, 5.0, 7.0, 6.0]
+    p, method = tau_permutation_p(x, y)
+    assert p == pytest.approx(stats.kendalltau(x, y, method="exact").pvalue)
+    assert method == "exact permutation (5,040 orderings)"
+
+
 def test_kendall_s_tau_b_is_scipy_s_with_ties():
     x, y = [0.1, 0.4, 0.4, 0.9, 0.2], [1.0, 2.0, 3.0, 3.0, 0.5]
     assert kendall_tau_b(x, y) == pytest.approx(stats.kendalltau(x, y).statistic)
@@ -217,7 +224,45 @@ def test_the_system_level_compares_pass_rates_and_ranks_sources_alike():
     by_source = {row.source: row for row in system.rows}
     human_a = study.loc[study["source"] == "A", "value"].mean()
     assert by_source["A"].human == pytest.approx(human_a)
-    assert system.tau == 1.0 and system.ci_low is not None
+    assert system.tau == 1.0
+    # Two sources: both orderings are as extreme as the one seen.
+    assert system.p_value == 1.0 and system.ci_low is None
+
+
+def _ranked_sources(human: list[int], judge: list[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One TTCW test answered about twelve stories per source: source k passes ``human[k]``
+    of its stories by the humans and ``judge[k]`` by the judge."""
+    rows, verdicts = [], []
+    for k, (h, j) in enumerate(zip(human, judge, strict=True)):
+        for n in range(12):
+            story = f"{n}_S{k}"
+            rows.append((story, f"S{k}", "r0", "1", float(n < h), ""))
+            verdicts.append((story, f"S{k}", "judge", "1", float(n < j), ""))
+    columns = ["story_id", "source", "rater_id", "item", "value", "rationale"]
+    return pd.DataFrame(rows, columns=columns), pd.DataFrame(verdicts, columns=columns)
+
+
+def test_with_four_sources_tau_comes_with_its_exact_permutation_p_and_no_bootstrap_interval():
+    # Judge swaps the top two of four: τ = (5 − 1)/6 = 2/3. Of the 24 orderings, 1 has no
+    # discordant pair and 3 have one, and as many the other way: p = 8/24.
+    humans, judge = _ranked_sources([2, 4, 6, 8], [2, 4, 8, 6])
+    system = calibrate(TTCW, humans, judge, judge="j", bootstrap=200).system
+    assert system.tau == pytest.approx(2 / 3)
+    assert system.p_value == pytest.approx(1 / 3)
+    assert system.p_method.startswith("exact permutation (24 orderings)")
+    assert system.ci_low is None and system.ci_high is None
+    assert "fewer than 10" in system.interval_reason
+
+
+def test_with_twelve_sources_tau_has_a_bootstrap_interval_and_scipy_s_exact_p():
+    humans, verdicts = _ranked_sources(list(range(12)), [0, 2, 1, 3, 5, 4, 6, 8, 7, 9, 11, 10])
+    system = calibrate(TTCW, humans, verdicts, judge="j", bootstrap=200).system
+    rates = ([row.human for row in system.rows], [row.judge for row in system.rows])
+    expected = stats.kendalltau(*rates, method="exact")
+    assert system.tau == pytest.approx(expected.statistic)
+    assert system.p_value == pytest.approx(expected.pvalue)
+    assert system.ci_low is not None and system.ci_low <= system.tau <= system.ci_high
+    assert system.interval_reason is None
 
 
 def test_the_disagreement_table_shows_unanimous_humans_overruled_with_both_rationales():

@@ -9,7 +9,12 @@ from typing import Any
 
 from cyoa.db.facade import Db
 from cyoa.rating.analysis.data import RatingData, load_ratings
-from cyoa.rating.judges.calibration import ItemCalibration, JudgeCalibration, calibrate
+from cyoa.rating.judges.calibration import (
+    ItemCalibration,
+    JudgeCalibration,
+    SystemLevel,
+    calibrate,
+)
 from cyoa.rating.judges.store import judge_panels
 
 
@@ -75,6 +80,20 @@ def alt_cell(row: ItemCalibration) -> str:
     return cell
 
 
+def tau_cell(system: SystemLevel) -> str:
+    """Kendall's τ of the system level with its 95% interval where there is one, and its
+    permutation p: "0.67 (p 0.333, exact permutation (24 orderings); no interval: …)"; "–
+    (why)" when τ is undefined."""
+    if system.tau is None:
+        return f"– ({system.reason})"
+    interval = (
+        f" [{num(system.ci_low)}, {num(system.ci_high)}]" if system.ci_low is not None else ""
+    )
+    p = f"p {num(system.p_value, 3)}, {system.p_method}" if system.p_value is not None else ""
+    why = f"; no interval: {system.interval_reason}" if system.interval_reason else ""
+    return f"{num(system.tau)}{interval} ({p}{why})" if p or why else f"{num(system.tau)}{interval}"
+
+
 def _row(judge: str, row: ItemCalibration) -> str:
     scores = row.scores
     second = (
@@ -116,16 +135,12 @@ def calibration_markdown(calibrations: tuple[JudgeCalibration, ...]) -> str:
         lines += [_row(calibration.judge, row) for row in rows]
     lines += [
         "",
-        "| judge | source | humans | judge | Kendall's τ [95% CI] |",
+        "| judge | source | humans | judge | Kendall's τ [95% CI] (permutation p) |",
         "|---|---|---|---|---|",
     ]
     for calibration in calibrations:
         system = calibration.system
-        tau = (
-            f"{num(system.tau)} [{num(system.ci_low)}, {num(system.ci_high)}]"
-            if system.tau is not None
-            else "–"
-        )
+        tau = tau_cell(system)
         lines += [
             f"| {calibration.judge} | {row.source} | {num(row.human)} | {num(row.judge)} | {tau} |"
             for row in system.rows
