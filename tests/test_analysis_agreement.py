@@ -3,6 +3,7 @@ hand on small examples."""
 
 import math
 import warnings
+from dataclasses import replace
 
 import krippendorff
 import numpy as np
@@ -15,6 +16,7 @@ from cyoa.rating.analysis.agreement import (
     ALL_SOURCES,
     ALPHA_MIN,
     MIN_STORIES,
+    ItemAgreement,
     agreement_table,
     exact_agreement,
     fleiss_kappa,
@@ -24,7 +26,7 @@ from cyoa.rating.analysis.agreement import (
     value_counts,
 )
 from cyoa.rating.analysis.ratings import analyze_ratings
-from cyoa.rating.analysis.render import render_rating_analysis
+from cyoa.rating.analysis.render import alpha_cell, render_rating_analysis
 from cyoa.rating.instruments import instrument_from_spec
 
 # Three raters, four stories, Yes = 1 / No = 0.
@@ -289,6 +291,19 @@ def test_replicates_without_alpha_are_counted_and_warned_about():
         f"{missed} of 1,000 bootstrap replicates had a single value and no α: left out."
         in result.warnings
     )
+
+
+def test_an_alpha_whose_interval_dropped_replicates_says_how_many_it_kept_beside_the_number():
+    # 19 of 20 stories unanimous (as above): about 365 of 1,000 replicates have no α. The
+    # cell the dashboard, analyze and the card print says so where the number is.
+    units = [[1, 1]] * 19 + [[1, 0]]
+    alpha = krippendorff_alpha(units, "nominal", [0, 1], bootstrap=1000, seed=0)
+    entry = ItemAgreement("1", ALL_SOURCES, "yes_no", alpha, None, exact_agreement(units))
+    assert alpha_cell(entry).endswith(f" ({alpha.valid_resamples:,} of 1,000 replicates)")
+    full = krippendorff_alpha(
+        [[1, 1, 1], [1, 1, 0], [0, 0, 0], [1, 0, 0]] * 5, "nominal", [0, 1], bootstrap=200
+    )
+    assert "replicates" not in alpha_cell(replace(entry, alpha=full))
 
 
 def test_enough_stories_and_no_dropped_replicates_give_no_warning():

@@ -707,12 +707,18 @@ def _fei_lines(analysis: RatingAnalysis, fei: FeiAnalysis) -> list[str]:
 def alpha_cell(entry: ItemAgreement) -> str:
     """Krippendorff's α of ``entry`` to 2 decimals with its 95% bootstrap interval in
     brackets when there is one, e.g. ``0.41 [0.12, 0.63]``, and :data:`WARNED` when it comes
-    with a warning (:func:`agreement_warnings`); ``– (why)`` when α is undefined."""
+    with a warning (:func:`agreement_warnings`); ``– (why)`` when α is undefined. An interval
+    from fewer replicates than were drawn says so beside it, ``(635 of 1,000 replicates)``:
+    the dropped ones (a single value, no α) are the draws of the most unanimous stories, so
+    the interval leans away from them, and a reader must see that where the number is."""
     alpha = entry.alpha
     if alpha.alpha is None:
         return f"– ({alpha.reason})"
     mark = WARNED if alpha.warnings else ""
-    return _num(alpha.alpha) + _interval(alpha.ci_low, alpha.ci_high) + mark
+    cell = _num(alpha.alpha) + _interval(alpha.ci_low, alpha.ci_high) + mark
+    if alpha.ci_low is not None and alpha.valid_resamples < alpha.resamples:
+        cell += f" ({alpha.valid_resamples:,} of {alpha.resamples:,} replicates)"
+    return cell
 
 
 def agreement_warnings(agreement: tuple[ItemAgreement, ...]) -> list[str]:
