@@ -481,7 +481,47 @@ def test_an_icc_2k_interval_unbounded_below_contains_its_estimate():
         for rater, value in enumerate(pair)
     ]
     analysis = analyze_ratings(rubric, _judgements(rows), bootstrap=0)
-    assert "| 0.29 [−∞, 0.99] |" in render_rating_analysis(analysis)
+    assert "| 0.29 [−∞, 0.99] (3 stories × 2 raters) |" in render_rating_analysis(analysis)
+
+
+RUBRIC = instrument_from_spec(
+    {
+        "id": "rubric",
+        "name": "Rubric",
+        "items": [{"id": "plot", "text": "Plot.", "kind": "likert", "low": 0, "points": 11}],
+    },
+    "test",
+)
+
+
+def _shrout_fleiss_and_a_story_two_judges_rated():
+    """Shrout & Fleiss's six targets by four judges, and a seventh story rated by two."""
+    rows = [
+        (f"s{story}", "X", f"j{judge}", "plot", float(value))
+        for story, row in enumerate(SHROUT_FLEISS)
+        for judge, value in enumerate(row)
+    ]
+    return _judgements(rows + [("s6", "X", "j0", "plot", 5.0), ("s6", "X", "j1", "plot", 4.0)])
+
+
+def test_the_icc_cell_says_how_many_of_the_stories_and_which_raters_it_rests_on():
+    analysis = analyze_ratings(RUBRIC, _shrout_fleiss_and_a_story_two_judges_rated(), bootstrap=0)
+    (entry,) = [e for e in analysis.agreement if e.item_id == "plot"]
+    assert (entry.icc.stories, entry.icc.rated, entry.icc.raters) == (6, 7, 4)
+    assert entry.icc.icc == pytest.approx(0.6200, abs=5e-4)
+    text = render_rating_analysis(analysis)
+    # The row's story count is α's (7); the ICC's six stories and four raters sit beside it.
+    assert "(6 of 7 stories × 4 raters) |" in text
+    assert text.count("| 7 |") >= 1
+
+
+def test_rater_ids_that_are_positions_give_no_icc_and_say_why():
+    rows = _shrout_fleiss_and_a_story_two_judges_rated()
+    analysis = analyze_ratings(RUBRIC, rows, bootstrap=0, raters_known=False)
+    (entry,) = [e for e in analysis.agreement if e.item_id == "plot"]
+    assert entry.icc.icc is None and entry.alpha.alpha is not None
+    assert "rater ids are positions" in entry.icc.reason
+    assert "– (rater ids are positions within each story" in render_rating_analysis(analysis)
 
 
 def test_icc_2k_uses_the_stories_every_rater_rated_and_says_when_there_are_none():

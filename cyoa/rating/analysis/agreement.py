@@ -125,8 +125,8 @@ class GwetAC1:
 @dataclass(frozen=True)
 class Icc:
     """ICC(2,k) of a Likert item (see :func:`icc_2k`) over ``stories`` rated by the same
-    ``raters``, with its F-based 95% interval; ``note`` says which stories were used,
-    ``reason`` why ``icc`` is ``None``."""
+    ``raters`` (k), of the ``rated`` stories with any rating, with its F-based 95% interval;
+    ``note`` says which stories were used, ``reason`` why ``icc`` is ``None``."""
 
     icc: float | None
     ci_low: float | None
@@ -135,6 +135,14 @@ class Icc:
     raters: int
     note: str = ""
     reason: str | None = None
+    rated: int = 0
+
+
+# Why an experiment whose rater ids are positions has no rater-based coefficient.
+POSITIONAL_RATERS = (
+    "rater ids are positions within each story (import-ratings --rater-ids positions), not "
+    "people: ICC(2,k) needs the same raters across stories"
+)
 
 
 @dataclass(frozen=True)
@@ -491,7 +499,7 @@ def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:
     complete = wide.dropna().to_numpy(dtype=float)
     stories = int(complete.shape[0])
     if raters < 2:
-        return Icc(None, None, None, stories, raters, reason="fewer than 2 raters")
+        return Icc(None, None, None, stories, raters, reason="fewer than 2 raters", rated=total)
     if stories < 2:
         return Icc(
             None,
@@ -501,6 +509,7 @@ def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:
             raters,
             reason=f"fewer than 2 stories were rated by all {raters} raters: ICC(2,k) needs "
             "every rater to rate every story (a crossed design)",
+            rated=total,
         )
     note = (
         f"all {total} stories, each rated by the same {raters} raters"
@@ -508,12 +517,12 @@ def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:
         else f"{stories} of {total} stories (those rated by all {raters} raters)"
     )
     if np.all(complete == complete[0, 0]):
-        return Icc(None, None, None, stories, raters, note, "every rating is the same")
+        return Icc(None, None, None, stories, raters, note, "every rating is the same", total)
     icc, low, high = _icc_2k_of(complete, confidence)
     if icc is None:
         why = "the stories' and raters' mean ratings hardly differ: no variance to compare"
-        return Icc(None, None, None, stories, raters, note, why)
-    return Icc(icc, low, high, stories, raters, note)
+        return Icc(None, None, None, stories, raters, note, why, total)
+    return Icc(icc, low, high, stories, raters, note, rated=total)
 
 
 def fleiss_kappa(units: Sequence[Sequence[float]], categories: Sequence[float]) -> Fleiss:
@@ -571,11 +580,13 @@ def _domain(item: Item) -> list[float]:
 
 @dataclass(frozen=True)
 class _Settings:
-    """How :func:`agreement_table` computes each row."""
+    """How :func:`agreement_table` computes each row; ``raters_known`` False when rater ids
+    are positions (no ICC)."""
 
     likert_level: Level
     bootstrap: int
     seed: int
+    raters_known: bool = True
 
 
 def _agreement(
@@ -599,10 +610,18 @@ def _agreement(
         fleiss=fleiss_kappa(units, domain) if categorical else None,
         exact=exact_agreement(units),
         ac1=gwet_ac1(units, domain, **resampling) if categorical else None,
-        icc=None
-        if categorical or pooled
-        else icc_2k(rows[["story_id", "rater_id", "coded"]].rename(columns={"coded": "value"})),
+        icc=None if categorical or pooled else _icc(rows, how.raters_known),
     )
+
+
+def _icc(rows: pd.DataFrame, raters_known: bool) -> Icc:
+    """ICC(2,k) of an item's coded answers, or none (with the reason) where rater ids are
+    positions: "rater 1" of two stories need not be one person, so a rater column of the
+    story × rater matrix would not be a rater."""
+    if not raters_known:
+        stories = int(rows["story_id"].nunique())
+        return Icc(None, None, None, 0, 0, reason=POSITIONAL_RATERS, rated=stories)
+    return icc_2k(rows[["story_id", "rater_id", "coded"]].rename(columns={"coded": "value"}))
 
 
 def agreement_table(
@@ -612,6 +631,7 @@ def agreement_table(
     bootstrap: int = 1000,
     seed: int = 0,
     likert_level: Level = "ordinal",
+    raters_known: bool = True,
 ) -> tuple[ItemAgreement, ...]:
     """Agreement on each scored item, over all stories and, with several sources, per source.
 
@@ -623,7 +643,8 @@ def agreement_table(
     spaced) for Likert items; Fleiss' κ is computed for yes/no and true/false items only.
 
     Gwet's AC1 is computed beside κ for yes/no and true/false items, ICC(2,k) for each
-    Likert item (:func:`icc_2k`).
+    Likert item (:func:`icc_2k`) unless ``raters_known`` is False (rater ids are positions
+    within each story, not people: no ICC, with :data:`POSITIONAL_RATERS` as its reason).
 
     When all scored items share one kind and scale, a last row per scope (item
     :data:`ALL_ITEMS`) pools every story × item as a unit: the agreement over the whole
@@ -636,7 +657,7 @@ def agreement_table(
     judgements = judgements.assign(coded=coded_values(instrument, judgements))
     if likert_level not in LEVELS:
         raise ValueError(f"likert_level must be one of {', '.join(LEVELS)}, got {likert_level!r}.")
-    how = _Settings(likert_level, bootstrap, seed)
+    how = _Settings(likert_level, bootstrap, seed, raters_known)
     sources = sorted(judgements["source"].unique())
     scopes = [ALL_SOURCES] + (sources if len(sources) > 1 else [])
     rows: list[ItemAgreement] = []

@@ -17,7 +17,7 @@ import json
 import math
 from typing import Any, Literal
 
-from cyoa.rating.analysis.agreement import ALPHA_MIN, MIN_STORIES, ItemAgreement
+from cyoa.rating.analysis.agreement import ALPHA_MIN, MIN_STORIES, Icc, ItemAgreement
 from cyoa.rating.analysis.fei import EntropyMean, FeiAnalysis, PairedComparison
 from cyoa.rating.analysis.mixed import ModelEstimate, SourceMean
 from cyoa.rating.analysis.ratings import RatingAnalysis
@@ -219,7 +219,8 @@ def _agreement_rows(agreement: tuple[ItemAgreement, ...]) -> list[tuple]:
                 column = "gwet ac1" if field == "ac1" else f"ac1 {field}"
                 rows.append(("agreement", row, column, getattr(entry.ac1, field)))
         if entry.icc is not None:
-            for field in ("icc", "ci_low", "ci_high", "stories", "raters", "note", "reason"):
+            fields = ("icc", "ci_low", "ci_high", "stories", "rated", "raters", "note", "reason")
+            for field in fields:
                 column = "icc_2k" if field == "icc" else f"icc {field}"
                 rows.append(("agreement", row, column, getattr(entry.icc, field)))
         rows.append(("agreement", row, "exact agreement", entry.exact.share))
@@ -737,6 +738,24 @@ def _coefficient(value: float | None, low: float | None, high: float | None, why
     return _num(value) + _interval(low, high)
 
 
+def icc_cell(value: Icc | None) -> str:
+    """ICC(2,k) with its interval and what it rests on, n stories × k raters, with "of N"
+    when only the stories rated by every rater could be used:
+    ``0.62 [0.41, 0.77] (113 of 1,073 stories × 10 raters)``; ``– (why)`` without one. The
+    row's own story count is α's, over every story, so the ICC's must be beside it."""
+    if value is None:
+        return "–"
+    if value.icc is None:
+        return f"– ({value.reason})" if value.reason else "–"
+    share = (
+        f"{value.stories:,}"
+        if value.stories == value.rated
+        else f"{value.stories:,} of {value.rated:,}"
+    )
+    basis = f" ({share} stories × {value.raters} raters)"
+    return _num(value.icc) + _interval(value.ci_low, value.ci_high) + basis
+
+
 def _agreement_cells(entry: ItemAgreement, kappa: bool, icc: bool) -> list[str]:
     alpha = entry.alpha
     cells = [entry.item_id, entry.scope, alpha.level, alpha_cell(entry), _num(alpha.q_below_min)]
@@ -749,12 +768,7 @@ def _agreement_cells(entry: ItemAgreement, kappa: bool, icc: bool) -> list[str]:
             "–" if ac1 is None else _coefficient(ac1.ac1, ac1.ci_low, ac1.ci_high, ac1.reason or "")
         )
     if icc:
-        value = entry.icc
-        cells.append(
-            "–"
-            if value is None
-            else _coefficient(value.icc, value.ci_low, value.ci_high, value.reason or "")
-        )
+        cells.append(icc_cell(entry.icc))
     return cells + [_pct(entry.exact.share), str(alpha.units), str(alpha.stories)]
 
 
