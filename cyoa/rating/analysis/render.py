@@ -21,7 +21,14 @@ from cyoa.rating.analysis.agreement import ALPHA_MIN, MIN_STORIES, Icc, ItemAgre
 from cyoa.rating.analysis.fei import EntropyMean, FeiAnalysis, PairedComparison
 from cyoa.rating.analysis.mixed import ModelEstimate, SourceMean
 from cyoa.rating.analysis.ratings import RatingAnalysis
-from cyoa.rating.analysis.scales import MeanInterval, PairComparison, ScaleAnalysis, SourceTest
+from cyoa.rating.analysis.scales import (
+    NESTED_RATERS_NOTE,
+    NESTED_RATERS_REASON,
+    MeanInterval,
+    PairComparison,
+    ScaleAnalysis,
+    SourceTest,
+)
 from cyoa.rating.analysis.ttcw import TtcwAnalysis
 
 Format = Literal["markdown", "csv", "json"]
@@ -353,6 +360,8 @@ def _effect_cell(test: SourceTest) -> str:
 def _test_cells(test: SourceTest | None) -> list[str]:
     if test is None:
         return ["–", "–", "–", "–"]
+    if test.p_value is None and test.statistic is not None:
+        return [_num(test.statistic, 1), f"– ({test.reason})", "–", _effect_cell(test)]
     if test.p_value is None:
         return [test.reason or "–", "–", "–", "–"]
     return [_num(test.statistic, 1), _p(test.p_value), _p(test.p_holm), _effect_cell(test)]
@@ -526,6 +535,8 @@ def _scale_lines(analysis: RatingAnalysis, scales: ScaleAnalysis) -> list[str]:
         for factor in factors
     ]
     lines += _table(head, body) + _test_method(list(scales.tests))
+    if any(test.reason == NESTED_RATERS_REASON for test in scales.tests):
+        lines += [NESTED_RATERS_NOTE, ""]
     lines += _pair_lines(list(scales.tests), "factor")
     lines += _reliability_lines(scales)
     lines += [
