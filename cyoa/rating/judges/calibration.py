@@ -156,7 +156,10 @@ class Disagreement:
 
 @dataclass(frozen=True)
 class JudgeCalibration:
-    """Everything :func:`calibrate` finds about one judge (see the module)."""
+    """Everything :func:`calibrate` finds about one judge (see the module). ``notebook``:
+    for Yes/No instruments, the TTCW release notebook's table over all items (balanced
+    accuracy, precision, recall, F1 and correlation, every unparsed or missing verdict
+    counted as No, whatever ``unparsed_rule`` the rest follows)."""
 
     judge: str
     reference: str
@@ -165,6 +168,7 @@ class JudgeCalibration:
     overall: ItemCalibration | None
     system: SystemLevel
     disagreements: tuple[Disagreement, ...]
+    notebook: BinaryScores | None = None
 
 
 Unit = tuple[str, str]  # (story_id, item)
@@ -392,7 +396,7 @@ def calibrate(
         )
         for item in items
     )
-    overall = None
+    overall = notebook = None
     categories = _pooled_categories(items) if items else None
     if categories is not None:
         binary = _kind(items[0]) == "binary"
@@ -407,6 +411,19 @@ def calibrate(
         score: Score = "accuracy" if binary else "neg_rmse"
         alt = alt_tests({ALL_ITEMS: _alt_inputs(units, False)}, {ALL_ITEMS: score}, **options)
         overall = _item_calibration(ALL_ITEMS, ALL_ITEMS, units, alt[ALL_ITEMS], bootstrap, seed)
+        if binary:
+            as_notebook = (
+                units
+                if as_no
+                else _units(
+                    reference[reference["item"].isin(ids)],
+                    candidate[candidate["item"].isin(ids)],
+                    binary,
+                    categories,
+                    True,
+                )
+            )
+            notebook = _notebook_scores(as_notebook)
     return JudgeCalibration(
         judge=judge,
         reference=reference_name,
@@ -415,7 +432,16 @@ def calibrate(
         overall=overall,
         system=system_level(instrument, reference, candidate, as_no, bootstrap, seed),
         disagreements=disagreements(instrument, reference, candidate),
+        notebook=notebook,
     )
+
+
+def _notebook_scores(units: _Units) -> BinaryScores:
+    """:func:`binary_scores` over every unit with a reference majority, a judge's unparsed or
+    missing verdict counted as No (``units`` built with ``as_no``): the release notebook's
+    rule for all five of its figures."""
+    shared = [unit for unit in units.reference if unit in units.judge]
+    return binary_scores([units.judge[u] for u in shared], [units.reference[u] for u in shared])
 
 
 def _system_values(instrument: Instrument, rows: pd.DataFrame, binary: bool) -> pd.DataFrame:

@@ -146,12 +146,39 @@ def calibration_markdown(calibrations: tuple[JudgeCalibration, ...]) -> str:
             for row in system.rows
         ]
     lines.append("")
+    lines += notebook_lines(calibrations)
     lines += [
         f"{c.judge}: {len(c.disagreements)} units where the humans were unanimous and the "
         "judge said otherwise (the JSON output lists them with both rationales)."
         for c in calibrations
     ]
     return "\n".join(lines) + "\n"
+
+
+def notebook_lines(calibrations: tuple[JudgeCalibration, ...]) -> list[str]:
+    """The TTCW release notebook's table (Yes/No instruments): each judge's five figures over
+    all items with every unparsed or missing verdict counted as No, as the notebook counts
+    them, and beside them the correlation with those verdicts left out (CYOA's rule above)."""
+    rows = [c for c in calibrations if c.notebook is not None and c.overall is not None]
+    if not rows:
+        return []
+    lines = [
+        "The TTCW release notebook's table (Evaluating_LLM.ipynb §3.1: over all items, every "
+        "unparsed or missing verdict counted as No for all five figures), and the correlation "
+        "with those verdicts left out:",
+        "",
+        "| judge | units | balanced accuracy | precision | recall | F1 | correlation | "
+        "correlation, unparsed left out |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in rows:
+        nb, left_out = c.notebook, c.overall.scores
+        kept = left_out.correlation if left_out is not None else None
+        lines.append(
+            f"| {c.judge} | {nb.units} | {num(nb.balanced_accuracy)} | {num(nb.precision)} | "
+            f"{num(nb.recall)} | {num(nb.f1)} | {num(nb.correlation)} | {num(kept)} |"
+        )
+    return [*lines, ""]
 
 
 def _family(calibrations: tuple[JudgeCalibration, ...]) -> str:
