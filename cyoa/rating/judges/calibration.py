@@ -383,10 +383,7 @@ def calibrate(
         item.id: "accuracy" if _kind(item) == "binary" else "neg_rmse" for item in items
     }
     options = {"epsilon": epsilon, "min_instances": min_instances, "family": family}
-    inputs = {name: _alt_inputs(units, True) for name, units in per_item.items()}
-    alts = alt_tests(inputs, scores, **options)
-    other = "judge" if family == "criterion" else "criterion"
-    others = alt_tests(inputs, scores, **{**options, "family": other})
+    alts, others = _both_families(per_item, scores, options)
     calibrations = tuple(
         replace(
             _item_calibration(
@@ -412,18 +409,7 @@ def calibrate(
         alt = alt_tests({ALL_ITEMS: _alt_inputs(units, False)}, {ALL_ITEMS: score}, **options)
         overall = _item_calibration(ALL_ITEMS, ALL_ITEMS, units, alt[ALL_ITEMS], bootstrap, seed)
         if binary:
-            as_notebook = (
-                units
-                if as_no
-                else _units(
-                    reference[reference["item"].isin(ids)],
-                    candidate[candidate["item"].isin(ids)],
-                    binary,
-                    categories,
-                    True,
-                )
-            )
-            notebook = _notebook_scores(as_notebook)
+            notebook = _notebook_scores(reference, candidate, ids, categories)
     return JudgeCalibration(
         judge=judge,
         reference=reference_name,
@@ -436,10 +422,31 @@ def calibrate(
     )
 
 
-def _notebook_scores(units: _Units) -> BinaryScores:
-    """:func:`binary_scores` over every unit with a reference majority, a judge's unparsed or
-    missing verdict counted as No (``units`` built with ``as_no``): the release notebook's
-    rule for all five of its figures."""
+def _both_families(
+    per_item: dict[str, _Units], scores: dict[str, Score], options: dict
+) -> tuple[dict[str, AltTest], dict[str, AltTest]]:
+    """The per-item alternative annotator tests with ``options["family"]``, and with the
+    other family."""
+    inputs = {name: _alt_inputs(units, True) for name, units in per_item.items()}
+    other = "judge" if options["family"] == "criterion" else "criterion"
+    return alt_tests(inputs, scores, **options), alt_tests(
+        inputs, scores, **{**options, "family": other}
+    )
+
+
+def _notebook_scores(
+    reference: pd.DataFrame, candidate: pd.DataFrame, ids: list[str], categories: list[float]
+) -> BinaryScores:
+    """:func:`binary_scores` over every unit of the items ``ids`` with a reference majority,
+    a judge's unparsed or missing verdict counted as No: the release notebook's rule for all
+    five of its figures."""
+    units = _units(
+        reference[reference["item"].isin(ids)],
+        candidate[candidate["item"].isin(ids)],
+        True,
+        categories,
+        True,
+    )
     shared = [unit for unit in units.reference if unit in units.judge]
     return binary_scores([units.judge[u] for u in shared], [units.reference[u] for u in shared])
 
