@@ -59,7 +59,7 @@ def test_the_co_writing_card_reports_the_latest_plan_or_how_to_make_one(app, res
     text = card()
     assert "## Planned sample size" in text
     assert "p = 0.75 (typed)" in text and "writer_sd = 0 (default)" in text
-    assert "5 writers × 10 counted rounds each, power 0.815" in text and "- Cost: recruit" in text
+    assert "8 writers × 5 counted rounds each, power 0.885" in text and "- Cost: recruit" in text
 
 
 def test_a_plan_in_progress_reports_how_far_it_has_got(app, researcher):
