@@ -155,17 +155,28 @@ def test_a_remote_suggestion_streams_piece_by_piece_and_matches_the_served_model
         "top_k": 40,
         "seed": 11,
         "stream": True,
+        # The neutral values, so the server's own defaults do not sample on top.
+        "min_p": 0.0,
+        "repeat_penalty": 1.0,
+        "repetition_penalty": 1.0,
+        "typical_p": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
     }
 
 
-def test_top_k_is_left_out_when_off_or_when_the_card_says_so(fake_server, tmp_path):
-    options = f'api_key_env = "{KEY_ENV}"\nsend_top_k = false'
-    card = load_model_card(remote_card(tmp_path, fake_server.url, options=options))
-    "".join(OpenAIBackend(card).stream("Once.", card.sampling, 1))
-    assert "top_k" not in fake_server.requests()[-1]["body"]
+def test_top_k_off_is_sent_as_0_and_settings_are_left_out_only_when_the_card_says_so(
+    fake_server, tmp_path
+):
     card = load_model_card(remote_card(tmp_path, fake_server.url))
     "".join(OpenAIBackend(card).stream("Once.", Sampling(top_k=0), 1))
-    assert "top_k" not in fake_server.requests()[-1]["body"]
+    assert fake_server.requests()[-1]["body"]["top_k"] == 0
+    options = f'api_key_env = "{KEY_ENV}"\nsend_top_k = false\nsend_neutral_settings = false'
+    card = load_model_card(remote_card(tmp_path, fake_server.url, options=options))
+    "".join(OpenAIBackend(card).stream("Once.", card.sampling, 1))
+    sent = fake_server.requests()[-1]["body"]
+    assert not {"top_k", "min_p", "repeat_penalty", "repetition_penalty", "typical_p"} & set(sent)
+    assert sent["presence_penalty"] == sent["frequency_penalty"] == 0.0
 
 
 def test_stopping_early_hangs_up_so_the_server_stops_generating(fake_server, tmp_path):
