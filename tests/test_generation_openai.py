@@ -5,6 +5,7 @@ for the fast tests and the packaged SmolLM2 through transformers for the real on
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import socket
@@ -235,10 +236,22 @@ def test_a_whole_round_runs_on_remote_models(fake_server, tmp_path):
     writer = Writer(app)
     writer.write_round(1)
     db = store.connect(config["DATABASE"])
-    rows = list(db.query("SELECT model, status, text, token_count FROM suggestions"))
+    rows = list(db.query("SELECT model, status, text, token_count, seed, sampling, sent_settings"
+                         " FROM suggestions"))  # fmt: skip
     db.close()
     assert sorted(r["model"] for r in rows) == ["fake-a", "fake-b"]
     assert all(r["status"] == "done" and r["token_count"] > 3 for r in rows)
+    # Each suggestion records what its request sent, as the server received it.
+    received = [entry["body"] for entry in fake_server.requests()]
+    for row in rows:
+        sent = json.loads(row["sent_settings"])
+        assert sent["seed"] == row["seed"] and sent["min_p"] == 0.0
+        assert sent["repeat_penalty"] == 1.0
+        assert sent["top_k"] == json.loads(row["sampling"])["top_k"]
+        assert any(
+            {k: v for k, v in body.items() if k not in ("model", "prompt", "stream")} == sent
+            for body in received
+        )
 
 
 # Model cards

@@ -303,6 +303,15 @@ class OpenAIBackend:
         )
 
 
+def sent_settings(backend: object, sampling: Sampling, seed: int) -> dict[str, Any] | None:
+    """What a request of ``backend`` for ``sampling`` and ``seed`` sends a model server
+    (:meth:`OpenAIBackend.request_parameters`); None for a backend that samples in this
+    process."""
+    if isinstance(backend, OpenAIBackend):
+        return backend.request_parameters(sampling, seed)
+    return None
+
+
 def _same(echoed: Any, sent: Any) -> bool:
     """Whether a setting the server echoed is the one it was sent (numbers to 1e-6)."""
     if isinstance(echoed, int | float) and isinstance(sent, int | float):

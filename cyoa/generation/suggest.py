@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from contextlib import closing
 
+from cyoa.generation.openai_backend import sent_settings
 from cyoa.generation.stopping import GenerationStopped, stop_when
 from cyoa.generation.text import build_prompt, display_text, sentence_complete, trim_suggestion
 from cyoa.generation.types import Backend, Suggestion, System
@@ -97,4 +98,5 @@ def generate_suggestion(
         generation_seconds=time.perf_counter() - started,
         first_token_seconds=first_token_seconds,
         token_count=token_count,
+        sent_settings=sent_settings(backend, system.sampling, seed),
     )
