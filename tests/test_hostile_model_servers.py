@@ -13,13 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import Writer, write_setup
 from test_judges_runs import card, ttcw_study, verdicts
 
-from cyoa import store
+from cyoa import create_app, store
 from cyoa.generation import Sampling, System, generate_suggestion, load_model_card
 from cyoa.generation.openai_backend import ModelServerError, OpenAIBackend
 from cyoa.generation.suggest import SuggestionCancelled
 from cyoa.rating.judges.runs import RunRequest, continue_run, judge_experiment, prepare_run
+from cyoa.web.parts import shared as shared_parts
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 from hostile_server import HostileServer  # noqa: E402
@@ -204,4 +206,40 @@ def test_a_suggestion_whose_time_is_up_closes_its_connection_at_once(hostile, tm
     deadline = time.monotonic() + 30
     while entry["hung_up_at"] is None:
         assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    ("mode", "bounds", "error"),
+    [
+        ("html", (TIMEOUT_SECONDS, DEADLINE_SECONDS), HOSTILE["html"]),
+        # Bounds beyond the study's: its suggestion timeout (2 s) ends the call.
+        ("hang", (300, 600), "no suggestion within 2 s"),
+    ],
+)
+def test_a_writer_whose_model_server_is_hostile_gets_the_other_suggestion_in_time(
+    hostile, tmp_path, mode, bounds, error
+):
+    config = write_setup(tmp_path, timeout=2)
+    # fake-b's card now names a model on the hostile server.
+    write_card(Path(config["MODELS_DIR"]), "fake-b", hostile.base_url(mode), *bounds)
+    app = create_app(config)
+    assert shared_parts(app).pool.wait_ready(timeout=30), shared_parts(app).pool.status()
+    writer = Writer(app)
+    before = len(hostile.of_mode(mode))
+    assert writer.act("line_submitted", {"text": "The writer's own line for round 1."})["ok"]
+    state = writer.wait_for("choosing", timeout=120)
+    db = store.connect(config["DATABASE"])
+    try:
+        rows = {r["model"]: r for r in db.query("SELECT model, status, error FROM suggestions")}
+    finally:
+        db.close()
+    assert rows["fake-a"]["status"] == "done" and rows["fake-b"]["status"] == "failed"
+    assert error in rows["fake-b"]["error"], rows["fake-b"]["error"]
+    assert mode == "hang" or hostile.base_url(mode) in rows["fake-b"]["error"]
+    assert state["phase"] == "choosing"
+    calls = hostile.of_mode(mode)[before:]
+    deadline = time.monotonic() + 30
+    while any(entry["hung_up_at"] is None for entry in calls if mode == "hang"):
+        assert time.monotonic() < deadline, calls  # each call was closed when its time was up
         time.sleep(0.02)
