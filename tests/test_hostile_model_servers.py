@@ -13,13 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Writer, write_setup
+from conftest import Researcher, Writer, write_setup
 from test_judges_runs import card, ttcw_study, verdicts
 
 from cyoa import create_app, store
 from cyoa.generation import Sampling, System, generate_suggestion, load_model_card
 from cyoa.generation.openai_backend import ModelServerError, OpenAIBackend
 from cyoa.generation.suggest import SuggestionCancelled
+from cyoa.rating.experiment import import_rating_experiment
+from cyoa.rating.importing import Judgement, Story
+from cyoa.rating.instruments import TTCW
 from cyoa.rating.judges.runs import RunRequest, continue_run, judge_experiment, prepare_run
 from cyoa.web.parts import shared as shared_parts
 
@@ -243,3 +246,34 @@ def test_a_writer_whose_model_server_is_hostile_gets_the_other_suggestion_in_tim
     while any(entry["hung_up_at"] is None for entry in calls if mode == "hang"):
         assert time.monotonic() < deadline, calls  # each call was closed when its time was up
         time.sleep(0.02)
+
+
+def test_stop_on_the_run_s_page_ends_a_run_whose_server_hangs_at_once(hostile, tmp_path):
+    mode = "ok-then-hang~page"
+    config = write_setup(tmp_path)
+    write_card(Path(config["MODELS_DIR"]), "fake-b", hostile.base_url(mode), 300, 600)
+    app = create_app(config)
+    db = store.connect(config["DATABASE"])
+    stories = [Story(f"s{n}", "GPT4", "", f"Story {n}: the keeper found a letter.", "")
+               for n in (1, 2, 3)]  # fmt: skip
+    judgements = [Judgement(story.story_id, "GPT4", f"e{rater}", item.id, 1.0, None, "")
+                  for story in stories for rater in range(3) for item in TTCW.items]  # fmt: skip
+    import_rating_experiment(db, "tiny", TTCW, judgements, stories)
+    db.close()
+    assert shared_parts(app).pool.wait_ready(timeout=30), shared_parts(app).pool.status()
+    researcher = Researcher(app)
+    researcher.login()
+    page = "/research/ratings/tiny/judges/run"
+    assert researcher.post(page, {"model": "fake-b", "items": "1,13"}).status_code == 302
+    deadline = time.monotonic() + 60
+    while len(hostile.of_mode(mode)) < 5:  # the warm-up, then four prompts at once
+        assert time.monotonic() < deadline, hostile.of_mode(mode)
+        time.sleep(0.02)
+    pressed = time.monotonic()
+    assert researcher.post(f"{page}/fake-b/stop").status_code == 302
+    deadline = time.monotonic() + 60
+    while (status := researcher.get(f"{page}/fake-b.json").get_json())["state"] == "running":
+        assert time.monotonic() < deadline, status
+        time.sleep(0.02)
+    assert time.monotonic() - pressed < 5.0  # the 70 s
+    assert status["state"] == "stopped" and status["done"] == 0 and status["error"] == ""

@@ -12,7 +12,8 @@ events of 10 KB text each), ``over-long`` (300 one-word events, past any small
 ``top_k``, as OpenAI's own API does), ``drops-min-p`` (an ``ok`` answer whose last event
 reports llama.cpp's ``generation_settings`` with its default ``min_p`` 0.05, not what was
 sent). ``ok-then-MODE`` answers its first completion as ``ok`` and every later one as
-``MODE`` (a judge run's warm-up passes, its prompts meet the hostile mode).
+``MODE`` (a judge run's warm-up passes, its prompts meet the hostile mode). A mode may end in
+``~TAG`` (``ok-then-hang~page``): the same behaviour, counted apart from the untagged mode.
 
 The server records each completion request (its mode, body, and when the client hung up,
 for the modes that wait) in :attr:`HostileServer.requests`.
@@ -85,6 +86,7 @@ def _handler(owner: HostileServer) -> type[BaseHTTPRequestHandler]:
             if rest != "v1/completions":
                 self.send_body(404, "application/json", {"error": {"message": "no route"}})
                 return
+            mode = mode.split("~")[0]
             if mode.startswith("ok-then-"):
                 mode = "ok" if earlier == 0 else mode.removeprefix("ok-then-")
             try:
