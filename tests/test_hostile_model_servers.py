@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 from conftest import Researcher, Writer, write_setup
+from test_cowriting_judges import run as judge_rounds_run
+from test_cowriting_judges import stored as round_verdicts
+from test_cowriting_judges import study as cowriting_study
 from test_judges_runs import card, ttcw_study, verdicts
 
 from cyoa import create_app, store
+from cyoa.cowriting.judges.runs import RoundJudgeRequest
 from cyoa.generation import Sampling, System, generate_suggestion, load_model_card
 from cyoa.generation.openai_backend import ModelServerError, OpenAIBackend
 from cyoa.generation.suggest import SuggestionCancelled
@@ -277,3 +281,22 @@ def test_stop_on_the_run_s_page_ends_a_run_whose_server_hangs_at_once(hostile, t
         time.sleep(0.02)
     assert time.monotonic() - pressed < 5.0  # the 70 s
     assert status["state"] == "stopped" and status["done"] == 0 and status["error"] == ""
+
+
+@pytest.mark.parametrize("mode", ["html", "drip", "garbage"])
+def test_a_judge_of_the_writers_rounds_against_a_hostile_server_fails_in_time_and_stores_nothing(
+    hostile, tmp_path, mode
+):
+    config = cowriting_study(tmp_path)
+    url = hostile.base_url(f"ok-then-{mode}~rounds")
+    remote = write_card(Path(config["models"]), "remote", url)
+    request = RoundJudgeRequest("exp", remote, round_limit=2)
+    started = time.monotonic()
+    found, progress = judge_rounds_run(config, request, OpenAIBackend(remote))
+    assert time.monotonic() - started < 2 * DEADLINE_SECONDS + SLACK_SECONDS
+    # The first prompt met a good answer ("Yes, ..." names no slot: stored, unparsed).
+    assert found.state == "failed" and progress["done"] == 1, progress
+    assert f"{url}/v1/completions" in found.error and HOSTILE[mode] in found.error
+    assert [v["response"] for v in round_verdicts(config, "remote")] == [
+        "Yes, the ending is earned."
+    ]
