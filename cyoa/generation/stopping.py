@@ -12,7 +12,7 @@ same model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -44,3 +44,14 @@ def stop_requested() -> Callable[[], bool]:
     """The predicate that says whether this thread's current calls should stop (always
     false outside :func:`stop_when`)."""
     return _STOP.get()
+
+
+def until_stopped(pieces: Iterable[str]) -> Iterator[str]:
+    """``pieces`` as they come, ending in :class:`GenerationStopped` as soon as this
+    thread's stop is true between two of them (for a backend that cannot end a call in the
+    middle: a model run in this process stops at its next token)."""
+    stop = stop_requested()
+    for piece in pieces:
+        if stop():
+            raise GenerationStopped("The caller asked the model to stop.")
+        yield piece

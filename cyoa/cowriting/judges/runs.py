@@ -32,7 +32,7 @@ from cyoa.cowriting.judges.prompts import (
 )
 from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
-from cyoa.generation.stopping import GenerationStopped, stop_when
+from cyoa.generation.stopping import GenerationStopped, stop_when, until_stopped
 from cyoa.generation.types import Backend, ModelCard, Sampling
 from cyoa.web.workers import worker_gone
 
@@ -253,9 +253,10 @@ def store_verdict(
 
 
 def ask(backend: Backend, prompt: str, sampling: Sampling, seed: int) -> str:
-    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``)."""
+    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``);
+    :class:`GenerationStopped` when the caller's stop (:func:`stop_when`) turns true first."""
     with closing(backend.stream(prompt, sampling, seed)) as pieces:
-        return "".join(pieces).strip()
+        return "".join(until_stopped(pieces)).strip()
 
 
 def run_judge(

@@ -29,7 +29,7 @@ from typing import Any
 
 from cyoa import store
 from cyoa.db.facade import Db
-from cyoa.generation.stopping import GenerationStopped, stop_when
+from cyoa.generation.stopping import GenerationStopped, stop_when, until_stopped
 from cyoa.generation.types import Backend, ModelCard, Sampling
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.judges.estimate import Estimate, Speed, estimate, measure_speed
@@ -338,9 +338,10 @@ def answered(db: Db, run: JudgeRun) -> set[tuple[str, str]]:
 
 
 def ask(backend: Backend, prompt: str, sampling: Sampling, seed: int) -> str:
-    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``)."""
+    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``);
+    :class:`GenerationStopped` when the caller's stop (:func:`stop_when`) turns true first."""
     with closing(backend.stream(prompt, sampling, seed)) as pieces:
-        return "".join(pieces).strip()
+        return "".join(until_stopped(pieces)).strip()
 
 
 @dataclass(frozen=True)
