@@ -128,3 +128,13 @@ def test_the_models_page_says_that_a_server_does_not_sample_as_the_card_says(hos
     assert 'class="notice error sampling-problem"' in page
     assert "sampled with min_p = 0.05 where model card &#39;remote&#39; sent min_p = 0.0" in page
     assert page.count('<blockquote class="suggestion">') == 3
+
+
+def test_try_model_on_a_server_that_sends_no_completion_says_so_after_one_request(
+    hostile, tmp_path
+):
+    result = try_model(tmp_path, remote_card(tmp_path, hostile.base_url("html~try")))
+    assert result.exit_code == 1, result.output
+    assert "answered with an HTML page, not a completion" in result.output
+    assert "Traceback" not in result.output
+    assert len(hostile.of_mode("html~try")) == 1  # the check, not three draws more

@@ -87,6 +87,11 @@ class ModelServerError(RuntimeError):
     not a completion; the message names the server's URL and says what to check."""
 
 
+class SettingRefused(ModelServerError):
+    """The model server refused a sampling setting the request carried (the message names
+    it and the option that leaves it out)."""
+
+
 class OpenAIBackend:
     """Continues text through a remote OpenAI-compatible completions endpoint.
 
@@ -226,14 +231,15 @@ class OpenAIBackend:
     def check_sampling(self, sampling: Sampling, prompt: str, seed: int = 1) -> list[str]:
         """Sentences saying how the server does not sample as ``sampling`` says, from one
         request: a setting it refuses (an HTTP 400 or 422 naming it), or one its reply says
-        it used with another value (llama.cpp's ``generation_settings``). Empty when
-        neither shows."""
+        it used with another value (a ``generation_settings`` object, as llama.cpp's server
+        reports). Empty when neither shows; :class:`ModelServerError` when the request fails
+        otherwise (the server is down, hangs, or sends no completion)."""
         report = Report()
         try:
             for _ in self._stream(prompt, sampling, seed, report):
                 pass
-        except ModelServerError as error:
-            return [str(error)] if "refused the setting" in str(error) else []
+        except SettingRefused as error:
+            return [str(error)]
         sent = self.request_parameters(sampling, seed)
         return [
             f"The model server at {self.base_url} sampled with {echoed} = "
@@ -288,7 +294,7 @@ class OpenAIBackend:
         ]
         if refused:
             option = "send_top_k" if refused[0] == "top_k" else "send_neutral_settings"
-            raise ModelServerError(
+            raise SettingRefused(
                 f"The model server at {url} refused the setting {refused[0]} (HTTP {status}: "
                 f"{message}): it cannot sample as model card {self.card.name!r} says. Use a "
                 f"server that takes it, or set options.{option} = false to leave it out (the "

@@ -48,7 +48,9 @@ def sampling_problems(backend: Backend, card: ModelCard, story: str = DEFAULT_ST
     """Sentences saying how the server of a served model (backend ``openai``) does not
     sample as ``card`` says: a setting it refuses, or one its reply shows it replaced
     (:meth:`~cyoa.generation.openai_backend.OpenAIBackend.check_sampling`). Empty for a
-    model run in this process, which samples as its card says."""
+    model run in this process, which samples as its card says. Raises
+    :class:`~cyoa.generation.openai_backend.ModelServerError` when the server fails the
+    request otherwise, so a Try of a server that hangs waits for one deadline, not four."""
     if not isinstance(backend, OpenAIBackend):
         return []
     return backend.check_sampling(card.sampling, story.strip() or DEFAULT_STORY)
