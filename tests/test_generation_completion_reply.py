@@ -42,6 +42,7 @@ def test_a_streamed_completion_gives_its_pieces_whatever_the_chunks_cut():
 def test_a_stream_ends_at_a_finish_reason_or_done_and_nowhere_else():
     assert read(events(piece("A"), "[DONE]")) == ["A"]
     assert read(events(piece("A", "length"), piece("never read"))) == ["A"]
+    assert read(events(piece("A", ""), piece("B", "stop"))) == ["A", "B"]
     with pytest.raises(ReplyProblem, match="stopped streaming before the completion ended"):
         read(events(piece("A")))
     with pytest.raises(ReplyProblem, match="before sending any completion"):

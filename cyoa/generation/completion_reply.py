@@ -164,7 +164,8 @@ def _event(data: str, report: Report) -> tuple[str, bool]:
         text = ""
     if not isinstance(text, str):
         raise ReplyProblem(f"sent an event whose text is not a string ({data[:_SHOWN]!r})")
-    return text, choices[0].get("finish_reason") is not None
+    # Some servers send an empty finish_reason on the pieces before the last.
+    return text, bool(choices[0].get("finish_reason"))
 
 
 def _note_settings(event: dict[str, Any], report: Report) -> None:
