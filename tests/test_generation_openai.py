@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import FAKE_CARD, Writer, write_setup
+from conftest import FAKE_CARD, Researcher, Writer, write_setup
 
 from cyoa import create_app, store
 from cyoa.generation import (
@@ -252,6 +252,12 @@ def test_a_whole_round_runs_on_remote_models(fake_server, tmp_path):
             {k: v for k, v in body.items() if k not in ("model", "prompt", "stream")} == sent
             for body in received
         )
+    # ... and the evaluation card says what the servers were sent.
+    researcher = Researcher(app)
+    researcher.login()
+    card = researcher.get("/research/experiments/fake-ab/evaluation-card.md").get_data(as_text=True)
+    assert "Sent to the model servers of served systems" in card
+    assert '- fake-b-topk: `{"frequency_penalty": 0.0, "max_tokens": 40, "min_p": 0.0,' in card
 
 
 # Model cards
