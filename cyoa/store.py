@@ -512,6 +512,12 @@ def _suggestion_waits(db: Database) -> None:
     db.execute("ALTER TABLE suggestions ADD COLUMN waited_seconds FLOAT")
 
 
+def _sent_settings(db: Database) -> None:
+    """Each suggestion records the sampling settings sent to the model server that wrote
+    it (backend ``openai``), neutral ones included; NULL for a model run in-process."""
+    db.execute("ALTER TABLE suggestions ADD COLUMN sent_settings TEXT")
+
+
 def story_alias() -> str:
     """A new story's rater-facing id: random, so that it says nothing of the story's source
     (see :mod:`cyoa.rating.blind`)."""
@@ -672,6 +678,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _round_judges,
     _plans,
     _stored_order,
+    _sent_settings,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -261,16 +261,17 @@ def test_answers_that_cannot_be_read_are_stored_without_a_slot_and_counted(tmp_p
     assert len(verdicts) == 6 and all(v["chosen_slot"] is None and v["response"] for v in verdicts)
 
 
-def stop_after(prompts: int):
-    asked = []
-    return lambda: len(asked.append(1) or asked) > prompts
+def stop_after(config: dict[str, str], judge: str, verdicts: int):
+    """A ``stop`` that says stop once ``judge`` has stored ``verdicts`` (it is asked before
+    each prompt and while one is answered)."""
+    return lambda: len(stored(config, judge)) >= verdicts
 
 
 def test_a_run_stopped_in_the_middle_resumes_without_losing_or_repeating_a_verdict(tmp_path):
     config = study(tmp_path)
     request = RoundJudgeRequest("exp", card(config, "slot-a"))
     first_backend = FakeBackend(card(config, "slot-a"))
-    found, progress = run(config, request, first_backend, stop=stop_after(7))
+    found, progress = run(config, request, first_backend, stop=stop_after(config, "slot-a", 7))
     first = stored(config, "slot-a")
     assert found.state == "stopped" and progress["done"] == len(first) == 7
     counting = Copier(card(config, "slot-a"), set())

@@ -182,13 +182,16 @@ def test_a_postgresql_database_newer_than_this_cyoa_is_refused_with_a_sentence(p
         engine.dispose()
 
 
-def test_a_version_10_postgresql_database_gets_the_stored_order_columns(postgres_url):
+def test_a_version_10_postgresql_database_gets_the_stored_order_and_sent_settings_columns(
+    postgres_url,
+):
     engine = engine_for(parse_database(postgres_url))
     try:
         schema.migrate_postgresql(engine)
         with engine.begin() as conn:
             conn.execute(sa.text("ALTER TABLE stories DROP COLUMN position"))
             conn.execute(sa.text("ALTER TABLE survey_answers DROP COLUMN position"))
+            conn.execute(sa.text("ALTER TABLE suggestions DROP COLUMN sent_settings"))
             conn.execute(sa.text("UPDATE schema_version SET version = 10"))
             conn.execute(
                 sa.text(
@@ -208,7 +211,8 @@ def test_a_version_10_postgresql_database_gets_the_stored_order_columns(postgres
         with engine.connect() as conn:
             numbered = conn.execute(sa.text("SELECT story_id, position FROM stories")).all()
             version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
+            sent = conn.execute(sa.text("SELECT count(sent_settings) FROM suggestions")).scalar()
     finally:
         engine.dispose()
-    assert sorted(tuple(row) for row in numbered) == [("a", 1), ("b", 2)]
+    assert sorted(tuple(row) for row in numbered) == [("a", 1), ("b", 2)] and sent == 0
     assert version == schema.VERSION

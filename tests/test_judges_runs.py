@@ -161,10 +161,10 @@ def verdicts(config: dict[str, str], judge: str) -> list[dict]:
         db.close()
 
 
-def stop_after(prompts: int):
-    """A ``stop`` that lets ``prompts`` prompts be asked, then says stop."""
-    asked = []
-    return lambda: len(asked.append(1) or asked) > prompts
+def stop_after(config: dict[str, str], judge: str, stored: int):
+    """A ``stop`` that says stop once ``judge`` has ``stored`` verdicts (it is asked before
+    each prompt and while one is answered)."""
+    return lambda: len(verdicts(config, judge)) >= stored
 
 
 def card(config: dict[str, str], name: str):
@@ -232,7 +232,7 @@ def test_answers_that_cannot_be_read_are_stored_without_a_value_and_counted(tmp_
 def test_a_run_stopped_in_the_middle_resumes_without_losing_or_repeating_a_verdict(tmp_path):
     config = ttcw_study(tmp_path)
     request = RunRequest("tiny", card(config, "judge-a"), items=("1", "13"))
-    run, status = judge(config, request, stop=stop_after(4))
+    run, status = judge(config, request, stop=stop_after(config, "judge-a", 4))
     first = verdicts(config, "judge-a")
     assert run.state == "stopped" and status["done"] == len(first) == 4
     run, status = judge(config, request)
@@ -355,7 +355,7 @@ def test_a_packaged_model_judges_a_small_ttcw_study_end_to_end_with_a_restart(tm
     backend.load(log=lambda _: None)
     # Two stories × two tests, short answers: the plumbing, not the quality.
     request = RunRequest("tiny", model, story_limit=2, items=("1", "13"), max_new_tokens=16)
-    run, status = judge(config, request, backend, stop=stop_after(2))
+    run, status = judge(config, request, backend, stop=stop_after(config, name, 2))
     assert run.state == "stopped" and status["done"] == 2
     run, status = judge(config, request, backend)
     assert run.state == "done" and status["done"] == status["total"] == 4

@@ -365,6 +365,7 @@ def _completed(
             else round(suggestion.first_token_seconds, 4)
         ),
         "token_count": suggestion.token_count,
+        "sent_settings": suggestion.sent_settings,
     }
 
 

@@ -275,6 +275,11 @@ def _suggestion_outcome(db: Db, event: Recorded) -> None:
             "generation_seconds": payload.get("generation_seconds"),
             "first_token_seconds": payload.get("first_token_seconds"),
             "token_count": payload.get("token_count"),
+            "sent_settings": (
+                None
+                if payload.get("sent_settings") is None
+                else json.dumps(payload["sent_settings"], sort_keys=True)
+            ),
             "created_at": event.stamp,
             # Only a live study knows how long its writer waited (not an import).
             **{k: payload[k] for k in ("waited_seconds",) if k in payload},

@@ -15,12 +15,14 @@ Integers are ``BIGINT`` (SQLite's INTEGER holds 64 bits); texts ``TEXT``; fracti
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sqlalchemy as sa
 
 from cyoa.db.facade import Db
 from cyoa.errors import SchemaError
 
-VERSION = 11
+VERSION = 12
 
 METADATA = sa.MetaData()
 TEXT, INT, FLOAT = sa.Text, sa.BigInteger, sa.Float
@@ -129,6 +131,7 @@ sa.Table(
     _column("token_count", INT),
     _column("created_at", TEXT),
     _column("waited_seconds", FLOAT),
+    _column("sent_settings", TEXT),
 )  # fmt: skip
 sa.Table(
     "choices", METADATA,
@@ -353,9 +356,10 @@ def migrate_postgresql(engine: sa.Engine) -> int:
             f"This database has schema version {version}, newer than this CYOA's "
             f"({VERSION}). Update CYOA (git pull) before using it."
         )
-    if version == 10:
-        _stored_order(engine)
-        return VERSION
+    # Each step takes the database one version further, as the SQLite chain does.
+    while version in _STEPS:
+        _STEPS[version](engine)
+        version += 1
     if version < VERSION:
         raise SchemaError(
             f"This PostgreSQL database has schema version {version}, and this CYOA "
@@ -404,4 +408,19 @@ def _stored_order(engine: sa.Engine) -> None:
                     f" AND numbered.{key} = {table}.{key}"
                 )
             )
-        conn.execute(SCHEMA_VERSION.update().values(version=VERSION))
+        conn.execute(SCHEMA_VERSION.update().values(version=11))
+
+
+def _sent_settings(engine: sa.Engine) -> None:
+    """Version 11 → 12: each suggestion records the sampling settings sent to its model
+    server (SQLite's ``_sent_settings``); existing rows have none."""
+    with engine.begin() as conn:
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended('cyoa-migrate', 0))"))
+        if conn.execute(sa.select(SCHEMA_VERSION.c.version)).scalar() != 11:
+            return
+        conn.execute(sa.text("ALTER TABLE suggestions ADD COLUMN sent_settings TEXT"))
+        conn.execute(SCHEMA_VERSION.update().values(version=12))
+
+
+# The PostgreSQL steps, by the version each starts from; versions before 10 have none.
+_STEPS: dict[int, Callable[[sa.Engine], None]] = {10: _stored_order, 11: _sent_settings}

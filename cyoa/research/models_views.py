@@ -1,7 +1,9 @@
 """The researcher's Models page (``/research/models``): every model card with its state
 (loaded, loading, failed with the reason, not loaded), the time and memory its loading took,
 which experiments use it, buttons to load or unload it while the app runs, and a "Try" box
-that shows three suggestions for a typed story (:func:`cyoa.generation.trial.try_model`).
+that shows three suggestions for a typed story (:func:`cyoa.generation.trial.try_model`)
+and, for a model on a server, each setting the server does not sample with as the card
+says (:func:`cyoa.generation.trial.sampling_problems`).
 
 Thin: the pool (:class:`cyoa.generation.pool.ModelPool`) loads and unloads; a model an open
 experiment uses cannot be unloaded. The page reads the models folder again each time it is
@@ -24,8 +26,9 @@ from flask import (
 
 from cyoa import store
 from cyoa.cowriting.parts import parts as cowriting_parts
+from cyoa.generation.openai_backend import ModelServerError
 from cyoa.generation.pool import ModelNotAvailable
-from cyoa.generation.trial import DEFAULT_STORY, STORY_MAX_CHARS, try_model
+from cyoa.generation.trial import DEFAULT_STORY, STORY_MAX_CHARS, sampling_problems, try_model
 from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.parts import shared as shared_parts
@@ -156,8 +159,10 @@ def try_(name: str):
         return _page(trial, 409)
     try:
         backend = shared_parts().pool.get(name, timeout=0)
-        trial["draws"] = try_model(backend, shared_parts().cards[name], story, n=TRIALS)
-    except (ModelNotAvailable, ValueError) as exc:
+        card = shared_parts().cards[name]
+        trial["problems"] = sampling_problems(backend, card, story)
+        trial["draws"] = try_model(backend, card, story, n=TRIALS)
+    except (ModelNotAvailable, ModelServerError, ValueError) as exc:
         trial["error"] = str(exc)
         return _page(trial, 400)
     return _page(trial)

@@ -32,6 +32,7 @@ from cyoa.cowriting.judges.prompts import (
 )
 from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
+from cyoa.generation.stopping import GenerationStopped, stop_when, until_stopped
 from cyoa.generation.types import Backend, ModelCard, Sampling
 from cyoa.web.workers import worker_gone
 
@@ -252,9 +253,10 @@ def store_verdict(
 
 
 def ask(backend: Backend, prompt: str, sampling: Sampling, seed: int) -> str:
-    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``)."""
+    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``);
+    :class:`GenerationStopped` when the caller's stop (:func:`stop_when`) turns true first."""
     with closing(backend.stream(prompt, sampling, seed)) as pieces:
-        return "".join(pieces).strip()
+        return "".join(until_stopped(pieces)).strip()
 
 
 def run_judge(
@@ -262,8 +264,9 @@ def run_judge(
 ) -> str:
     """Ask every prompt of ``run`` not answered yet, one at a time, storing each verdict as
     it comes; returns how the run ended, also stored: ``done``, ``stopped`` (``stop()`` was
-    true: asked before each prompt) or ``failed`` (the model failed: the error is stored,
-    the verdicts so far are kept)."""
+    true: asked before each prompt and while one is asked, which then ends without a
+    verdict) or ``failed`` (the model failed: the error is stored, the verdicts so far are
+    kept, and nothing for the prompt that failed, so a resume asks it again)."""
     done = answered(db, run)
     todo = [p for p in run_prompts(db, run) if (p.session_id, p.round, p.order) not in done]
     for prompt in todo:
@@ -273,7 +276,11 @@ def run_judge(
         asked = store.now()
         seed = verdict_seed(run.seed, prompt.session_id, prompt.round, prompt.order)
         try:
-            response = ask(backend, prompt.text, run.sampling, seed)
+            with stop_when(stop):
+                response = ask(backend, prompt.text, run.sampling, seed)
+        except GenerationStopped:
+            _set_state(db, run, STOPPED)
+            return STOPPED
         except Exception as failure:  # noqa: BLE001 - the run records any failure
             _set_state(db, run, FAILED, _failure(run, prompt, failure))
             return FAILED

@@ -58,7 +58,7 @@ def evaluation_card(
         *_attributes_and_scale(exp),
         *_instructions_and_quality(exp, details),
         *_number_of_items(exp, sessions, rounds),
-        *_systems_and_raters(exp),
+        *_systems_and_raters(exp, rounds),
         *planned_sample_size(plan, exp.id),
         *_pay_and_time(details, sessions, rounds),
         *_files(),
@@ -182,9 +182,9 @@ def _number_of_items(
     ]
 
 
-def _systems_and_raters(exp: Experiment) -> list[str]:
-    """The systems compared (model card, version, weights, sampling), the raters per item
-    and whether human references were shown."""
+def _systems_and_raters(exp: Experiment, rounds: Sequence[dict[str, Any]]) -> list[str]:
+    """The systems compared (model card, version, weights, sampling; for a served model what
+    its server was sent), the raters per item and whether human references were shown."""
     return [
         "## Systems",
         "",
@@ -197,6 +197,7 @@ def _systems_and_raters(exp: Experiment) -> list[str]:
             for s in exp.systems
         ),
         "",
+        *_sent_settings(rounds),
         "## Raters per item",
         "",
         "One. Each writer judges only the suggestions made for their own story, so every "
@@ -207,6 +208,30 @@ def _systems_and_raters(exp: Experiment) -> list[str]:
         "",
         "No. Writers see only the two systems' suggestions; the human-written text is their own "
         "lines.",
+        "",
+    ]
+
+
+def _sent_settings(rounds: Sequence[dict[str, Any]]) -> list[str]:
+    """Each served system's settings as its model server was sent them (the suggestions'
+    ``sent_settings``, the seed left out: it is each suggestion's own), so the card says
+    what sampled, not only what the model card asked; nothing when no system was served."""
+    sent: dict[str, set[str]] = {}
+    for row in rounds:
+        for slot in (1, 2):
+            settings = row.get(f"slot{slot}_sent_settings")
+            if settings:
+                shown = {k: v for k, v in json.loads(settings).items() if k != "seed"}
+                sent.setdefault(row[f"slot{slot}_system"], set()).add(
+                    json.dumps(shown, sort_keys=True)
+                )
+    if not sent:
+        return []
+    return [
+        "Sent to the model servers of served systems (backend `openai`, recorded with each "
+        "suggestion; each suggestion's own seed left out):",
+        "",
+        *(f"- {system}: `{each}`" for system in sorted(sent) for each in sorted(sent[system])),
         "",
     ]
 

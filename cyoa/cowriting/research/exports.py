@@ -63,6 +63,11 @@ def _slot_columns(slot: int) -> list[Column]:
         Column(f"slot{slot}_sampling", "string", f"sampling settings as JSON ({s})"),
         Column(f"slot{slot}_seed", "int", f"sampling seed ({s})"),
         Column(
+            f"slot{slot}_sent_settings",
+            "string",
+            f"sampling settings sent to the model server as JSON; null in-process ({s})",
+        ),
+        Column(
             f"slot{slot}_generation_seconds", "float", f"seconds to generate the suggestion ({s})"
         ),
         Column(f"slot{slot}_token_count", "int", f"tokens generated ({s})"),
@@ -227,6 +232,7 @@ def preference_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
                     f"slot{slot}_attempts": g.get("attempts", 0),
                     f"slot{slot}_sampling": g.get("sampling"),
                     f"slot{slot}_seed": g.get("seed"),
+                    f"slot{slot}_sent_settings": g.get("sent_settings"),
                     f"slot{slot}_generation_seconds": g.get("generation_seconds"),
                     f"slot{slot}_token_count": g.get("token_count"),
                     f"slot{slot}_waited_seconds": g.get("waited_seconds"),

@@ -29,6 +29,7 @@ from typing import Any
 
 from cyoa import store
 from cyoa.db.facade import Db
+from cyoa.generation.stopping import GenerationStopped, stop_when, until_stopped
 from cyoa.generation.types import Backend, ModelCard, Sampling
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.judges.estimate import Estimate, Speed, estimate, measure_speed
@@ -337,9 +338,10 @@ def answered(db: Db, run: JudgeRun) -> set[tuple[str, str]]:
 
 
 def ask(backend: Backend, prompt: str, sampling: Sampling, seed: int) -> str:
-    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``)."""
+    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``);
+    :class:`GenerationStopped` when the caller's stop (:func:`stop_when`) turns true first."""
     with closing(backend.stream(prompt, sampling, seed)) as pieces:
-        return "".join(pieces).strip()
+        return "".join(until_stopped(pieces)).strip()
 
 
 @dataclass(frozen=True)
@@ -369,10 +371,15 @@ def store_verdict(
         )  # fmt: skip
 
 
-def _answer(backend: Backend, run: JudgeRun, prompt: JudgePrompt) -> Answer:
+def _answer(
+    backend: Backend, run: JudgeRun, prompt: JudgePrompt, stop: Callable[[], bool]
+) -> Answer:
+    """The judge's answer to ``prompt``; a call still in flight when ``stop()`` turns true
+    ends at once (:class:`GenerationStopped`), as far as the backend can end it."""
     asked = store.now()
     seed = verdict_seed(run.seed, prompt.story_id, prompt.item_id)
-    response = ask(backend, prompt.text, run.sampling, seed)
+    with stop_when(stop):
+        response = ask(backend, prompt.text, run.sampling, seed)
     return Answer(response, asked, store.now())
 
 
@@ -385,13 +392,15 @@ def run_judge(
 ) -> str:
     """Ask every prompt of ``run`` not answered yet, ``run.concurrency`` at a time, storing
     each verdict as it comes; returns how the run ended, also stored: ``done``, ``stopped``
-    (``stop()`` was true: asked before each prompt; those asked are finished and stored) or
-    ``failed`` (the model failed: its error stored; the verdicts so far are kept)."""
+    (``stop()`` was true: asked before each prompt and while one is asked; a call in flight
+    then ends without a verdict, to be asked again on resume) or ``failed`` (the model
+    failed: its error stored; the verdicts so far are kept; nothing is stored for the
+    prompt that failed, so a resume asks it again)."""
     done = answered(db, run)
     todo = iter(
         [p for p in run_prompts(db, run, instrument) if (p.story_id, p.item_id) not in done]
     )
-    error = ""
+    error, stopped = "", False
     with ThreadPoolExecutor(max_workers=run.concurrency, thread_name_prefix="cyoa-judge") as pool:
         flying: dict[Future[Answer], JudgePrompt] = {}
         while True:
@@ -399,7 +408,7 @@ def run_judge(
                 prompt = next(todo, None)
                 if prompt is None:
                     break
-                flying[pool.submit(_answer, backend, run, prompt)] = prompt
+                flying[pool.submit(_answer, backend, run, prompt, stop)] = prompt
             if not flying:
                 break
             finished, _ = wait(flying, return_when=FIRST_COMPLETED)
@@ -407,9 +416,11 @@ def run_judge(
                 prompt = flying.pop(future)
                 try:
                     store_verdict(db, run, instrument, prompt, future.result())
+                except GenerationStopped:
+                    stopped = True
                 except Exception as failure:  # noqa: BLE001 - the run records any failure
                     error = error or _failure(run, prompt, failure)
-    state = FAILED if error else DONE if next(todo, None) is None else STOPPED
+    state = FAILED if error else STOPPED if stopped or next(todo, None) is not None else DONE
     _set_state(db, run, state, error)
     return state
 
@@ -541,7 +552,13 @@ def continue_run(
     if done:
         log(f"Resuming judge '{run.judge}': {len(done)} verdicts stored, {len(todo)} to ask.")
     try:
-        guess, speed = run_estimate(db, todo, run.sampling, backend.card, backend, run.concurrency)
+        with stop_when(stop):
+            guess, speed = run_estimate(
+                db, todo, run.sampling, backend.card, backend, run.concurrency
+            )
+    except GenerationStopped:
+        _set_state(db, run, STOPPED)
+        return stored_run(db, run.experiment, run.judge)
     except Exception as failure:  # noqa: BLE001 - the warm-up is the model's first prompt
         fail_run(db, run, _failure(run, todo[0], failure))
         return stored_run(db, run.experiment, run.judge)

@@ -197,12 +197,14 @@ def judge_run_json(exp_id: str, judge: str):
 @bp.post("/<exp_id>/judges/run/<judge>/stop")
 @auth.login_required
 def stop_judge_run(exp_id: str, judge: str):
-    """Ask the run to stop after the prompts being asked; what is stored stays."""
+    """Ask the run to stop now: the calls in flight end without a verdict (asked again on
+    resume); what is stored stays."""
     exp = rating_experiment_or_404(exp_id)
     stop = rating_parts().judge_stops.get((exp.id, judge))
     if stop is None:
         flash("This run is not running in this server process: wait for it to end.")
     else:
         stop.set()
-        flash("Stopping after the prompts being asked; start it again to resume.")
+        flash("Stopping now: the prompts being asked end without a verdict; start the run "
+              "again to resume.")  # fmt: skip
     return redirect(url_for(".judge_run", exp_id=exp.id, judge=judge))
