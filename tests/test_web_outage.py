@@ -28,6 +28,7 @@ from test_rating_journey import Rater
 from test_rating_limits import rating_study
 
 from cyoa import store
+from cyoa.cowriting.sockets import push_state
 from cyoa.web.outage import SENT_AGAIN, TEXT_KEPT
 
 LINE = {"text": "The lamp went out while the sea was calm."}
@@ -184,3 +185,17 @@ def test_a_database_error_that_is_not_an_outage_stays_an_error(tmp_path):
     db.execute("DROP TABLE rating_events")  # a bug, not an outage: no retry would mend it
     with pytest.raises(Exception, match="no such table"):
         rater.client.get("/r/aiss-pilot/rate")
+
+
+def test_a_state_pushed_to_a_writer_s_tabs_during_an_outage_waits_for_their_next_join(
+    study, caplog
+):
+    app, outage = study
+    writer = Writer(app)
+    writer.io.get_received()
+    with caplog.at_level(logging.INFO), outage():
+        push_state(app, writer.session_id)  # as the runner does when a slot settles
+    assert [m["name"] for m in writer.io.get_received()] == []
+    assert [r.name for r in caplog.records if r.levelno >= logging.WARNING] == ["cyoa.web.outage"]
+    push_state(app, writer.session_id)
+    assert [m["name"] for m in writer.io.get_received()] == ["state"]

@@ -61,9 +61,17 @@ def view_for(app: Flask, session_id: str) -> dict[str, Any]:
 
 
 def push_state(app: Flask, session_id: str) -> None:
-    """Send the session's current state to every tab it has open."""
+    """Send the session's current state to every tab it has open. While the database cannot
+    be reached nothing is sent (the outage is logged once): the tabs' next join or action
+    brings the state."""
     with app.app_context():
-        socketio.emit("state", view_for(app, session_id), to=session_id)
+        try:
+            view = view_for(app, session_id)
+        except Exception as error:
+            if not outage.noted(error):
+                raise
+            return
+        socketio.emit("state", view, to=session_id)
 
 
 def on_join(*args: Any) -> dict[str, Any]:

@@ -45,10 +45,18 @@ def answer_retry(bp: Blueprint) -> None:
         bp.register_error_handler(error, _answer)
 
 
-def _answer(error: Exception) -> Response:
+def noted(error: BaseException) -> bool:
+    """Whether ``error`` is an outage; if so it is counted in this app's outage log (and
+    logged when it begins an outage). Needs an app context."""
     if not is_outage(error):
-        raise error
+        return False
     _outages().failed(error)
+    return True
+
+
+def _answer(error: Exception) -> Response:
+    if not noted(error):
+        raise error
     if _wants_json():
         response = jsonify(ok=False, retry=True, error=SENT_AGAIN)
     else:
@@ -68,9 +76,8 @@ def _answer(error: Exception) -> Response:
 def socket_reply(error: Exception) -> dict[str, Any] | None:
     """The Socket.IO acknowledgement for an event that met an outage (``retry: true``), or
     None when ``error`` is not one."""
-    if not is_outage(error):
+    if not noted(error):
         return None
-    _outages().failed(error)
     return {"ok": False, "retry": True, "error": TEXT_KEPT}
 
 
