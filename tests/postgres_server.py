@@ -6,7 +6,7 @@ It uses Debian's ``postgresql`` package (``make postgres`` installs it): ``initd
 root, so as root the cluster belongs to the ``postgres`` user (``runuser``); as anyone else it
 runs as them. Durability is switched off (``fsync``, ``synchronous_commit``): the cluster
 lives for one test run, and a test never kills this server; a test that stops its server
-has one of its own (:func:`stoppable_cluster`).
+uses another (:func:`stoppable_cluster`).
 """
 
 from __future__ import annotations
@@ -128,10 +128,11 @@ def postgres_cluster() -> Iterator[Cluster]:
         stop_cluster(bin_dir, cluster)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def stoppable_cluster() -> Iterator[tuple[Path, Cluster]]:
-    """A PostgreSQL server of the test file's own, which its tests may stop and start again
-    (:func:`stop_server`, :func:`start_server`); with the folder of its binaries."""
+    """A second PostgreSQL server, for the tests that stop it and start it again
+    (:func:`stop_server`, :func:`start_server`; each leaves it running), with the folder of
+    its binaries; no other test uses it."""
     bin_dir = binaries()
     if bin_dir is None:
         pytest.fail("PostgreSQL is missing: run `make postgres` (apt-get install postgresql).")
