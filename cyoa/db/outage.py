@@ -82,7 +82,7 @@ def is_outage(error: BaseException) -> bool:
 def _sqlite_outage(error: sqlite3.Error) -> bool:
     code = getattr(error, "sqlite_errorcode", None)
     if isinstance(code, int):
-        return code & 0xFF in SQLITE_OUTAGE_CODES
+        return (code & 0xFF) in SQLITE_OUTAGE_CODES  # the primary code of an extended one
     message = str(error).lower()
     return any(text in message for text in SQLITE_OUTAGE_MESSAGES)
 
