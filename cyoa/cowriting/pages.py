@@ -18,10 +18,11 @@ from flask import (
 
 from cyoa.cowriting.flow import DRAFT_MAX_CHARS, Phase
 from cyoa.cowriting.parts import parts as cowriting_parts
-from cyoa.web import participants
+from cyoa.web import outage, participants
 from cyoa.web.completion import completion_address, shown_code
 
 bp = Blueprint("study", __name__)
+outage.answer_retry(bp)
 # Long enough to read (and copy) the completion code before the crowd platform's page opens.
 COMPLETION_REDIRECT_SECONDS = 15
 # The first segment of a writer's link, and what a writer resumes by it.

@@ -3,7 +3,9 @@
 // action counts as saved only when the server acknowledges it (after its database commit).
 // Text typed but not yet sent is kept in localStorage so a reload or crash loses nothing.
 // Actions wait in an outbox until the connection has joined the story, so a click made while
-// the server is down is sent once it is back; nothing too large for one message is sent.
+// the server is down is sent once it is back; one answered "retry" (the server reconnecting to
+// its database, say) is sent again, with its action id, until it is acknowledged; nothing too
+// large for one message is sent.
 (function () {
   "use strict";
 
@@ -136,11 +138,14 @@
         continue;
       }
       if (reply.retry) {
-        notice(reply.error, "warn");
+        // Nothing was stored (the server is saving too fast, or reconnecting to its
+        // database): the same action goes again, and the outbox keeps the ones behind it.
+        notice(reply.error, "warn", true);
         await pause(BUSY_RETRY_MS);
         continue;
       }
       outbox.shift();
+      if (noticeAboutConnection) notice("");
       item.resolve(reply);
     }
     sending = false;
@@ -167,7 +172,13 @@
     socket.timeout(ACK_TIMEOUT_MS).emit("join", { experiment }, (err, reply) => {
       if (ofConnection !== connection || !socket.connected) return; // the next connect joins
       if (err) { join(ofConnection); return; }
-      if (reply.retry) { setTimeout(() => join(ofConnection), BUSY_RETRY_MS); return; }
+      if (reply.retry) {
+        // The server cannot reach its database yet: join again, keeping the outbox.
+        connectionBadge("Reconnecting… your text is kept", false);
+        notice(reply.error, "warn", true);
+        setTimeout(() => join(ofConnection), BUSY_RETRY_MS);
+        return;
+      }
       if (!reply.ok) {
         // The story cannot be joined: answer what was waiting rather than leave it waiting.
         connectionBadge("Not connected", false);
