@@ -260,6 +260,10 @@ def _empty_target(location: DatabaseLocation) -> tuple[Db, bool]:
     created = False
     if location.path is not None:
         path = location.path
+        if path.is_dir():
+            raise MigrationError(
+                f"{path} is a folder: give --to a new file's name, e.g. {path / 'cyoa.sqlite'}."
+            )
         if not path.parent.is_dir():
             raise MigrationError(f"The folder {path.parent} does not exist: create it first.")
         if path.exists():

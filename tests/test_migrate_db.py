@@ -21,6 +21,7 @@ from cyoa.cowriting import store as cowriting_store
 from cyoa.rating.analysis import report as rating_report
 from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment, story
 from tests.test_rating_dashboard import open_study, rate_everything
+from tests.test_rating_journey import write_spec
 
 SCALES = Path(__file__).parent / "data" / "scales"
 
@@ -128,6 +129,21 @@ def test_a_study_moves_to_postgresql_and_back_with_the_same_rows_analyses_and_st
     source.close(), copy.close()
 
 
+def test_a_rating_study_without_ratings_yet_moves_and_compares_as_not_yet_analysable(tmp_path):
+    source = tmp_path / "source.sqlite"
+    created = run(source, "experiment", "create", str(write_spec(tmp_path)))
+    assert created.exit_code == 0, created.output
+    analysed = run(source, "analyze", "aiss-pilot")
+    assert analysed.exit_code == 1
+    assert "'aiss-pilot' has no ratings yet" in analysed.output
+    copy = tmp_path / "copy.sqlite"
+    moved = run(source, "migrate-db", "--to", str(copy))
+    assert moved.exit_code == 0, moved.output
+    assert "Checked: the rows of every table" in moved.output
+    stories = store.connect(copy).execute("SELECT count(*) FROM stories").fetchone()[0]
+    assert stories == 4
+
+
 def test_a_session_started_after_the_move_gets_a_fresh_participant_id(small, postgres_url):
     assert run(small, "migrate-db", "--to", postgres_url).exit_code == 0
     db = store.connect(postgres_url)
@@ -212,6 +228,8 @@ def test_an_older_sqlite_study_is_upgraded_in_a_copy_and_moved(tmp_path, postgre
         ("{small}", "{tmp}/no-folder/copy.sqlite", "does not exist: create it first"),
         ("{small}", "mysql://db/x", "which CYOA cannot use"),
         ("{small}", "{small}", "is the source itself"),
+        ("{small}", "{tmp}", "is a folder: give --to a new file's name"),
+        ("{small}", "postgresql://cyoa:secret@[::1/db", "write an IPv6 address in brackets"),
     ],
 )
 def test_a_bad_source_or_target_is_refused_with_a_sentence(
