@@ -3,6 +3,7 @@
 import random
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from cyoa.cli import cli
@@ -66,3 +67,29 @@ def test_a_pilot_the_model_cannot_be_fitted_to_is_refused_with_a_sentence(tmp_pa
     assert result.exit_code == 1
     assert "Plan from assumptions instead" in result.output
     assert "Traceback" not in result.output
+
+
+RATING = "difference=0.4,story_sd=0.5,rater_sd=0.4,residual_sd=0.8,minutes=10"
+
+
+@pytest.mark.parametrize(
+    ("assume", "options", "sentence"),
+    [
+        ("story_sd=1e308,rater_sd=0.4,residual_sd=0.8", [],
+         "story_sd, the story SD (score units), is a number from 0 to 1000, not 1e+308"),
+        (f"{RATING},rater_source_sd=1e200", [],
+         "rater_source_sd, the rater × source SD (score units), is a number from 0 to 1000"),
+        (RATING, ["--hourly-rate", "inf"], "The hourly rate is a number from 0 to 10000, not inf"),
+        (RATING, ["--hourly-rate", "1e308"], "The hourly rate is a number from 0 to 10000"),
+        (RATING, ["--fee", "nan"], "The platform fee (a fraction of the pay) is a number from 0"),
+        (RATING, ["--fee", "inf"], "not inf"),
+        (RATING, ["--effect", "-inf"], "The difference between two sources (score units)"),
+        (RATING, ["--target-power", "1"], "The target power is a number from 0.01 to 0.99"),
+    ],
+)  # fmt: skip
+def test_a_value_outside_the_planner_s_bounds_is_refused_before_it_plans(assume, options, sentence):
+    result = CliRunner().invoke(cli, ["plan", "--kind", "rating", "--assume", assume, *options])
+    assert result.exit_code == 2, result.output
+    assert sentence in result.output
+    assert "Cost:" not in result.output and "simulating" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

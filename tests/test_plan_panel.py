@@ -84,6 +84,23 @@ def test_a_bad_form_value_is_a_sentence_naming_the_field(researcher):
         assert sentence in html.unescape(page.get_data(as_text=True))
 
 
+def test_a_value_outside_the_planner_s_bounds_is_refused_on_the_form_before_it_plans(researcher):
+    for data, sentence in (
+        ({"hourly_rate": "inf"}, "Hourly rate: a number from 0 to 10000, or empty."),
+        ({"fee": "nan"}, "Platform fee: a number from 0 to 10, or empty."),
+        ({"alpha": "1e-60"}, "α: a number from 0.0001 to 0.5, or empty."),
+        ({"effect": "2"}, "Effect to detect: a number from 0.01 to 0.99, or empty."),
+        (
+            {"assume": "writer_sd=1e308"},
+            "writer_sd, the writers' spread (log-odds SD), is a number",
+        ),
+    ):
+        page = researcher.post("/research/plan/fake-ab", data=data)
+        assert page.status_code == 400, data
+        assert sentence in html.unescape(page.get_data(as_text=True))
+    assert store.latest_plan(store.connect(researcher.app.config["DATABASE"]), "fake-ab") is None
+
+
 def test_a_co_writing_experiment_without_a_pilot_or_typed_values_fails_with_a_sentence(
     researcher,
 ):

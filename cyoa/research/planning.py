@@ -28,7 +28,7 @@ from cyoa.planning_cost import study_cost
 from cyoa.rating import planning as rating_planning
 from cyoa.rating.analysis.data import load_ratings, review_raters
 from cyoa.rating.analysis.scales import coded_values
-from cyoa.research import plan_precision
+from cyoa.research import plan_bounds, plan_precision
 
 COWRITING_KEYS = {"p", "writer_sd", "minutes", "minutes_per_round", "exclusion"}
 RATING_KEYS = {
@@ -129,7 +129,20 @@ def parse_assumptions(text: str, allowed: set[str]) -> dict[str, float]:
             raise PlanInputError(f"'{part}' needs a number after '='.") from None
         if not math.isfinite(values[key]):
             raise PlanInputError(f"'{part}' needs a finite number after '='.")
+        plan_bounds.check_assumption(key, values[key])
     return values
+
+
+def check_inputs(kind: str, typed: dict[str, float], o: Options) -> None:
+    """:class:`PlanInputError` naming the first typed value or option of a ``kind`` plan
+    outside its bounds (:mod:`cyoa.research.plan_bounds`), before any work starts."""
+    for key, value in typed.items():
+        plan_bounds.check_assumption(key, value)
+    plan_bounds.check_options(kind, {
+        "target": o.target, "alpha": o.alpha, "hourly_rate": o.hourly_rate, "fee": o.fee,
+        "seed": o.seed, "effect": o.effect, "simulations": o.simulations,
+        "alpha_width": o.alpha_width,
+    })  # fmt: skip
 
 
 def _cost(
@@ -353,7 +366,8 @@ def make_plan(
 ) -> PlanRecord:
     """The plan for ``experiment`` (its kind and pilot read from ``db``; ``typed`` values
     override the pilot's) or, with ``experiment`` None, for ``kind`` from ``typed`` alone.
-    :class:`PlanInputError` for a typed value that cannot be used, :class:`AnalysisError` or
+    :class:`PlanInputError` for a typed value or option that cannot be used (outside its
+    bounds: :func:`check_inputs`), :class:`AnalysisError` or
     :class:`ValueError` (a sentence) for a pilot that cannot be planned from."""
     if experiment is not None and db is not None:
         kind = kinds.kind_of(db, experiment).name
@@ -367,6 +381,7 @@ def make_plan(
             f"'{sorted(unknown)[0]}' is not an assumption of this kind; use "
             f"{', '.join(sorted(KEYS[kind]))}."
         )
+    check_inputs(kind, typed, options)
     source = (db, experiment) if experiment is not None and db is not None else None
     if kind in plan_precision.KINDS:
         return _precision_plan(kind, typed, options, source)
