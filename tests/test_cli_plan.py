@@ -1,6 +1,7 @@
 """The plan verb: from typed assumptions, a power table, a chosen design and its cost."""
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,56 @@ def small_pilot(path: Path) -> Path:
                     lines.append(f"{source}{n},{source},{rater},{item},{min(4, max(1, value))}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def one_source_pilot(path: Path) -> Path:
+    """Twelve stories from one source (as a study of one co-writing experiment's stories),
+    each rated by the same four raters on the crowd scale (seeded)."""
+    rng = random.Random(5)
+    lines = ["story_id,source,rater_id,item,value"]
+    for n in range(12):
+        story = 2.5 + rng.gauss(0, 0.5)
+        for rater, offset in (("w1", -0.3), ("w2", 0.0), ("w3", 0.2), ("w4", 0.4)):
+            for item in ("fluent", "coherent", "interesting"):
+                value = round(story + offset + rng.gauss(0, 0.5))
+                lines.append(f"s{n},short-story-1,{rater},{item},{min(4, max(1, value))}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def import_pilot(db: Path, csv: Path, name: str = "pilot") -> None:
+    scales = Path(__file__).parent / "data" / "scales"
+    imported = CliRunner().invoke(cli, [
+        "--db", str(db), "import-ratings", str(csv), "--format", "long",
+        "--instrument", str(scales / "crowd-1-4.toml"), "--name", name,
+    ])  # fmt: skip
+    assert imported.exit_code == 0, imported.output
+
+
+def test_a_one_source_pilot_gets_alpha_s_precision_and_a_sentence_for_the_comparison(tmp_path):
+    db = tmp_path / "cyoa.sqlite"
+    import_pilot(db, one_source_pilot(tmp_path / "one.csv"))
+    result = CliRunner().invoke(cli, ["--db", str(db), "plan", "pilot"])
+    assert result.exit_code == 0, result.output
+    assert "The pilot's stories come from one source" in result.output
+    assert "give the difference to detect" in result.output
+    assert re.search(
+        r"Smallest design for α ± 0\.10: \d+ stories in all × \d raters", result.output
+    )
+    assert "Chosen design" not in result.output
+    assert result.exception is None
+
+
+def test_a_one_source_pilot_with_a_difference_to_detect_plans_the_comparison_at_its_variances(
+    tmp_path,
+):
+    db = tmp_path / "cyoa.sqlite"
+    import_pilot(db, one_source_pilot(tmp_path / "one.csv"))
+    result = CliRunner().invoke(cli, ["--db", str(db), "plan", "pilot", "--effect", "0.3"])
+    assert result.exit_code == 0, result.output
+    assert "Rating plan: difference 0.300" in result.output
+    assert "Chosen design:" in result.output
+    assert "The pilot's stories come from one source" not in result.output
 
 
 def test_a_plan_from_a_small_pilot_says_its_estimates_are_rough(tmp_path):

@@ -46,6 +46,13 @@ DEFAULTS = {"cowriting": {"p": 0.6, "writer_sd": 0.0}, "rating": {"difference": 
 REQUIRED = {"cowriting": {"p"}, "rating": {"story_sd", "rater_sd", "residual_sd"}}
 # The power fields of a plan that has only precision sections.
 NO_POWER: dict[str, Any] = {"alternative": "", "test": "", "curve": [], "chosen": None}
+# A rating pilot whose stories come from one source has no comparison to plan.
+ONE_SOURCE = (
+    "The pilot's stories come from one source, so there is no comparison of sources to plan "
+    "from it; the plan gives the precision of agreement (stories and raters per story). To "
+    "plan a comparison with a second source at the pilot's variances, give the difference "
+    "to detect (--effect, or difference=… in --assume; on the Plan page, the effect to detect)."
+)
 # Below these a pilot's variance components are rough (the plan says so).
 SMALL_PILOT_STORIES = 20
 SMALL_PILOT_RATERS = 5
@@ -317,7 +324,8 @@ def cowriting_pilot(db: Db, exp_id: str) -> tuple[dict[str, float], Any]:
 
 def rating_pilot(db: Db, exp_id: str) -> dict[str, float]:
     """From a rating pilot: the crossed model's components of each rater's per-story mean
-    answer (after reverse coding), the first pair's difference, the minutes a rater of the
+    answer (after reverse coding), its number of sources and the first pair's difference
+    (none when its stories come from one source), the minutes a rater of the
     planned design spends (the pilot's median seconds per story × the plan's stories per
     rater, :data:`cyoa.rating.planning.STORIES_PER_RATER`) and the share of raters excluded."""
     data = load_ratings(db, exp_id)
@@ -329,10 +337,13 @@ def rating_pilot(db: Db, exp_id: str) -> dict[str, float]:
     frame = rows.assign(score=coded_values(data.instrument, rows))
     frame = frame.groupby(["story_id", "source", "rater_id"], as_index=False)["score"].mean()
     a = rating_planning.estimate_pilot(frame)
-    values = {"difference": a.difference, "story_sd": a.story_sd, "rater_sd": a.rater_sd,
+    values = {"story_sd": a.story_sd, "rater_sd": a.rater_sd,
               "residual_sd": a.residual_sd, "rater_source_sd": a.rater_source_sd,
               "pilot_stories": frame["story_id"].nunique(),
-              "pilot_raters": frame["rater_id"].nunique()}  # fmt: skip
+              "pilot_raters": frame["rater_id"].nunique(),
+              "pilot_sources": len(a.sources)}  # fmt: skip
+    if a.difference is not None:
+        values["difference"] = a.difference
     review = review_raters(db, exp_id, data)
     seconds = [q.seconds_per_story("median") for q in review.qualities]
     seconds = [s for s in seconds if s is not None]
@@ -392,7 +403,7 @@ def make_plan(
     inputs.update({k: {"value": v, "source": "typed"} for k, v in typed.items()})
     values = {**values, **typed}
     for key, value in DEFAULTS[kind].items():
-        if key not in values:
+        if key not in values and not _one_source(values, typed, options):
             values[key] = value
             inputs[key] = {"value": value, "source": "default"}
     if options.effect is not None:
@@ -400,6 +411,10 @@ def make_plan(
         inputs[key] = {"value": options.effect, "source": "typed"}
     if kind == "cowriting":
         record = cowriting_plan(values, inputs, options, pilot)
+    elif _one_source(values, typed, options):
+        notes = [*_small_pilot(values), ONE_SOURCE]
+        record = _record("rating", inputs, options, **NO_POWER, notes=notes)
+        record.body = "\n\n".join(notes)
     elif REQUIRED["rating"] <= set(values) or not plan_precision.RATING_KEYS & set(values):
         record = rating_plan(values, inputs, options)
     else:  # only the precision of α was asked for
@@ -407,6 +422,12 @@ def make_plan(
     record.sections += plan_precision.precision_sections(kind, values, options, source)
     record.experiment = experiment
     return record
+
+
+def _one_source(values: dict[str, float], typed: dict[str, float], o: Options) -> bool:
+    """Whether a rating pilot's stories come from one source and no difference to detect was
+    typed: its plan has no comparison, only its precision sections."""
+    return values.get("pilot_sources") == 1 and "difference" not in typed and o.effect is None
 
 
 def _precision_plan(
