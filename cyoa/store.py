@@ -665,6 +665,25 @@ def _stored_order(db: Database) -> None:
         )
 
 
+def _database_moves(db: Database) -> None:
+    """The moves by ``migrate-db`` that made this database (:mod:`cyoa.migrate_db`): each
+    written with the copied rows, and its check's outcome written when the check ends, so a
+    copy whose check never finished says so."""
+    db["database_moves"].create(
+        {
+            "id": int,
+            "source": str,
+            "source_version": int,
+            "copied_rows": int,
+            "copied_at": str,
+            "checked_at": str,
+            "differences": int,
+        },
+        pk="id",
+        not_null={"source", "source_version", "copied_rows", "copied_at"},
+    )
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -679,6 +698,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _plans,
     _stored_order,
     _sent_settings,
+    _database_moves,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -291,6 +291,28 @@ def test_a_judge_of_an_unknown_experiment_or_model_is_refused_with_a_sentence(tm
     assert result.exit_code != 0 and "Unknown model card" in result.output
 
 
+@pytest.mark.parametrize(
+    ("template", "sentence"),
+    [
+        (b"{story:d}\nA: {a}\nB: {b}", "The template writes {story:d}: write its"),
+        (b"{story!x}\nA: {a}\nB: {b}", "The template writes {story!x}: write its"),
+        ("{story}\nA: {a}\nB: {b} \u2014 choose".encode("cp1252"), "is not UTF-8 text (byte 0x97"),
+    ],
+    ids=["format-spec", "conversion", "not-utf-8"],
+)  # fmt: skip
+def test_a_template_that_cannot_be_filled_is_refused_with_a_sentence_before_any_verdict(
+    tmp_path, template, sentence
+):
+    config = study(tmp_path)
+    path = tmp_path / "template.txt"
+    path.write_bytes(template)
+    result = cli_run(config, "judge-rounds", "exp", "--model", "slot-a", "--template", str(path))
+    assert result.exit_code == 1, result.output
+    assert sentence in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert stored(config, "slot-a") == []
+
+
 def test_the_results_page_shows_each_judge_against_the_writers(app, researcher):
     writer = Writer(app, "?pid=w1")
     for n in range(1, 4):

@@ -216,3 +216,19 @@ def test_a_version_10_postgresql_database_gets_the_stored_order_and_sent_setting
         engine.dispose()
     assert sorted(tuple(row) for row in numbered) == [("a", 1), ("b", 2)] and sent == 0
     assert version == schema.VERSION
+
+
+def test_a_version_12_postgresql_database_gains_the_database_moves_table(postgres_url):
+    engine = engine_for(parse_database(postgres_url))
+    try:
+        schema.migrate_postgresql(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE database_moves"))
+            conn.execute(sa.text("UPDATE schema_version SET version = 12"))
+        assert schema.migrate_postgresql(engine) == schema.VERSION
+        assert "database_moves" in sa.inspect(engine).get_table_names()
+        with engine.connect() as conn:
+            version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
+    finally:
+        engine.dispose()
+    assert version == schema.VERSION == 13

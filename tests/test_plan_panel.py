@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from conftest import Researcher
-from test_cli_plan import small_pilot
+from test_cli_plan import import_pilot, one_source_pilot, small_pilot
 
 from cyoa import store
 from cyoa.cli import cli
@@ -84,6 +84,23 @@ def test_a_bad_form_value_is_a_sentence_naming_the_field(researcher):
         assert sentence in html.unescape(page.get_data(as_text=True))
 
 
+def test_a_value_outside_the_planner_s_bounds_is_refused_on_the_form_before_it_plans(researcher):
+    for data, sentence in (
+        ({"hourly_rate": "inf"}, "Hourly rate: a number from 0 to 10000, or empty."),
+        ({"fee": "nan"}, "Platform fee: a number from 0 to 10, or empty."),
+        ({"alpha": "1e-60"}, "α: a number from 0.0001 to 0.5, or empty."),
+        ({"effect": "2"}, "Effect to detect: a number from 0.01 to 0.99, or empty."),
+        (
+            {"assume": "writer_sd=1e308"},
+            "writer_sd, the writers' spread (log-odds SD), is a number",
+        ),
+    ):
+        page = researcher.post("/research/plan/fake-ab", data=data)
+        assert page.status_code == 400, data
+        assert sentence in html.unescape(page.get_data(as_text=True))
+    assert store.latest_plan(store.connect(researcher.app.config["DATABASE"]), "fake-ab") is None
+
+
 def test_a_co_writing_experiment_without_a_pilot_or_typed_values_fails_with_a_sentence(
     researcher,
 ):
@@ -141,6 +158,21 @@ def test_a_rating_plan_page_shows_the_precision_of_agreement_it_was_asked_for(
     assert "Precision of agreement: Smallest design for α ± 0.15" in dashboard
     refused = researcher.post("/research/plan/pilot", data={"alpha_width": "5"})
     assert refused.status_code == 400
-    assert "Width of α's and κ's interval: a number from 0.01 to 2" in html.unescape(
+    assert "Width of α's and κ's interval: a number at least 0.01 and below 2" in html.unescape(
         refused.get_data(as_text=True)
     )
+
+
+def test_a_one_source_rating_pilot_is_planned_on_its_page_without_the_comparison(
+    app, researcher, tmp_path
+):
+    import_pilot(Path(app.config["DATABASE"]), one_source_pilot(tmp_path / "one.csv"), "one")
+    start = researcher.post("/research/plan/one", data={"assume": "minutes=10"})
+    status = finished(researcher, start.headers["Location"])
+    assert status["state"] == "saved", status["error"]
+    page = html.unescape(researcher.get("/research/plan/one").get_data(as_text=True))
+    assert "The pilot's stories come from one source" in page
+    assert "<h3>Precision of agreement</h3>" in page
+    assert "raters per story" in page and "IndexError" not in page
+    card = researcher.get("/research/ratings/one/evaluation-card.md").get_data(as_text=True)
+    assert "Precision of agreement: Smallest design for α" in card

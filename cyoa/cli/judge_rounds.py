@@ -71,7 +71,13 @@ def judge_rounds_command(
         raise click.ClickException(
             f"Unknown model card {model!r}: use one of {', '.join(sorted(cards))}."
         )
-    text = template.read_text(encoding="utf-8") if template else None
+    try:
+        text = template.read_text(encoding="utf-8") if template else None
+    except UnicodeDecodeError as error:
+        raise click.ClickException(
+            f"The template {template} is not UTF-8 text (byte {error.object[error.start]:#04x} "
+            f"at position {error.start:,}): save it as UTF-8 and run the command again."
+        ) from None
     request = RoundJudgeRequest(experiment, cards[model], judge, seed, max_tokens, text, limit)
     db = open_or_create(ctx)
     try:

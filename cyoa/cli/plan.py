@@ -49,22 +49,12 @@ def _plan(ctx: click.Context, experiment: str | None, kind: str | None, assume: 
     help="Plan from assumptions, without a pilot: the study kind.",
 )
 @click.option("--assume", default="", help='Typed assumptions, e.g. "p=0.6,writer_sd=0.5".')
-@click.option(
-    "--target-power",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.8,
-    show_default=True,
-)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-)
-@click.option("--hourly-rate", type=click.FloatRange(0), default=12.0, show_default=True)
+@click.option("--target-power", type=float, default=0.8, show_default=True)
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Two-sided α.")
+@click.option("--hourly-rate", type=float, default=12.0, show_default=True)
 @click.option(
     "--fee",
-    type=click.FloatRange(0),
+    type=float,
     default=0.33,
     show_default=True,
     help="Platform fee, a fraction of the pay.",
@@ -72,7 +62,7 @@ def _plan(ctx: click.Context, experiment: str | None, kind: str | None, assume: 
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--alpha-width",
-    type=click.FloatRange(0, 2, min_open=True),
+    type=float,
     default=0.2,
     show_default=True,
     help="Target 95% width of α's (and a judge's κ's) interval.",
@@ -98,7 +88,8 @@ def plan_command(ctx: click.Context, experiment: str | None, kind: str | None, a
     interval (rating), readers per question (FEI) and stories for a judge's κ (judge): from
     a stored pilot EXPERIMENT (its values overridden by --assume; an experiment without a
     pilot is planned from --assume alone), or from --kind and --assume. --save stores the
-    plan on EXPERIMENT."""
+    plan on EXPERIMENT. Every number has bounds (docs/research.md, "The planner's bounds"):
+    one outside them is refused before the plan starts."""
     options = Options(
         target_power, alpha, hourly_rate, fee, seed, effect, _progress, alpha_width=alpha_width
     )

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from typing import Any
@@ -126,7 +127,7 @@ def _too_few_stories(stories: int, alpha: float) -> list[str]:
     two-sided Mann–Whitney p is at least 2 / C(2n, n) (the two sources fully separated)."""
     if 2 / math.comb(2 * stories, stories) <= alpha:
         return []
-    enough = next(n for n in range(stories, 100) if 2 / math.comb(2 * n, n) <= alpha)
+    enough = next(n for n in itertools.count(stories) if 2 / math.comb(2 * n, n) <= alpha)
     return [
         f"\nWith {stories} stories per source the two-sided Mann–Whitney test cannot reach "
         f"p < {alpha} whatever the readers (its smallest p is "

@@ -21,6 +21,7 @@ from flask import Flask, abort, current_app, redirect, render_template, request,
 
 from cyoa import store
 from cyoa.errors import AnalysisError
+from cyoa.research import plan_bounds
 from cyoa.research.planning import KEYS, Options, PlanInputError, make_plan, parse_assumptions
 from cyoa.web import auth
 from cyoa.web import research as web
@@ -32,16 +33,17 @@ bp = web.blueprint("research_plan", __name__, "/research/plan")
 REFRESH_SECONDS = 2
 # Plans being made or made in this process, kept for their progress pages (oldest forgotten).
 JOBS_KEPT = 20
-# The form's numbers: field → (label, lowest, highest, whole number).
+# The form's numbers: field → (label, its option in cyoa.research.plan_bounds.OPTIONS; the
+# effect's bounds are its kind's).
 FIELDS = {
-    "target_power": ("Target power", 0.01, 0.99, False),
-    "alpha": ("α", 0.001, 0.5, False),
-    "effect": ("Effect to detect", -100.0, 100.0, False),
-    "hourly_rate": ("Hourly rate", 0.0, 10_000.0, False),
-    "fee": ("Platform fee", 0.0, 10.0, False),
-    "seed": ("Seed", 0, 2**31 - 1, True),
-    "simulations": ("Simulations per cell", 100, 20_000, True),
-    "alpha_width": ("Width of α's and κ's interval", 0.01, 2.0, False),
+    "target_power": ("Target power", "target"),
+    "alpha": ("α", "alpha"),
+    "effect": ("Effect to detect", "effect"),
+    "hourly_rate": ("Hourly rate", "hourly_rate"),
+    "fee": ("Platform fee", "fee"),
+    "seed": ("Seed", "seed"),
+    "simulations": ("Simulations per cell", "simulations"),
+    "alpha_width": ("Width of α's and κ's interval", "alpha_width"),
 }
 DEFAULTS = {"target_power": "0.8", "alpha": "0.05", "hourly_rate": "12", "fee": "0.33",
             "seed": "0", "simulations": "2000", "alpha_width": "0.2"}  # fmt: skip
@@ -129,37 +131,39 @@ def plan_page(exp_id: str):
     return _page(_experiment_or_404(exp_id))
 
 
-def _number(name: str) -> float | int | None:
-    """The form's field ``name`` as a number (None when left blank); ValueError naming the
-    field when it is not one in its range."""
-    label, low, high, whole = FIELDS[name]
+def _number(name: str, kind: str) -> float | int | None:
+    """The form's field ``name`` as a number (None when left blank); :class:`PlanInputError`
+    naming the field when it is not one within its bounds (a ``kind`` plan's)."""
+    label, option = FIELDS[name]
+    if option == "effect":
+        bound = plan_bounds.ASSUMPTIONS[plan_bounds.EFFECT.get(kind, "difference")]
+    else:
+        bound = plan_bounds.OPTIONS[option]
     raw = request.form.get(name, "").strip()
     if not raw:
         return None
     try:
-        value = int(raw) if whole else float(raw)
+        value = int(raw) if bound.whole else float(raw)
     except ValueError:
         value = None
-    if value is None or not low <= value <= high:
-        kind = "a whole number" if whole else "a number"
-        raise PlanInputError(f"{label}: {kind} from {low:g} to {high:g}, or empty.")
+    if value is None or not bound.holds(value):
+        raise PlanInputError(f"{label}: {bound.describe()}, or empty.")
     return value
 
 
 def _options(job: PlanJob) -> tuple[Options, dict[str, float]]:
     """The plan the form asks for: its options and typed overrides."""
-    given = {name: _number(name) for name in FIELDS}
+    kind = job_kind(job)
+    given = {name: _number(name, kind) for name in FIELDS}
     values = {name: float(DEFAULTS[name]) for name in DEFAULTS} | {
         name: value for name, value in given.items() if value is not None
     }
-    if not 0 < values["target_power"] < 1 or not 0 < values["alpha"] < 1:
-        raise PlanInputError("Target power and α: fractions strictly between 0 and 1.")
     options = Options(
         values["target_power"], values["alpha"], values["hourly_rate"], values["fee"],
         int(values["seed"]), given["effect"], job.advance, int(values["simulations"]),
         values["alpha_width"],
     )  # fmt: skip
-    return options, parse_assumptions(request.form.get("assume", ""), KEYS[job_kind(job)])
+    return options, parse_assumptions(request.form.get("assume", ""), KEYS[kind])
 
 
 def job_kind(job: PlanJob) -> str:

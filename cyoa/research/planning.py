@@ -28,7 +28,7 @@ from cyoa.planning_cost import study_cost
 from cyoa.rating import planning as rating_planning
 from cyoa.rating.analysis.data import load_ratings, review_raters
 from cyoa.rating.analysis.scales import coded_values
-from cyoa.research import plan_precision
+from cyoa.research import plan_bounds, plan_precision
 
 COWRITING_KEYS = {"p", "writer_sd", "minutes", "minutes_per_round", "exclusion"}
 RATING_KEYS = {
@@ -46,6 +46,13 @@ DEFAULTS = {"cowriting": {"p": 0.6, "writer_sd": 0.0}, "rating": {"difference": 
 REQUIRED = {"cowriting": {"p"}, "rating": {"story_sd", "rater_sd", "residual_sd"}}
 # The power fields of a plan that has only precision sections.
 NO_POWER: dict[str, Any] = {"alternative": "", "test": "", "curve": [], "chosen": None}
+# A rating pilot whose stories come from one source has no comparison to plan.
+ONE_SOURCE = (
+    "The pilot's stories come from one source, so there is no comparison of sources to plan "
+    "from it; the plan gives the precision of agreement (stories and raters per story). To "
+    "plan a comparison with a second source at the pilot's variances, give the difference "
+    "to detect (--effect, or difference=… in --assume; on the Plan page, the effect to detect)."
+)
 # Below these a pilot's variance components are rough (the plan says so).
 SMALL_PILOT_STORIES = 20
 SMALL_PILOT_RATERS = 5
@@ -129,7 +136,20 @@ def parse_assumptions(text: str, allowed: set[str]) -> dict[str, float]:
             raise PlanInputError(f"'{part}' needs a number after '='.") from None
         if not math.isfinite(values[key]):
             raise PlanInputError(f"'{part}' needs a finite number after '='.")
+        plan_bounds.check_assumption(key, values[key])
     return values
+
+
+def check_inputs(kind: str, typed: dict[str, float], o: Options) -> None:
+    """:class:`PlanInputError` naming the first typed value or option of a ``kind`` plan
+    outside its bounds (:mod:`cyoa.research.plan_bounds`), before any work starts."""
+    for key, value in typed.items():
+        plan_bounds.check_assumption(key, value)
+    plan_bounds.check_options(kind, {
+        "target": o.target, "alpha": o.alpha, "hourly_rate": o.hourly_rate, "fee": o.fee,
+        "seed": o.seed, "effect": o.effect, "simulations": o.simulations,
+        "alpha_width": o.alpha_width,
+    })  # fmt: skip
 
 
 def _cost(
@@ -304,7 +324,8 @@ def cowriting_pilot(db: Db, exp_id: str) -> tuple[dict[str, float], Any]:
 
 def rating_pilot(db: Db, exp_id: str) -> dict[str, float]:
     """From a rating pilot: the crossed model's components of each rater's per-story mean
-    answer (after reverse coding), the first pair's difference, the minutes a rater of the
+    answer (after reverse coding), its number of sources and the first pair's difference
+    (none when its stories come from one source), the minutes a rater of the
     planned design spends (the pilot's median seconds per story × the plan's stories per
     rater, :data:`cyoa.rating.planning.STORIES_PER_RATER`) and the share of raters excluded."""
     data = load_ratings(db, exp_id)
@@ -316,10 +337,13 @@ def rating_pilot(db: Db, exp_id: str) -> dict[str, float]:
     frame = rows.assign(score=coded_values(data.instrument, rows))
     frame = frame.groupby(["story_id", "source", "rater_id"], as_index=False)["score"].mean()
     a = rating_planning.estimate_pilot(frame)
-    values = {"difference": a.difference, "story_sd": a.story_sd, "rater_sd": a.rater_sd,
+    values = {"story_sd": a.story_sd, "rater_sd": a.rater_sd,
               "residual_sd": a.residual_sd, "rater_source_sd": a.rater_source_sd,
               "pilot_stories": frame["story_id"].nunique(),
-              "pilot_raters": frame["rater_id"].nunique()}  # fmt: skip
+              "pilot_raters": frame["rater_id"].nunique(),
+              "pilot_sources": len(a.sources)}  # fmt: skip
+    if a.difference is not None:
+        values["difference"] = a.difference
     review = review_raters(db, exp_id, data)
     seconds = [q.seconds_per_story("median") for q in review.qualities]
     seconds = [s for s in seconds if s is not None]
@@ -353,7 +377,8 @@ def make_plan(
 ) -> PlanRecord:
     """The plan for ``experiment`` (its kind and pilot read from ``db``; ``typed`` values
     override the pilot's) or, with ``experiment`` None, for ``kind`` from ``typed`` alone.
-    :class:`PlanInputError` for a typed value that cannot be used, :class:`AnalysisError` or
+    :class:`PlanInputError` for a typed value or option that cannot be used (outside its
+    bounds: :func:`check_inputs`), :class:`AnalysisError` or
     :class:`ValueError` (a sentence) for a pilot that cannot be planned from."""
     if experiment is not None and db is not None:
         kind = kinds.kind_of(db, experiment).name
@@ -367,6 +392,7 @@ def make_plan(
             f"'{sorted(unknown)[0]}' is not an assumption of this kind; use "
             f"{', '.join(sorted(KEYS[kind]))}."
         )
+    check_inputs(kind, typed, options)
     source = (db, experiment) if experiment is not None and db is not None else None
     if kind in plan_precision.KINDS:
         return _precision_plan(kind, typed, options, source)
@@ -377,7 +403,7 @@ def make_plan(
     inputs.update({k: {"value": v, "source": "typed"} for k, v in typed.items()})
     values = {**values, **typed}
     for key, value in DEFAULTS[kind].items():
-        if key not in values:
+        if key not in values and not _one_source(values, typed, options):
             values[key] = value
             inputs[key] = {"value": value, "source": "default"}
     if options.effect is not None:
@@ -385,6 +411,10 @@ def make_plan(
         inputs[key] = {"value": options.effect, "source": "typed"}
     if kind == "cowriting":
         record = cowriting_plan(values, inputs, options, pilot)
+    elif _one_source(values, typed, options):
+        notes = [*_small_pilot(values), ONE_SOURCE]
+        record = _record("rating", inputs, options, **NO_POWER, notes=notes)
+        record.body = "\n\n".join(notes)
     elif REQUIRED["rating"] <= set(values) or not plan_precision.RATING_KEYS & set(values):
         record = rating_plan(values, inputs, options)
     else:  # only the precision of α was asked for
@@ -392,6 +422,12 @@ def make_plan(
     record.sections += plan_precision.precision_sections(kind, values, options, source)
     record.experiment = experiment
     return record
+
+
+def _one_source(values: dict[str, float], typed: dict[str, float], o: Options) -> bool:
+    """Whether a rating pilot's stories come from one source and no difference to detect was
+    typed: its plan has no comparison, only its precision sections."""
+    return values.get("pilot_sources") == 1 and "difference" not in typed and o.effect is None
 
 
 def _precision_plan(

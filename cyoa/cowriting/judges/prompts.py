@@ -56,13 +56,26 @@ class RoundPrompt:
 
 def check_template(text: str) -> None:
     """Raise :class:`RoundPromptError` unless ``text`` is a template naming ``{story}``,
-    ``{a}`` and ``{b}`` and no other placeholder."""
+    ``{a}`` and ``{b}``, each written plainly (no ``!conversion`` or ``:format``, which a
+    text may not take), and no other placeholder."""
     try:
-        names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+        fields = [
+            (name, conversion, spec)
+            for _, name, spec, conversion in string.Formatter().parse(text)
+            if name is not None
+        ]
     except ValueError as error:
         raise RoundPromptError(
             f"The template is not a template ({error}); write a literal brace as {{{{ or }}}}."
         ) from None
+    for name, conversion, spec in fields:
+        if conversion is not None or spec:
+            mark = (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            raise RoundPromptError(
+                f"The template writes {{{name}{mark}}}: write its placeholders plainly, as "
+                "{story}, {a} and {b}."
+            )
+    names = {name for name, _, _ in fields}
     unknown = sorted(names - set(PLACEHOLDERS))
     if unknown:
         raise RoundPromptError(
