@@ -246,7 +246,8 @@ def clustered_preference(
       ``t_statistic`` and ``p_value`` are NaN.
     - Interval of the test: ``t_low``–``t_high``, the two-sided Student t interval at
       ``confidence`` of the mean writer share, mean ± t_{(1+confidence)/2, writers−1}·s/√writers
-      (s the writers' standard deviation), whatever the alternative; it excludes 0.5 exactly
+      (s the writers' standard deviation), whatever the alternative, cut to [0, 1] where it
+      reaches past it (a share cannot, so the cut loses no coverage); it excludes 0.5 exactly
       when the two-sided test has p < 1 − confidence. NaN when every writer has the same share.
       This interval and the t-test are the headline of CYOA's own analysis: the writers are
       independent, their rounds are not, and the t-test of their shares keeps its level when
@@ -288,6 +289,7 @@ def clustered_preference(
     shares = [Fraction(chosen, rounds) for chosen, rounds in pairs]
     t, p = _writer_t_test(shares, alternative)
     t_low, t_high = _t_interval(np.array([float(share) for share in shares]), confidence)
+    t_low, t_high = (float(np.clip(bound, 0.0, 1.0)) for bound in (t_low, t_high))
     total_chosen = int(chosen_counts.sum())
     total_rounds = int(round_counts.sum())
     return ClusteredPreference(

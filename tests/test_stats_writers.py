@@ -11,11 +11,13 @@ from cyoa.stats import clustered_preference, writer_difference
 
 def test_the_headline_interval_is_the_t_interval_of_the_writers_shares():
     # Shares 0.6, 0.4, 1.0, 0.8: mean 0.7, sd sqrt(.2/3) = 0.2582, se 0.1291;
-    # t(.975, 3) = 3.1824 (t table), so 0.7 ± 0.4109.
+    # t(.975, 3) = 3.1824 (t table), so 0.7 ± 0.4109: 0.2891 – 1.1109, cut to 1 (a share).
     result = clustered_preference([(3, 5), (2, 5), (5, 5), (4, 5)])
     assert result.t_low == pytest.approx(0.7 - 3.1824 * 0.12910, abs=1e-4)
-    assert result.t_high == pytest.approx(0.7 + 3.1824 * 0.12910, abs=1e-4)
-    scipy_ci = stats.ttest_1samp([0.6, 0.4, 1.0, 0.8], 0.5).confidence_interval()
+    assert result.t_high == 1.0
+    shares = [0.6, 0.4, 0.6, 0.8, 0.4, 0.6, 0.8, 0.6]
+    result = clustered_preference([(round(5 * s), 5) for s in shares])
+    scipy_ci = stats.ttest_1samp(shares, 0.5).confidence_interval()
     assert (result.t_low, result.t_high) == pytest.approx((scipy_ci.low, scipy_ci.high))
 
 
