@@ -222,6 +222,29 @@ def _writer_t_test(shares: list[Fraction], alternative: Alternative) -> tuple[fl
     return float(t), _t_p_value(float(t), count - 1, alternative)
 
 
+def _cluster_bootstrap(
+    chosen_counts: np.ndarray,
+    round_counts: np.ndarray,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> tuple[float, float]:
+    """The percentile interval of the pooled share over ``resamples`` replicates that draw
+    the writers with replacement (see :func:`clustered_preference`)."""
+    writers = chosen_counts.size
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _BOOTSTRAP_CHUNK_CELLS // writers)
+    replicate_shares = np.empty(resamples)
+    for start in range(0, resamples, chunk):
+        stop = min(start + chunk, resamples)
+        drawn = rng.integers(0, writers, size=(stop - start, writers))
+        drawn_chosen = chosen_counts[drawn].sum(axis=1)
+        replicate_shares[start:stop] = drawn_chosen / round_counts[drawn].sum(axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(replicate_shares, [tail, 1 - tail])
+    return float(low), float(high)
+
+
 def clustered_preference(
     per_writer: Iterable[tuple[int, int]],
     alternative: Alternative = "two-sided",
@@ -275,16 +298,7 @@ def clustered_preference(
     chosen_counts = np.array([chosen for chosen, _ in pairs], dtype=np.int64)
     round_counts = np.array([rounds for _, rounds in pairs], dtype=np.int64)
     writers = len(pairs)
-    rng = np.random.default_rng(seed)
-    chunk = max(1, _BOOTSTRAP_CHUNK_CELLS // writers)
-    replicate_shares = np.empty(resamples)
-    for start in range(0, resamples, chunk):
-        stop = min(start + chunk, resamples)
-        drawn = rng.integers(0, writers, size=(stop - start, writers))
-        drawn_chosen = chosen_counts[drawn].sum(axis=1)
-        replicate_shares[start:stop] = drawn_chosen / round_counts[drawn].sum(axis=1)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(replicate_shares, [tail, 1 - tail])
+    low, high = _cluster_bootstrap(chosen_counts, round_counts, resamples, seed, confidence)
 
     shares = [Fraction(chosen, rounds) for chosen, rounds in pairs]
     t, p = _writer_t_test(shares, alternative)
