@@ -284,3 +284,5 @@ def test_the_status_line_reads_the_planned_n_and_the_headline_counts_writers(app
         "fixed-sample p-values: valid at the planned N only, not yet reached" in table["notes"][1]
     )
     assert table["columns"][-1] == "p (Holm, rounds)"
+    page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
+    assert "Study status: not yet: keep going to the planned N (2 of 60 writers)." in page
