@@ -73,3 +73,15 @@ def test_a_sequence_is_wider_than_the_fixed_sample_interval_at_the_same_n():
 def test_bad_input_is_refused_with_a_sentence(values, alpha, message):
     with pytest.raises(ValueError, match=message):
         confidence_sequence(values, alpha=alpha)
+
+
+def test_peeking_at_every_writer_keeps_the_false_positive_rate_under_alpha():
+    """300 seeded null studies of 60 writers' shares (5 rounds, writer SD 0.5 on the
+    log-odds), looked at after every writer: the anytime-valid p is ever ≤ .05 in at most 5%
+    (bench/results/cowriting-sequential.md: 1.0% over 2,000 studies at 11 looks)."""
+    rng = np.random.default_rng(11)
+    ever = 0
+    for _ in range(300):
+        chance = 1 / (1 + np.exp(-rng.normal(0.0, 0.5, 60)))
+        ever += min(confidence_sequence(rng.binomial(5, chance) / 5).p_values) <= 0.05
+    assert ever / 300 <= 0.05
