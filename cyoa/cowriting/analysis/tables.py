@@ -262,8 +262,8 @@ def writer_edit_rows(
         per_writer: dict[str, tuple[list[float], list[float]]] = {}
         for record, score in zip(data.rounds, scores, strict=True):
             if record.chosen_system in (first, second):
-                pair = per_writer.setdefault(record.session_id, ([], []))
-                pair[record.chosen_system != first].append(score[metric])
+                of_first, of_second = per_writer.setdefault(record.session_id, ([], []))
+                (of_first if record.chosen_system == first else of_second).append(score[metric])
         test = writer_difference(per_writer.values(), alternative)
         rows.append(WriterEditRow(metric, label, test, None))
     tested = [i for i, row in enumerate(rows) if not math.isnan(row.test.p_value)]
