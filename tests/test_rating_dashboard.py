@@ -19,6 +19,7 @@ from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement
 from cyoa.rating.instruments import TTCW
 from cyoa.rating.research import views as rating_views
+from cyoa.rating.research.views import analysis_tables
 from cyoa.web.research import CHART_CSP
 from tests.test_rating_journey import Rater, write_spec
 
@@ -266,3 +267,14 @@ def test_an_imported_ttcw_study_charts_its_pass_rates(app):
     assert researcher.get("/research/ratings/ttcw-import/charts/factors.svg").status_code == 404
     card = researcher.get("/research/ratings/ttcw-import/evaluation-card.md")
     assert "imported" in card.get_data(as_text=True)
+
+
+def test_the_model_s_differences_between_sources_are_labelled_fixed_sample():
+    report_csv = (
+        "raters,table,row,column,value\n"
+        "all,model_differences,overall: A − B,p_value,0.04\n"
+        "all,agreement,overall,alpha,0.6\n"
+    )
+    notes = {table["name"]: table["note"] for table in analysis_tables(report_csv)}
+    assert notes["model_differences"].startswith("Fixed-sample p-values: valid for one look")
+    assert notes["agreement"] == ""

@@ -9,7 +9,9 @@ import csv
 import io
 import json
 
+from cyoa import store
 from cyoa.cowriting.analysis.data import experiment_pairs, load_study
+from cyoa.cowriting.analysis.monitoring import planned_writers
 from cyoa.cowriting.analysis.render import render, to_markdown
 from cyoa.cowriting.analysis.results import Analysis
 from cyoa.cowriting.analysis.tables import analyze
@@ -31,15 +33,18 @@ def report(
 ) -> str:
     """The tables of ``experiment`` in ``fmt`` (markdown, csv or json): of one ``pair`` of
     systems, or of every pair writers compared; ``compat`` and ``alternative`` as
-    :func:`~cyoa.cowriting.analysis.tables.analyze` takes them. :class:`AnalysisError` when
-    no writer has started."""
+    :func:`~cyoa.cowriting.analysis.tables.analyze` takes them; the planned N of the
+    study-status line is the latest stored plan's (:func:`cyoa.store.latest_plan`).
+    :class:`AnalysisError` when no writer has started."""
     pairs = [tuple(pair)] if pair else experiment_pairs(db, experiment)
     studies = [load_study(db, experiment, p) for p in pairs]
     if not studies:
         raise AnalysisError(f"No writer of experiment '{experiment}' has started yet.")
     cache = SentenceTagCache(db)
+    planned = planned_writers(store.latest_plan(db, experiment))
     analyses = [
-        analyze(data, compat=compat, alternative=alternative, cache=cache) for data in studies
+        analyze(data, compat=compat, alternative=alternative, cache=cache, planned_writers=planned)
+        for data in studies
     ]
     judges = [judges_report.study_judges(db, data) for data in studies]
     return with_judges(analyses, judges, fmt)

@@ -12,11 +12,15 @@ references were shown, the pay, and the time on task. The card has one section f
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from cyoa.cowriting.analysis.data import StudyData
+from cyoa.cowriting.analysis.monitoring import planned_writers
+from cyoa.cowriting.analysis.tables import edit_scores, edit_table, preference_table, writer_level
 from cyoa.cowriting.spec import Experiment
 from cyoa.web.card import header, planned_sample_size, quote
 from cyoa.web.research import format_seconds
@@ -48,10 +52,13 @@ def evaluation_card(
     rounds: Sequence[dict[str, Any]],
     now: datetime,
     plan: dict[str, Any] | None = None,
+    studies: Sequence[StudyData] = (),
 ) -> str:
     """The card as Markdown. ``sessions`` and ``rounds`` are the rows of the ``sessions`` and
     ``preference`` export tables; ``details`` the researcher's entries (``pay``,
-    ``qualifications``); ``plan`` the latest stored plan (:func:`cyoa.store.latest_plan`)."""
+    ``qualifications``); ``plan`` the latest stored plan (:func:`cyoa.store.latest_plan`);
+    ``studies`` each pair's data (:func:`cyoa.cowriting.analysis.data.load_study`) for the
+    results section."""
     lines = [
         *_task(exp, now),
         *_rated_text(exp, rounds),
@@ -60,6 +67,7 @@ def evaluation_card(
         *_number_of_items(exp, sessions, rounds),
         *_systems_and_raters(exp, rounds),
         *planned_sample_size(plan, exp.id),
+        *_results(studies, planned_writers(plan)),
         *_pay_and_time(details, sessions, rounds),
         *_files(),
     ]
@@ -234,6 +242,87 @@ def _sent_settings(rounds: Sequence[dict[str, Any]]) -> list[str]:
         *(f"- {system}: `{each}`" for system in sorted(sent) for each in sorted(sent[system])),
         "",
     ]
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{100 * value:.1f}%"
+
+
+def _p(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:.3g}"
+
+
+def _num(value: float) -> str:
+    return "–" if not math.isfinite(value) else f"{value:.2f}"
+
+
+# Bootstrap replicates of the writer-clustered interval the card's analysis computes.
+CARD_RESAMPLES = 2000
+
+
+def _results(studies: Sequence[StudyData], planned: int | None) -> list[str]:
+    """The results with writers as the unit, per pair of systems: the headline, the paper's
+    pooled binomial (labelled), the per-round p-values Holm-adjusted across rounds, the
+    anytime-valid confidence sequence with the study status, and the within-writer edit
+    tests beside the paper's Mann–Whitney; per-round edit means are descriptive."""
+    lines = ["## Results (writers as the unit)", ""]
+    analysed = [data for data in studies if data.rounds]
+    if not analysed:
+        return [*lines, "No submitted round yet.", ""]
+    lines += [
+        "Each writer is one independent unit: their rounds are not. Fixed-sample p-values hold "
+        "at the planned N; the confidence sequence holds at every look (docs/analysis.md, "
+        '"Watching a study as it runs").',
+        "",
+    ]
+    for data in analysed:
+        first, second = data.systems
+        table = preference_table(data, resamples=CARD_RESAMPLES)
+        scores = edit_scores(data)
+        level = writer_level(data, table, scores, planned_writers=planned)
+        edits = edit_table(data, scores=scores)
+        lines += [f"### {first} vs {second}", ""]
+        if level.headline is not None:
+            row = level.headline
+            lines.append(
+                f"- Headline: the mean writer chose {first} in {_pct(row.share)} of their rounds "
+                f"({level.writers} writers), 95% t interval {_pct(row.ci_low)} – "
+                f"{_pct(row.ci_high)}, p = {_p(row.p_value)} (t-test of the writers' shares "
+                f"against 0.5); {level.monitoring.fixed_sample}."
+            )
+        if table is not None:
+            pooled = table.rows[0]
+            lines.append(
+                f"- Clark & Smith's pooled binomial (rounds as independent): {pooled.chosen} / "
+                f"{pooled.total} rounds ({_pct(pooled.share)}), 95% CI {_pct(pooled.ci_low)} – "
+                f"{_pct(pooled.ci_high)}, p = {_p(pooled.p_value)}."
+            )
+            lines.append(
+                "- Per round, binomial p (Holm across the rounds): "
+                + ", ".join(f"round {number} {_p(p)}" for number, p in level.round_p_holm.items())
+                + "."
+            )
+        sequence = level.monitoring.sequence
+        if sequence is not None:
+            lines.append(
+                f"- Anytime-valid: 95% confidence sequence {_pct(sequence.low)} – "
+                f"{_pct(sequence.high)} after {sequence.n} complete stories, p = "
+                f"{_p(sequence.p_value)} (Waudby-Smith & Ramdas 2023)."
+            )
+        lines.append(f"- Study status: {level.monitoring.status}.")
+        mann_whitney = {row.metric: row for row in edits.rows} if edits else {}
+        for row in level.edits:
+            test, paper = row.test, mann_whitney.get(row.metric)
+            paper_p = _p(paper.test.p_value) if paper and paper.test else "–"
+            lines.append(
+                f"- Edits, {row.label}: within writers {first} − {second} = "
+                f"{_num(test.difference)} "
+                f"(95% CI {_num(test.ci_low)} – {_num(test.ci_high)}, {test.writers} writers), "
+                f"p (Holm across metrics) = {_p(row.p_holm)}; Clark & Smith's Mann–Whitney "
+                f"(rounds as independent) p = {paper_p}."
+            )
+        lines += ["- Per-round edit means are descriptive: no test is made per round.", ""]
+    return lines
 
 
 def _pay_and_time(

@@ -7,6 +7,10 @@ display tables and the data for its charts, cached until the experiment's data c
   a Bradley–Terry ranking of all systems from every counted choice, with writer-level
   bootstrap intervals (:mod:`cyoa.cowriting.analysis.bradley_terry`).
 - Likert answers per pair of systems, both orientations of the pair pooled.
+- Per pair, the preference with writers as the unit first (the writers' t-test and t
+  interval), the confidence sequence with its anytime-valid p, and the study-status line
+  against the latest stored plan's N; Clark & Smith's pooled binomial follows, labelled, its
+  per-round p-values Holm-adjusted across the rounds.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cyoa import store
 from cyoa.cowriting.analysis.bradley_terry import NotEstimable, Ranking, rank
 from cyoa.cowriting.analysis.data import StudyData, experiment_pairs, load_study
+from cyoa.cowriting.analysis.monitoring import planned_writers
 from cyoa.cowriting.analysis.results import OVERALL, Analysis, LikertRow, Mean, ShareRow
 from cyoa.cowriting.analysis.tables import analyze, likert_rows
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
@@ -115,20 +121,53 @@ def _interval(row: ShareRow) -> str:
 
 def _preference_table(analysis: Analysis) -> Table | None:
     table = analysis.preference
-    if table is None:
+    level = analysis.writer_level
+    if table is None or level is None:
         return None
     alternative = table.rows[0].alternative or "two-sided"
-    rows = [
-        (
-            row.label,
-            f"{row.chosen} / {row.total}",
-            pct(row.share),
-            _interval(row),
-            pvalue(row.p_value),
+    watch = level.monitoring
+    rows = []
+    if level.headline is not None:
+        row = level.headline
+        rows.append(
+            (
+                f"Writers (headline, {level.writers} writers)",
+                f"{row.chosen} / {row.total}",
+                pct(row.share),
+                _interval(row),
+                pvalue(row.p_value),
+                "–",
+            )
         )
-        for row in table.rows
+    if watch.sequence is not None:
+        sequence = watch.sequence
+        rows.append(
+            (
+                f"Anytime-valid ({sequence.n} complete stories)",
+                "–",
+                pct(sequence.mean),
+                f"{pct(sequence.low)} – {pct(sequence.high)}",
+                pvalue(sequence.p_value),
+                "–",
+            )
+        )
+    for row in table.rows:
+        label = "Clark & Smith's binomial, all rounds" if row.round is None else row.label
+        holm = "–" if row.round is None else pvalue(level.round_p_holm.get(row.round))
+        rows.append(
+            (label, f"{row.chosen} / {row.total}", pct(row.share), _interval(row),
+             pvalue(row.p_value), holm)
+        )  # fmt: skip
+    notes = [
+        f"Study status: {watch.status}.",
+        f"Headline: the mean writer share with the one-sample t-test of the writers' shares "
+        f"against 0.5 and its 95% t interval (writers as the unit). {watch.fixed_sample}.",
+        "Anytime-valid: the 95% betting confidence sequence of the mean writer share over the "
+        "writers whose story is complete, in the order they completed it, and its p-value "
+        "against 0.5 (two-sided); valid however often this page is looked at.",
+        f"Clark & Smith's rows (the paper's test, every round counted as independent): "
+        f"{table.method}; per-round p-values Holm-adjusted across the rounds.",
     ]
-    notes = [f"Test: {table.method}."]
     if table.excluded_rounds:
         notes.append(f"{table.excluded_rounds} rounds with one suggestion only are left out.")
     if table.clustered is not None:
@@ -148,7 +187,14 @@ def _preference_table(analysis: Analysis) -> Table | None:
     return Table(
         key=f"preference:{table.system}:{table.other}",
         title=f"Preference: % of rounds in which {table.system} was chosen over {table.other}",
-        columns=("", "chosen / rounds", "% chosen", "95% CI", f"p ({alternative})"),
+        columns=(
+            "",
+            "chosen / rounds",
+            "% chosen",
+            "95% CI",
+            f"p ({alternative})",
+            "p (Holm, rounds)",
+        ),
         rows=tuple(rows),
         notes=tuple(notes),
     )
@@ -156,18 +202,27 @@ def _preference_table(analysis: Analysis) -> Table | None:
 
 def _edit_table(analysis: Analysis) -> Table | None:
     table = analysis.edits
-    if table is None:
+    level = analysis.writer_level
+    if table is None or level is None:
         return None
     first, second = table.systems
+    within = {row.metric: row for row in level.edits}
     rows = []
     for row in table.rows:
         test = row.test
+        writer_row = within.get(row.metric)
+        paired = writer_row.test if writer_row else None
+        span = "–"
+        if paired is not None and math.isfinite(paired.ci_low):
+            span = f"{num(paired.difference)} ({num(paired.ci_low)} – {num(paired.ci_high)})"
         rows.append(
             (
                 row.label,
                 _mean(row.overall[first]),
                 _mean(row.overall[second]),
                 _mean(row.overall[OVERALL]),
+                span,
+                pvalue(writer_row.p_holm) if writer_row else "–",
                 pvalue(test.p_value) if test else "–",
                 pvalue(row.p_holm),
                 num(test.rank_biserial) if test else "–",
@@ -176,9 +231,24 @@ def _edit_table(analysis: Analysis) -> Table | None:
     return Table(
         key=f"edits:{first}:{second}",
         title=f"Edits of accepted suggestions: mean per system ({first} vs {second})",
-        columns=("Metric", first, second, OVERALL, "p", "p (Holm)", "rank-biserial r"),
+        columns=(
+            "Metric",
+            first,
+            second,
+            OVERALL,
+            f"within writers: {first} − {second} (95% CI)",
+            "p within writers (Holm)",
+            "Mann–Whitney p (Clark & Smith)",
+            "p (Holm)",
+            "rank-biserial r",
+        ),  # fmt: skip
         rows=tuple(rows),
-        notes=(f"Test: {table.method}.",),
+        notes=(
+            f"Within writers (CYOA's test): {level.edits_method}.",
+            f"Clark & Smith's test (rounds counted as independent): {table.method}.",
+            "Per-round edit means (the analysis' Tables 7/8) are descriptive: no test is made "
+            "per round.",
+        ),
     )
 
 
@@ -315,8 +385,9 @@ def compute_results(
     names = [s.name for s in exp.systems]
     studies = [load_study(db, exp.id, pair) for pair in experiment_pairs(db, exp.id)]
     cache = SentenceTagCache(db)
+    planned = planned_writers(store.latest_plan(db, exp.id))
     analyses = [
-        analyze(data, resamples=resamples, workers=1, cache=cache)
+        analyze(data, resamples=resamples, workers=1, cache=cache, planned_writers=planned)
         for data in studies
         if data.rounds
     ]
@@ -399,7 +470,8 @@ def _draw(charts, results: Results, name: str) -> bytes:
 
 
 def data_version(db: Db, exp_id: str) -> str:
-    """Changes whenever an event of the experiment or a judge's verdict is recorded."""
+    """Changes whenever an event of the experiment, a judge's verdict or a plan (whose N the
+    study-status line reads) is recorded."""
     count, last = db.execute(
         "SELECT count(*), max(e.server_time) FROM events e JOIN sessions s ON s.id = e.session_id"
         " WHERE s.experiment_id = ?",
@@ -408,7 +480,8 @@ def data_version(db: Db, exp_id: str) -> str:
     verdicts, judged = db.execute(
         "SELECT count(*), max(recorded_at) FROM round_verdicts WHERE experiment_id = ?", [exp_id]
     ).fetchone()
-    return f"{count}-{last or ''}-{verdicts}-{judged or ''}"
+    plan = db.execute("SELECT max(id) FROM plans WHERE experiment_id = ?", [exp_id]).fetchone()[0]
+    return f"{count}-{last or ''}-{verdicts}-{judged or ''}-{plan or ''}"
 
 
 class ResultsCache:

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cyoa import store
-from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems
+from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems, load_study
 from cyoa.cowriting.analysis.tsv import export_cyoa_tsv
 from cyoa.cowriting.research.card import evaluation_card
 from cyoa.cowriting.research.progress import DROPOUT_MINUTES, seconds_between, session_status
@@ -417,9 +417,22 @@ def bundle(db: Db, exp: Experiment, details: dict[str, Any], now: datetime | Non
         archive.writestr(
             "experiment-spec.json", json.dumps(exp.source, indent=2, ensure_ascii=False) + "\n"
         )
-        card = evaluation_card(
-            exp, details, tables["sessions"], tables["preference"], now,
-            store.latest_plan(db, exp.id),
-        )  # fmt: skip
+        card = card_text(db, exp, details, now, tables["sessions"], tables["preference"])
         archive.writestr("evaluation-card.md", card)
     return out.getvalue()
+
+
+def card_text(
+    db: Db,
+    exp: Experiment,
+    details: dict[str, Any],
+    now: datetime,
+    sessions: list[dict[str, Any]],
+    rounds: list[dict[str, Any]],
+) -> str:
+    """The evaluation card of ``exp``: ``sessions`` and ``rounds`` (the ``sessions`` and
+    ``preference`` tables' rows), the researcher's ``details``, the latest stored plan, and
+    each pair's data for the results section."""
+    studies = [load_study(db, exp.id, pair) for pair in experiment_pairs(db, exp.id)]
+    plan = store.latest_plan(db, exp.id)
+    return evaluation_card(exp, details, sessions, rounds, now, plan, studies)

@@ -450,16 +450,15 @@ def download(exp_id: str, name: str):
 @bp.get("/experiments/<exp_id>/evaluation-card.md")
 @auth.login_required
 def evaluation_card(exp_id: str):
-    from cyoa.cowriting.research.card import evaluation_card as card
-
     exp = _experiment(exp_id)
     now = datetime.now(UTC)
     with web.db() as db:
-        text = card(
+        text = exports.card_text(
+            db,
             exp,
             store.get_evaluation_details(db, exp.id),
+            now,
             exports.session_rows(db, exp.id, now, cowriting_parts().dropout_minutes),
             exports.preference_rows(db, exp.id),
-            now,
         )
     return current_app.response_class(text, mimetype="text/markdown")

@@ -77,11 +77,25 @@ def rating_experiment_or_404(exp_id: str) -> RatingExperiment:
     return experiment
 
 
+# What a table's numbers allow while the study runs, shown under it (docs/analysis.md, "Watching
+# a study as it runs"): no sequential method fits the crossed mixed model, so its p-values
+# between sources are fixed-sample ones.
+TABLE_NOTES = {
+    "model_differences": (
+        "Fixed-sample p-values: valid for one look at a size planned in advance, not for "
+        "stopping when they look decisive. No anytime-valid method fits the crossed mixed model "
+        "(stories and raters both shared between sources), so none is offered; decide the "
+        "number of stories and raters first (the Plan page)."
+    ),
+}
+
+
 def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
     """The report's CSV (``raters, table, row, column, value``) as one display table per
     ``raters`` × ``table``: its ``columns`` and its ``rows``, each a row label followed by
     one cell per column ("" where the CSV has none), in the order they come; numbers rounded
-    for reading (:func:`~cyoa.rating.analysis.render.display_value`)."""
+    for reading (:func:`~cyoa.rating.analysis.render.display_value`); ``note``: what the
+    table's numbers allow while the study runs (:data:`TABLE_NOTES`, "" for most)."""
     tables: dict[tuple[str, str], dict[str, Any]] = {}
     for line in csv.DictReader(io.StringIO(report_csv)):
         key = (line["raters"], line["table"])
@@ -96,6 +110,7 @@ def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
         {
             "raters": table["raters"],
             "name": table["name"],
+            "note": TABLE_NOTES.get(table["name"], ""),
             "columns": table["columns"],
             "rows": [
                 [row, *(cells.get(column, "") for column in table["columns"])]

@@ -80,6 +80,7 @@
       const summary = el("summary", table.name.replaceAll("_", " ") + " ");
       summary.appendChild(el("span", `(${table.raters} raters)`, "muted"));
       details.appendChild(summary);
+      if (table.note) details.appendChild(el("p", table.note, "muted small"));
       const scroll = el("div", null, "scroll");
       const node = el("table");
       node.appendChild(row([el("th"), ...table.columns.map((c) => el("th", c))]));
