@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from cyoa.cowriting.research.lifecycle import models_without_card
 from cyoa.cowriting.spec import Experiment
+from cyoa.generation.types import System
 from cyoa.web.card import header, planned_sample_size, quote
 from cyoa.web.research import format_seconds
 
@@ -182,9 +184,18 @@ def _number_of_items(
     ]
 
 
+def _sampling(system: System, without_card: list[str]) -> str:
+    """The system's sampling as JSON; "not recorded" for a model with no card here (imported
+    data: the stand-in's sampling is not the study's)."""
+    if system.model.name in without_card:
+        return "not recorded"
+    return json.dumps(system.sampling.to_dict(), sort_keys=True)
+
+
 def _systems_and_raters(exp: Experiment) -> list[str]:
     """The systems compared (model card, version, weights, sampling), the raters per item
     and whether human references were shown."""
+    without_card = models_without_card(exp)
     return [
         "## Systems",
         "",
@@ -192,8 +203,7 @@ def _systems_and_raters(exp: Experiment) -> list[str]:
         "|---|---|---|---|---|---|",
         *(
             f"| {s.name} | {s.model.name} | {s.model.display_name} | {s.model.version or '–'} "
-            f"| {s.model.weights_file or '–'} | "
-            f"{json.dumps(s.sampling.to_dict(), sort_keys=True)} |"
+            f"| {s.model.weights_file or '–'} | {_sampling(s, without_card)} |"
             for s in exp.systems
         ),
         "",

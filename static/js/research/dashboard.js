@@ -97,7 +97,9 @@
   function showWriters(writers) {
     const rows = writers.map((w) => {
       const tr = el("tr");
-      const link = el("a", w.participant);
+      // An imported id in a <bdi>, so a direction control in it stays in it.
+      const link = el("a");
+      link.appendChild(el("bdi", w.participant));
       link.href = w.replay_url;
       tr.appendChild(el("td")).appendChild(link);
       tr.appendChild(el("td", w.pair));
