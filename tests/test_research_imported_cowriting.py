@@ -146,3 +146,15 @@ def test_an_imported_study_is_listed_without_participant_links(researcher, impor
     listed = page.split('href="/research/experiments/cyoa-2021"', 1)[1].split("</section>", 1)[0]
     assert "cannot be opened to writers" in listed and "Participant links" not in listed
     assert researcher.get("/s/cyoa-2021").status_code == 404
+
+
+def test_cloning_or_editing_an_imported_study_is_refused_with_a_sentence(researcher, imported):
+    clone = researcher.post(
+        "/research/experiments/cyoa-2021/clone", {"new_id": "again"}, follow_redirects=True
+    )
+    assert clone.status_code == 200
+    assert "Not cloned." in html.unescape(clone.get_data(as_text=True))
+    assert "unknown model 'model'" in html.unescape(clone.get_data(as_text=True))
+    edit = researcher.get("/research/experiments/cyoa-2021/edit", follow_redirects=True)
+    assert edit.status_code == 200
+    assert "Not editable now" in html.unescape(edit.get_data(as_text=True))

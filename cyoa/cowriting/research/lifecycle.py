@@ -193,8 +193,8 @@ def open_refusal(exp: Experiment) -> str:
         return ""
     return (
         f"'{exp.id}' cannot be opened: its systems' models ({', '.join(missing)}) have no "
-        "model card here (its data were imported). Its pages show the stored data; to run the "
-        "design again, clone it and choose a model card for each system."
+        "model card here (its data were imported). Its pages show the stored data; to run "
+        "such a study, create a new experiment with a model card for each system."
     )
 
 
