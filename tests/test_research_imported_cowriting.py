@@ -111,7 +111,7 @@ def test_an_imported_study_without_model_cards_cannot_be_opened_and_says_why(res
 
 def test_an_imported_writer_id_is_isolated_on_the_dashboard_and_the_replay(researcher, imported):
     dashboard = researcher.get("/research/experiments/cyoa-2021").get_data(as_text=True)
-    assert f"<bdi>{SPOOFED}</bdi>" in dashboard
+    assert f'dir="auto">{SPOOFED}</a>' in dashboard
     replay = researcher.get(f"/research/experiments/cyoa-2021/writers/{imported}")
     text = replay.get_data(as_text=True)
     assert f"<h1>Session of <bdi>{SPOOFED}</bdi></h1>" in text

@@ -11,7 +11,8 @@ CSRF tokens for every form, and spreadsheet-formula neutralisation of exported t
 - **Direction controls**: in a CSV cell or a page title, a bidirectional embedding, override
   or isolate control is written as its code point (:func:`visible_controls`), so that an id
   or text a participant sent cannot reorder what is shown after it (Boucher & Anderson 2021,
-  "Trojan Source"); on a page, templates put ids in ``<bdi>`` instead.
+  "Trojan Source"); on a page, templates and scripts isolate ids instead (``<bdi>``, or
+  ``dir="auto"`` on the link or cell that holds one).
 """
 
 from __future__ import annotations

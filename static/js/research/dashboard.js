@@ -97,9 +97,8 @@
   function showWriters(writers) {
     const rows = writers.map((w) => {
       const tr = el("tr");
-      // An imported id in a <bdi>, so a direction control in it stays in it.
-      const link = el("a");
-      link.appendChild(el("bdi", w.participant));
+      const link = el("a", w.participant);
+      link.dir = "auto"; // isolated: a direction control in an imported id stays in it
       link.href = w.replay_url;
       tr.appendChild(el("td")).appendChild(link);
       tr.appendChild(el("td", w.pair));

@@ -52,9 +52,9 @@
   function showQuality(rules, quality) {
     fill("rules-body", rules.map((r) => row([r.description, r.raters, r.only_this_rule])), "", 3);
     const rows = quality.map((r) => {
-      // Ids may be imported: each in a <bdi>, so a direction control in one stays in it.
-      const link = el("a");
-      link.appendChild(el("bdi", r.rater));
+      // Ids may be imported: each isolated, so a direction control in one stays in it.
+      const link = el("a", r.rater);
+      link.dir = "auto";
       link.href = r.url;
       const first = el("td");
       first.appendChild(link);
