@@ -6,6 +6,7 @@ refuses them; ``NaN`` reads as missing and ``Infinity`` is refused with a senten
 from __future__ import annotations
 
 import csv
+import html
 import json
 import random
 from datetime import UTC, datetime
@@ -200,3 +201,23 @@ def test_a_nan_rating_or_rater_in_a_long_file_is_refused_naming_the_line(tmp_pat
         assert result.exit_code != 0
         assert sentence in result.output
         assert "Traceback" not in result.output
+
+
+def test_a_copy_of_the_import_for_raters_is_not_opened_while_stories_lack_their_text(
+    app, researcher, tmp_path
+):
+    result, empty = import_release(app.config["DATABASE"], tmp_path)
+    assert result.exit_code == 0, result.output
+    cloned = researcher.post("/research/ratings/decoding/clone", {"new_id": "rerate"})
+    assert cloned.status_code == 302
+    reply = researcher.post(
+        "/research/ratings/rerate/status", {"status": "open"}, follow_redirects=True
+    )
+    page = html.unescape(reply.get_data(as_text=True))
+    assert f"'rerate' has {len(empty)} stories with neither text nor a link" in page
+    assert ", ".join(empty) in page
+    db = store.connect(app.config["DATABASE"])
+    try:
+        assert store.get_experiment(db, "rerate")["status"] == "paused"
+    finally:
+        db.close()
