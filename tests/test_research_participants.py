@@ -118,7 +118,7 @@ def test_the_participants_page_lists_who_to_review_apart_from_approve_and_reject
     boxes = page.split('id="approve-ids"', 1)[1].split('id="review"', 1)[0]
     review = page.split('id="review"', 1)[1].split("</table>", 1)[0]
     assert "sloppy" not in boxes and "working" not in boxes
-    assert "<td>sloppy</td><td>failed at least 1 attention check</td>" in review
+    assert "<td><bdi>sloppy</bdi></td><td>failed at least 1 attention check</td>" in review
     assert "decide by hand on Prolific" in page
 
 

@@ -21,7 +21,9 @@ from typing import Any
 from cyoa.cowriting.analysis.data import StudyData
 from cyoa.cowriting.analysis.monitoring import planned_writers
 from cyoa.cowriting.analysis.tables import edit_scores, edit_table, preference_table, writer_level
+from cyoa.cowriting.research.lifecycle import models_without_card
 from cyoa.cowriting.spec import Experiment
+from cyoa.generation.types import System
 from cyoa.web.card import header, planned_sample_size, quote
 from cyoa.web.research import format_seconds
 
@@ -190,9 +192,18 @@ def _number_of_items(
     ]
 
 
+def _sampling(system: System, without_card: list[str]) -> str:
+    """The system's sampling as JSON; "not recorded" for a model with no card here (imported
+    data: the stand-in's sampling is not the study's)."""
+    if system.model.name in without_card:
+        return "not recorded"
+    return json.dumps(system.sampling.to_dict(), sort_keys=True)
+
+
 def _systems_and_raters(exp: Experiment, rounds: Sequence[dict[str, Any]]) -> list[str]:
     """The systems compared (model card, version, weights, sampling; for a served model what
     its server was sent), the raters per item and whether human references were shown."""
+    without_card = models_without_card(exp)
     return [
         "## Systems",
         "",
@@ -200,8 +211,7 @@ def _systems_and_raters(exp: Experiment, rounds: Sequence[dict[str, Any]]) -> li
         "|---|---|---|---|---|---|",
         *(
             f"| {s.name} | {s.model.name} | {s.model.display_name} | {s.model.version or '–'} "
-            f"| {s.model.weights_file or '–'} | "
-            f"{json.dumps(s.sampling.to_dict(), sort_keys=True)} |"
+            f"| {s.model.weights_file or '–'} | {_sampling(s, without_card)} |"
             for s in exp.systems
         ),
         "",

@@ -70,12 +70,18 @@ def _spec_folder() -> Path:
     return Path(current_app.config["EXPERIMENTS_DIR"])
 
 
-def _experiment(exp_id: str):
+def experiment_or_404(exp_id: str):
+    """The co-writing experiment ``exp_id`` as the researcher's pages show it: the one the
+    app serves, else the stored one with stand-ins for the model cards it lacks (an imported
+    study, :func:`~cyoa.cowriting.research.lifecycle.stored_experiment`); 404 if none."""
     study = cowriting_parts().study
-    if exp_id not in study.experiments:
+    exp = study.experiment(exp_id)
+    if exp is None:
         with web.db() as db:
             lifecycle.sync_from_db(db, study.experiments, shared_parts().cards)
-    exp = study.experiment(exp_id)
+            exp = study.experiment(exp_id) or lifecycle.stored_experiment(
+                db, exp_id, shared_parts().cards
+            )
     if exp is None:
         abort(404)
     return exp
@@ -192,7 +198,7 @@ def upload_experiment():
 @bp.post("/experiments/<exp_id>/clone")
 @auth.login_required
 def clone_experiment(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     try:
         with web.db() as db:
             copy = lifecycle.clone_experiment(
@@ -214,7 +220,7 @@ def _edit_refused(exp_id: str, message: str):
 @bp.route("/experiments/<exp_id>/edit", methods=["GET", "POST"])
 @auth.login_required
 def edit_experiment(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         refusal = lifecycle.edit_refusal(db, exp.id, _spec_folder())
         if refusal:
@@ -243,7 +249,7 @@ def edit_experiment(exp_id: str):
 @bp.get("/experiments/<exp_id>")
 @auth.login_required
 def experiment(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         progress = progress_payload(db, exp)
         results = cowriting_parts().results.get(db, exp)
@@ -263,6 +269,8 @@ def experiment(exp_id: str):
         links=participant_links(web.public_url(), exp.id, START_PATH, WORK),
         naming_warning=naming_warning(exp.id, exp.title, shared_parts().cards.values()),
         models=_model_states(exp),
+        open_refusal=lifecycle.open_refusal(exp),
+        without_card=lifecycle.models_without_card(exp),
         opening=cowriting_parts().openings.waiting_for(exp.id),
         opening_failure=cowriting_parts().openings.failure(exp.id),
         tables=exports.TABLES,
@@ -273,8 +281,11 @@ def experiment(exp_id: str):
 @bp.post("/experiments/<exp_id>/status")
 @auth.login_required
 def set_status(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     status = request.form.get("status", "")
+    if status == "open" and (refusal := lifecycle.open_refusal(exp)):
+        flash(refusal, "error")
+        return redirect(url_for("research_cowriting.experiment", exp_id=exp.id))
     openings = cowriting_parts().openings
     openings.cancel(exp.id)
     missing = lifecycle.models_not_ready(exp, shared_parts().pool.status())
@@ -320,7 +331,7 @@ def _model_states(exp) -> list[dict[str, str]]:
 @bp.post("/experiments/<exp_id>/details")
 @auth.login_required
 def save_details(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     try:
         details = web.evaluation_details(request.form)
     except ValueError as exc:
@@ -335,7 +346,7 @@ def save_details(exp_id: str):
 @bp.get("/experiments/<exp_id>/progress.json")
 @auth.login_required
 def progress_json(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         return jsonify(progress_payload(db, exp))
 
@@ -363,7 +374,7 @@ def writer_rows(db, exp) -> list[dict[str, Any]]:
 @bp.get("/experiments/<exp_id>/writers.json")
 @auth.login_required
 def writers_json(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         return jsonify(writer_rows(db, exp))
 
@@ -371,7 +382,7 @@ def writers_json(exp_id: str):
 @bp.get("/experiments/<exp_id>/results.json")
 @auth.login_required
 def results_json(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         return jsonify(cowriting_parts().results.get(db, exp).to_dict())
 
@@ -381,7 +392,7 @@ def results_json(exp_id: str):
 def chart(exp_id: str, name: str):
     from cyoa.cowriting.research.dashboard import chart_names, render_chart
 
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         results = cowriting_parts().results.get(db, exp)
     if name not in chart_names(results):
@@ -396,7 +407,7 @@ def chart(exp_id: str, name: str):
 @bp.get("/experiments/<exp_id>/writers/<int:participant_id>")
 @auth.login_required
 def replay(exp_id: str, participant_id: int):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         rows = list(
             db.query(
@@ -421,7 +432,7 @@ def replay(exp_id: str, participant_id: int):
 @bp.get("/experiments/<exp_id>/download/<name>")
 @auth.login_required
 def download(exp_id: str, name: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     now = datetime.now(UTC)
     stem, _, extension = name.rpartition(".")
     if name in ("bundle.zip", "cyoa.tsv"):
@@ -450,7 +461,7 @@ def download(exp_id: str, name: str):
 @bp.get("/experiments/<exp_id>/evaluation-card.md")
 @auth.login_required
 def evaluation_card(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     now = datetime.now(UTC)
     with web.db() as db:
         text = exports.card_text(

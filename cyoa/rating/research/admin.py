@@ -618,6 +618,17 @@ def set_rating_status(exp_id: str):
             "error",
         )
         return _dashboard(exp.id)
+    with web.db() as db:
+        unreadable = rating_store.unreadable_stories(db, exp.id) if status == "open" else []
+    if unreadable:
+        shown = ", ".join(unreadable[:20]) + (", …" if len(unreadable) > 20 else "")
+        flash(
+            f"'{exp.id}' has {len(unreadable)} stories with neither text nor a link, which "
+            f"its raters could not read: {shown}. Edit it and choose stories that have their "
+            "texts, then open it.",
+            "error",
+        )
+        return _dashboard(exp.id)
     blank = [f for f in ("consent", "instructions") if not str(exp.spec.get(f, "")).strip()]
     if status == "open" and blank:
         flash(

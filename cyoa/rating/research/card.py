@@ -39,15 +39,18 @@ from cyoa.web.card import header, planned_sample_size, quote
 @dataclass(frozen=True)
 class CardStory:
     """One story of the study: its length in whitespace-separated words
-    (:func:`cyoa.rating.quality.story_words`; 0 for a story shown as a link) and, for a
-    generated story, the model card and version that wrote it and its ``origin`` (the
-    prompt, sampling and seeds :func:`cyoa.rating.stories.generate.generate_stories` records)."""
+    (:func:`cyoa.rating.quality.story_words`; 0 for a story shown as a link, or one whose
+    text is not stored) and, for a generated story, the model card and version that wrote it
+    and its ``origin`` (the prompt, sampling and seeds
+    :func:`cyoa.rating.stories.generate.generate_stories` records); ``link``: whether the
+    story is stored as a web address."""
 
     story_id: str
     source: str
     words: int
     model: str | None = None
     origin: Mapping[str, Any] = field(default_factory=dict)
+    link: bool = False
 
 
 @dataclass(frozen=True)
@@ -275,9 +278,16 @@ def _story_lines(data: RatingCardData) -> list[str]:
             f"{', '.join(models) or '–'} |"
         )
     lines += _generated_lines(data.stories)
-    links = sum(1 for story in data.stories if not story.words)
+    links = sum(1 for story in data.stories if story.link and not story.words)
     if links:
         lines += ["", f"{links} stories are shown as a link (their text is not stored)."]
+    untold = [story.story_id for story in data.stories if not story.link and not story.words]
+    if untold:
+        lines += [
+            "",
+            f"{len(untold)} stories have no text stored (neither a text nor a link): "
+            f"{', '.join(untold)}; their judgements are analysed all the same.",
+        ]
     where = data.spec.get("stories")
     if isinstance(where, dict):
         lines += [
@@ -506,6 +516,7 @@ def load_card_data(db: Db, exp_id: str, report: RatingReport | None = None) -> R
                 story_words(story["text"] or ""),
                 model,
                 origin,
+                link=bool(story["url"]),
             )
         )
     judged = {

@@ -52,13 +52,17 @@
   function showQuality(rules, quality) {
     fill("rules-body", rules.map((r) => row([r.description, r.raters, r.only_this_rule])), "", 3);
     const rows = quality.map((r) => {
+      // Ids may be imported: each isolated, so a direction control in one stays in it.
       const link = el("a", r.rater);
+      link.dir = "auto";
       link.href = r.url;
       const first = el("td");
       first.appendChild(link);
+      const platform = el("td");
+      platform.appendChild(el("bdi", r.platform_id));
       return row(
         [
-          first, r.platform_id, r.failed_checks, r.seconds, r.words_per_minute,
+          first, platform, r.failed_checks, r.seconds, r.words_per_minute,
           r.straight_lined, r.severity, r.rules,
         ],
         r.excluded ? "flagged" : ""
