@@ -182,13 +182,16 @@ def test_a_postgresql_database_newer_than_this_cyoa_is_refused_with_a_sentence(p
         engine.dispose()
 
 
-def test_a_version_10_postgresql_database_gets_the_stored_order_columns(postgres_url):
+def test_a_version_10_postgresql_database_gets_the_stored_order_and_pair_probability_columns(
+    postgres_url,
+):
     engine = engine_for(parse_database(postgres_url))
     try:
         schema.migrate_postgresql(engine)
         with engine.begin() as conn:
             conn.execute(sa.text("ALTER TABLE stories DROP COLUMN position"))
             conn.execute(sa.text("ALTER TABLE survey_answers DROP COLUMN position"))
+            conn.execute(sa.text("ALTER TABLE sessions DROP COLUMN pair_probability"))
             conn.execute(sa.text("UPDATE schema_version SET version = 10"))
             conn.execute(
                 sa.text(
@@ -208,7 +211,9 @@ def test_a_version_10_postgresql_database_gets_the_stored_order_columns(postgres
         with engine.connect() as conn:
             numbered = conn.execute(sa.text("SELECT story_id, position FROM stories")).all()
             version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
+            probabilities = conn.execute(sa.text("SELECT pair_probability FROM sessions")).all()
     finally:
         engine.dispose()
     assert sorted(tuple(row) for row in numbered) == [("a", 1), ("b", 2)]
+    assert probabilities == []
     assert version == schema.VERSION

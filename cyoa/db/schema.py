@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from cyoa.db.facade import Db
 from cyoa.errors import SchemaError
 
-VERSION = 11
+VERSION = 12
 
 METADATA = sa.MetaData()
 TEXT, INT, FLOAT = sa.Text, sa.BigInteger, sa.Float
@@ -85,6 +85,7 @@ sa.Table(
     _column("current_round", INT),
     _column("completion_code", TEXT, required=True),
     *_columns("started_at updated_at finished_at user_agent", TEXT),
+    _column("pair_probability", FLOAT),
     sa.Index("idx_sessions_completion_code", "completion_code", unique=True),
 )  # fmt: skip
 sa.Table(
@@ -355,6 +356,9 @@ def migrate_postgresql(engine: sa.Engine) -> int:
         )
     if version == 10:
         _stored_order(engine)
+        version = 11
+    if version == 11:
+        _pair_probabilities(engine)
         return VERSION
     if version < VERSION:
         raise SchemaError(
@@ -404,4 +408,14 @@ def _stored_order(engine: sa.Engine) -> None:
                     f" AND numbered.{key} = {table}.{key}"
                 )
             )
-        conn.execute(SCHEMA_VERSION.update().values(version=VERSION))
+        conn.execute(SCHEMA_VERSION.update().values(version=11))
+
+
+def _pair_probabilities(engine: sa.Engine) -> None:
+    """Version 11 → 12: ``sessions.pair_probability`` (SQLite's ``_pair_probabilities``)."""
+    with engine.begin() as conn:
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended('cyoa-migrate', 0))"))
+        if conn.execute(sa.select(SCHEMA_VERSION.c.version)).scalar() != 11:
+            return
+        conn.execute(sa.text("ALTER TABLE sessions ADD COLUMN pair_probability DOUBLE PRECISION"))
+        conn.execute(SCHEMA_VERSION.update().values(version=12))
