@@ -10,7 +10,7 @@ from study_builder import Turn, add_writer, make_experiment
 
 from cyoa import store
 from cyoa.cowriting.analysis.data import experiment_pairs, load_study
-from cyoa.cowriting.analysis.rankings import rank_systems
+from cyoa.cowriting.analysis.rankings import rank_systems, writer_weights
 from cyoa.cowriting.analysis.report import report
 
 SYSTEMS = ("a", "b", "c", "d")
@@ -85,3 +85,14 @@ def test_analyze_prints_the_ranking_plain_and_at_equal_style_in_every_format(lon
     assert any(line.startswith("all systems,ranking,d,rank,1") for line in csv_lines)
     # One pair, or the paper's compat mode, has no ranking of all systems.
     assert "Ranking of all systems" not in report(longer_wins, "exp", "markdown", pair=("a", "d"))
+
+
+def test_adaptive_weights_are_inverse_probabilities_normalised_within_each_pair():
+    pairs = {w: frozenset(p) for w, p in (("w1", "ab"), ("w2", "ab"), ("w3", "cd"), ("w4", "ab"))}
+    weights = writer_weights(pairs, {"w1": 0.5, "w2": 0.25, "w3": 0.25}, pairs=2)
+    # Raw 1 / (2π): 1, 2 and 2; three weighted writers over two pairs: 1.5 per pair.
+    assert weights["w1"] == pytest.approx(0.5)
+    assert weights["w2"] == pytest.approx(1.0)
+    assert weights["w3"] == pytest.approx(1.5)
+    # A writer paired by balance keeps weight 1.
+    assert weights["w4"] == 1.0

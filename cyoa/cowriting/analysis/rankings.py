@@ -5,9 +5,8 @@ the plain Bradley–Terry fit beside the style-controlled one
 
 Both fits use every counted choice (both suggestions shown, :attr:`RoundRecord.
 counts_for_preference`) of every pair, with intervals clustered by writer. Under adaptive
-pairing each writer's choices are weighted by ``1 / (K·π)``, ``π`` the probability their pair
-was drawn with (``sessions.pair_probability``) and ``K`` the number of pairs, so the ranking
-is that of uniform pairing; sessions without a stored probability (balanced pairing) weigh 1.
+pairing each writer's choices are weighted by :func:`writer_weights`, so the ranking is that
+of uniform pairing; sessions without a stored probability (balanced pairing) weigh 1.
 """
 
 from __future__ import annotations
@@ -56,18 +55,47 @@ class SystemRankings:
     weighted_writers: int
 
 
+def writer_weights(
+    writer_pairs: Mapping[str, frozenset[str]], probabilities: Mapping[str, float], pairs: int
+) -> dict[str, float]:
+    """Each adaptively paired writer's weight: the inverse-propensity weight
+    ``1 / (pairs · π)`` (Horvitz & Thompson 1952; ``π`` the probability their pair was drawn
+    with), self-normalised within each pair so that every pair's writers together weigh
+    ``n / pairs``, ``n`` the adaptively paired writers (Hájek 1971). Each pair then carries
+    the weight it would have under uniform pairing, which is the ranking's estimand; the
+    normalisation keeps out the chance variation in how many writers a pair drew, which
+    unnormalised weights add to the intervals. Writers without a stored ``π`` weigh 1.
+
+    References:
+        Horvitz, D. G. and Thompson, D. J. (1952). JASA 47(260), 663–685.
+        Hájek, J. (1971). Comment on a paper by D. Basu. In Foundations of Statistical
+        Inference, p. 236. Holt, Rinehart and Winston.
+    """
+    raw = {w: 1.0 / (pairs * probabilities[w]) for w in writer_pairs if w in probabilities}
+    totals: dict[frozenset[str], float] = {}
+    for writer, weight in raw.items():
+        totals[writer_pairs[writer]] = totals.get(writer_pairs[writer], 0.0) + weight
+    share = len(raw) / pairs
+    weights = {w: 1.0 for w in writer_pairs}
+    weights.update({w: r * share / totals[writer_pairs[w]] for w, r in raw.items()})
+    return weights
+
+
 def comparisons(
     studies: Sequence[StudyData], probabilities: Mapping[str, float], pairs: int
 ) -> list[Comparison]:
     """Every counted choice of ``studies`` as a :class:`Comparison` with its style
-    differences and weight ``1 / (pairs · probability)`` (1 for a session without one)."""
+    differences and its writer's weight (:func:`writer_weights`)."""
+    writer_pairs = {
+        r.session_id: frozenset(r.slot_systems) for data in studies for r in data.rounds
+    }
+    weights = writer_weights(writer_pairs, probabilities, pairs)
     out = []
     for data in studies:
         for r in data.rounds:
             if not r.counts_for_preference or r.chosen_system not in r.slot_systems:
                 continue
             first, second = r.suggestions
-            chance = probabilities.get(r.session_id)
             out.append(
                 Comparison(
                     writer=r.session_id,
@@ -75,7 +103,7 @@ def comparisons(
                     second=r.slot_systems[1],
                     first_chosen=r.chosen_system == r.slot_systems[0],
                     style=style_differences(first or "", second or ""),
-                    weight=1.0 if chance is None else 1.0 / (pairs * chance),
+                    weight=weights[r.session_id],
                 )
             )
     return out
@@ -167,8 +195,8 @@ def notes(rankings: SystemRankings) -> list[str]:
     if rankings.weighted_writers:
         out.append(
             f"Adaptive pairing: the choices of {rankings.weighted_writers} writers are weighted "
-            "by the inverse of the probability their pair was drawn with, so the ranking is "
-            "that of uniform pairing."
+            "by the inverse of the probability their pair was drawn with, normalised within "
+            "each pair (Hájek), so the ranking is that of uniform pairing."
         )
     for label, error in (("plain", rankings.plain_error), ("at equal style", rankings.style_error)):
         if error:
