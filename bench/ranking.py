@@ -12,9 +12,11 @@ here). Designs:
 - ``uniform``: each writer's pair drawn uniformly at random; every writer weighs 1.
 - ``balanced``: CYOA's default (:func:`cyoa.cowriting.assignment.assign_pair`), the pair with
   the fewest writers so far; every writer weighs 1.
-- ``adaptive``: ``pairing = "adaptive"`` (:func:`cyoa.cowriting.assignment.assign_adaptive`),
-  each writer's pair drawn from the choices of the writers before them; each writer's choices
-  weigh as in the analysis (:func:`cyoa.cowriting.analysis.rankings.writer_weights`).
+- ``adaptive``: ``pairing = "adaptive"``
+  (:func:`cyoa.cowriting.assignment.adaptive_pair_probabilities`), each writer's pair drawn
+  from the choices of the writers before them, the probabilities recomputed every
+  ``REFRESH`` writers (as when that many writers start at once in the app); each writer's
+  choices weigh as in the analysis (:func:`cyoa.cowriting.analysis.rankings.writer_weights`).
 
 Both are fitted by :func:`cyoa.cowriting.analysis.style_control.logit_rank` (no covariates),
 with writer-clustered 95% intervals. The target ``θ*`` is what the estimator converges to under
@@ -48,12 +50,16 @@ from cyoa.cowriting.analysis.style_control import (  # noqa: E402
     logit_rank,
     newton_fit,
 )
-from cyoa.cowriting.assignment import UNIFORM_SHARE, assign_adaptive, assign_pair  # noqa: E402
+from cyoa.cowriting.assignment import (  # noqa: E402
+    UNIFORM_SHARE,
+    adaptive_pair_probabilities,
+    assign_pair,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SYSTEMS = ("s1", "s2", "s3", "s4")
 PAIRS = [(a, b) for i, a in enumerate(SYSTEMS) for b in SYSTEMS[i + 1 :]]
-WRITERS, ROUNDS = 120, 5
+WRITERS, ROUNDS, REFRESH = 120, 5, 5
 
 
 @dataclass(frozen=True)
@@ -103,10 +109,14 @@ def simulate(scenario: Scenario, design: str, rng: random.Random, np_rng) -> lis
     choices: list[tuple[str, str, str]] = []
     drawn: list[tuple[str, tuple[str, str], bool]] = []
     probabilities: dict[str, float] = {}
+    chances: dict[tuple[str, str], float] = {}
     for n in range(WRITERS):
         writer = f"w{n}"
         if design == "adaptive":
-            pair, probabilities[writer] = assign_adaptive(PAIRS, counts, choices, rng)
+            if n % REFRESH == 0:
+                chances = adaptive_pair_probabilities(PAIRS, choices)
+            pair = rng.choices(PAIRS, weights=[chances[p] for p in PAIRS])[0]
+            probabilities[writer] = chances[pair]
         elif design == "balanced":
             pair = assign_pair(PAIRS, counts, rng)
         else:
@@ -155,7 +165,8 @@ def page(rows: list[tuple[str, str, dict[str, float]]], studies: int, seconds: f
         "",
         f"- {studies} simulated studies per scenario and design (seeded); 4 systems, "
         f"{WRITERS} writers × {ROUNDS} rounds, each writer with their own taste for each "
-        f"system; adaptive pairing's floor {UNIFORM_SHARE:.0%} spread over the 6 pairs; "
+        f"system; adaptive pairing's floor {UNIFORM_SHARE:.0%} spread over the 6 pairs, its "
+        f"probabilities recomputed every {REFRESH} writers; "
         f"Python {platform.python_version()}; {seconds:.0f} s",
         "- width: mean width of the 95% intervals of the centred strengths (log-odds, "
         "writer-clustered sandwich); covers: share of those intervals that contain the "
