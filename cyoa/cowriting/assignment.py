@@ -53,8 +53,9 @@ def adaptive_pair_probabilities(
     uniform_share: float = UNIFORM_SHARE,
 ) -> dict[tuple[str, str], float]:
     """The probability of each unordered pair in ``pairs`` for the next writer, given the
-    choices so far as ``(writer, chosen system, other system)``: the allocation that most
-    narrows the ranking.
+    choices so far as ``(writer, chosen system, other system)``: the allocation that would
+    narrow the ranking most if the quantities below were known (estimated from the writers so
+    far, it is not narrower in simulation: bench/results/ranking.md).
 
     The ranking's estimator is the inverse-propensity-weighted Bradley–Terry fit with
     writer-clustered errors (:mod:`cyoa.cowriting.analysis.style_control`). Its variance,
