@@ -20,6 +20,7 @@ def adaptive(make_app):
     return make_app(rounds=2, systems=MORE_SYSTEMS, top='pairing = "adaptive"')
 
 
+@pytest.mark.both_databases
 def test_each_adaptively_paired_writer_has_the_probability_of_their_pair_stored(adaptive):
     app = adaptive
     for n in range(8):
