@@ -684,6 +684,14 @@ def _database_moves(db: Database) -> None:
     )
 
 
+def _pair_probabilities(db: Database) -> None:
+    """Co-writing sessions get ``pair_probability``: the probability with which an adaptive
+    pairing (:func:`cyoa.cowriting.assignment.adaptive_pair_probabilities`) drew the
+    session's pair, the analysis's inverse-propensity weight. Empty for sessions paired by
+    balance, and for every session stored before this step."""
+    db.execute("ALTER TABLE sessions ADD COLUMN pair_probability FLOAT")
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -699,6 +707,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _stored_order,
     _sent_settings,
     _database_moves,
+    _pair_probabilities,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -182,7 +182,7 @@ def test_a_postgresql_database_newer_than_this_cyoa_is_refused_with_a_sentence(p
         engine.dispose()
 
 
-def test_a_version_10_postgresql_database_gets_the_stored_order_and_sent_settings_columns(
+def test_a_version_10_postgresql_database_gets_every_later_column(
     postgres_url,
 ):
     engine = engine_for(parse_database(postgres_url))
@@ -192,6 +192,7 @@ def test_a_version_10_postgresql_database_gets_the_stored_order_and_sent_setting
             conn.execute(sa.text("ALTER TABLE stories DROP COLUMN position"))
             conn.execute(sa.text("ALTER TABLE survey_answers DROP COLUMN position"))
             conn.execute(sa.text("ALTER TABLE suggestions DROP COLUMN sent_settings"))
+            conn.execute(sa.text("ALTER TABLE sessions DROP COLUMN pair_probability"))
             conn.execute(sa.text("UPDATE schema_version SET version = 10"))
             conn.execute(
                 sa.text(
@@ -212,9 +213,11 @@ def test_a_version_10_postgresql_database_gets_the_stored_order_and_sent_setting
             numbered = conn.execute(sa.text("SELECT story_id, position FROM stories")).all()
             version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
             sent = conn.execute(sa.text("SELECT count(sent_settings) FROM suggestions")).scalar()
+            probabilities = conn.execute(sa.text("SELECT pair_probability FROM sessions")).all()
     finally:
         engine.dispose()
     assert sorted(tuple(row) for row in numbered) == [("a", 1), ("b", 2)] and sent == 0
+    assert probabilities == []
     assert version == schema.VERSION
 
 
@@ -224,6 +227,7 @@ def test_a_version_12_postgresql_database_gains_the_database_moves_table(postgre
         schema.migrate_postgresql(engine)
         with engine.begin() as conn:
             conn.execute(sa.text("DROP TABLE database_moves"))
+            conn.execute(sa.text("ALTER TABLE sessions DROP COLUMN pair_probability"))
             conn.execute(sa.text("UPDATE schema_version SET version = 12"))
         assert schema.migrate_postgresql(engine) == schema.VERSION
         assert "database_moves" in sa.inspect(engine).get_table_names()
@@ -231,4 +235,4 @@ def test_a_version_12_postgresql_database_gains_the_database_moves_table(postgre
             version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
     finally:
         engine.dispose()
-    assert version == schema.VERSION == 13
+    assert version == schema.VERSION == 14

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from cyoa.db.facade import Db
 from cyoa.errors import SchemaError
 
-VERSION = 13
+VERSION = 14
 
 METADATA = sa.MetaData()
 TEXT, INT, FLOAT = sa.Text, sa.BigInteger, sa.Float
@@ -85,6 +85,7 @@ sa.Table(
     _column("current_round", INT),
     _column("completion_code", TEXT, required=True),
     *_columns("started_at updated_at finished_at user_agent", TEXT),
+    _column("pair_probability", FLOAT),
     sa.Index("idx_sessions_completion_code", "completion_code", unique=True),
 )  # fmt: skip
 sa.Table(
@@ -433,4 +434,13 @@ def _database_moves(conn: sa.Connection) -> None:
 
 # The steps from an older PostgreSQL database: STEPS[n] takes version n to n + 1, each in its
 # own transaction under the migration lock.
-STEPS = {10: _stored_order, 11: _sent_settings, 12: _database_moves}
+
+
+def _pair_probabilities(conn: sa.Connection) -> None:
+    """Version 13 → 14: ``sessions.pair_probability`` (SQLite's ``_pair_probabilities``)."""
+    conn.execute(sa.text("ALTER TABLE sessions ADD COLUMN pair_probability DOUBLE PRECISION"))
+
+
+# The steps from an older PostgreSQL database: STEPS[n] takes version n to n + 1, each in its
+# own transaction under the migration lock.
+STEPS = {10: _stored_order, 11: _sent_settings, 12: _database_moves, 13: _pair_probabilities}

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from cyoa.cowriting.analysis import rankings as ranking_report
 from cyoa.cowriting.analysis.data import StudyData
 from cyoa.cowriting.analysis.monitoring import planned_writers
 from cyoa.cowriting.analysis.tables import edit_scores, edit_table, preference_table, writer_level
@@ -70,6 +71,7 @@ def evaluation_card(
         *_systems_and_raters(exp, rounds),
         *planned_sample_size(plan, exp.id),
         *_results(studies, planned_writers(plan)),
+        *_ranking(exp, sessions, studies),
         *_pay_and_time(details, sessions, rounds),
         *_files(),
     ]
@@ -333,6 +335,24 @@ def _results(studies: Sequence[StudyData], planned: int | None) -> list[str]:
             )
         lines += ["- Per-round edit means are descriptive: no test is made per round.", ""]
     return lines
+
+
+def _ranking(
+    exp: Experiment, sessions: Sequence[dict[str, Any]], studies: Sequence[StudyData]
+) -> list[str]:
+    """With more than two systems: the ranking of all systems, plain and at equal style
+    (:mod:`cyoa.cowriting.analysis.rankings`), weighted under adaptive pairing."""
+    systems = [s.name for s in exp.systems]
+    if len(systems) < 3 or not any(data.rounds for data in studies):
+        return []
+    probabilities = {
+        row["session_id"]: float(row["pair_probability"])
+        for row in sessions
+        if row.get("pair_probability") is not None
+    }
+    ranked = ranking_report.rank_systems(studies, systems, probabilities)
+    lines = ranking_report.markdown_lines(ranked, exp.id)
+    return ["## Ranking of all systems (writers as clusters)", "", *lines[2:]]
 
 
 def _pay_and_time(

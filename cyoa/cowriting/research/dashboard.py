@@ -5,7 +5,9 @@ display tables and the data for its charts, cached until the experiment's data c
 - More than two: the same analysis per pair of systems that writers compared (each writer
   compares one pair; :func:`cyoa.cowriting.analysis.data.experiment_pairs`), plus
   a Bradley–Terry ranking of all systems from every counted choice, with writer-level
-  bootstrap intervals (:mod:`cyoa.cowriting.analysis.bradley_terry`).
+  bootstrap intervals (:mod:`cyoa.cowriting.analysis.bradley_terry`), and beside it the
+  ranking at equal style, weighted under adaptive pairing, with writer-clustered intervals
+  (:mod:`cyoa.cowriting.analysis.rankings`).
 - Likert answers per pair of systems, both orientations of the pair pooled.
 - Per pair, the preference with writers as the unit first (the writers' t-test and t
   interval), the confidence sequence with its anytime-valid p, and the study-status line
@@ -23,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cyoa import store
+from cyoa.cowriting import store as cowriting_store
+from cyoa.cowriting.analysis import rankings as ranking_report
 from cyoa.cowriting.analysis.bradley_terry import NotEstimable, Ranking, rank
 from cyoa.cowriting.analysis.data import StudyData, experiment_pairs, load_study
 from cyoa.cowriting.analysis.monitoring import planned_writers
@@ -343,6 +347,20 @@ def _ranking_table(ranking: Ranking) -> Table:
     )
 
 
+def _style_ranking_table(rankings: ranking_report.SystemRankings) -> Table:
+    coefficients = tuple(
+        f"Style coefficient, {text}: {estimate} log-odds (95% CI {span})."
+        for text, estimate, span in ranking_report.coefficient_rows(rankings)
+    )
+    return Table(
+        key="ranking-style",
+        title="Ranking of all systems at equal style (Bradley–Terry with style covariates)",
+        columns=ranking_report.COLUMNS,
+        rows=tuple(ranking_report.display_rows(rankings)),
+        notes=(*coefficients, *ranking_report.notes(rankings)),
+    )
+
+
 # --- computing -----------------------------------------------------------------------
 
 
@@ -400,6 +418,9 @@ def compute_results(
             tables.append(_ranking_table(ranking))
         except NotEstimable as exc:
             ranking_error = str(exc)
+        probabilities = cowriting_store.pair_probabilities(db, exp.id)
+        ranked = ranking_report.rank_systems(studies, names, probabilities)
+        tables.append(_style_ranking_table(ranked))
     for analysis in analyses:
         tables += [t for t in (_preference_table(analysis),) if t]
     for analysis in analyses:

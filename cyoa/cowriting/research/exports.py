@@ -130,6 +130,11 @@ SESSION_COLUMNS: tuple[Column, ...] = (
     Column("platform_session_id", "string", "Prolific SESSION_ID from the link"),
     Column("system_a", "string", "first system of the writer's pair"),
     Column("system_b", "string", "second system of the writer's pair"),
+    Column(
+        "pair_probability",
+        "float",
+        "adaptive pairing: the probability the writer's pair was drawn with (null: balanced)",
+    ),
     Column("phase", "string", "writing, suggesting, choosing, survey or done"),
     Column("status", "string", "finished, dropped or in_progress (at export time)"),
     Column("current_round", "int", "round the writer is in"),
