@@ -1,0 +1,116 @@
+"""The participants' outboxes survive a reload, in a real headless Chromium against the real
+server process: a writer who goes offline mid-round chooses, switches, edits and adds the
+turn, reloads while still offline and comes back; then writes a line and answers the survey
+offline, reloading each time; and a rater answers offline and reloads. Every action is stored
+exactly once and the page shows the story as stored."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import db_rows
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import expect
+from test_browser import OFFLINE, Server, page, start_story, write_line  # noqa: F401 - page
+
+pytestmark = pytest.mark.browser
+
+DRAFT = "A draft of the first suggestion, typed offline."
+TURN = "The second suggestion, rewritten offline and added."
+LINE = "A line of my own written while offline."
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A server whose stories have two rounds."""
+    srv = Server(tmp_path, rounds=2)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def reload_offline_then_come_back(page, url: str) -> None:  # noqa: F811
+    """Reload while offline (the browser has no page to show), then come back online and
+    open the page again, as a writer would."""
+    with pytest.raises(PlaywrightError):
+        page.reload()
+    page.context.set_offline(False)
+    page.goto(url)
+
+
+def events(server: Server) -> list[dict]:
+    rows = db_rows(server.db, "SELECT type, payload, client_action_id FROM events ORDER BY seq")
+    return [{**row, "payload": json.loads(row["payload"])} for row in rows]
+
+
+def test_a_writer_s_offline_clicks_survive_reloads_and_are_stored_once(server, page):  # noqa: F811
+    start_story(page, server, "outbox1")
+    url = page.url
+    write_line(page, "The keeper climbed the stairs to the lamp room.")
+    page.wait_for_selector("#choose-2:not([disabled])")
+
+    page.context.set_offline(True)
+    page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
+    page.click("#choose-1")  # shown at once: the writer edits while offline
+    page.wait_for_selector("#editing:not([hidden])")
+    page.fill("#edit", DRAFT)
+    page.click("#choose-2")  # the switch queues the first draft ahead of it
+    expect(page.locator("#choose-1")).to_have_text("Switch to this one")
+    page.fill("#edit", TURN)
+    page.click("#edit-submit")
+    expect(page.locator("#notice")).to_have_text(OFFLINE)
+    expect(page.locator("#edit-submit")).to_be_disabled()
+    assert page.is_hidden("#writing")  # the turn is not shown as added
+    reload_offline_then_come_back(page, url)
+
+    page.wait_for_selector("#writing:not([hidden])")
+    expect(page.locator("#round-label")).to_have_text("Round 2 of 2")
+    expect(page.locator("#story")).to_contain_text(TURN)
+    expect(page.locator("#notice")).to_be_hidden()
+
+    page.context.set_offline(True)
+    page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
+    write_line(page, LINE)
+    expect(page.locator("#notice")).to_have_text(OFFLINE)
+    reload_offline_then_come_back(page, url)
+    page.wait_for_selector("#choose-1:not([disabled])")
+    expect(page.locator("#story")).to_contain_text(LINE)
+    page.click("#choose-1")
+    page.fill("#edit", "The last suggestion, added online.")
+    page.click("#edit-submit")
+    page.wait_for_selector("#survey:not([hidden])")
+
+    page.context.set_offline(True)
+    page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
+    for item in ["happy", "collaborative", "useful", "connected", "ideas"]:
+        page.check(f"input[name='{item}'][value='4']")
+    page.fill("#q-why_chosen", "Answered offline.")
+    page.click("#survey-submit")
+    expect(page.locator("#notice")).to_have_text(OFFLINE)
+    reload_offline_then_come_back(page, url)
+    page.wait_for_selector("#completion-code")
+
+    stored = events(server)
+    ids = [e["client_action_id"] for e in stored if e["client_action_id"]]
+    assert len(ids) == len(set(ids))  # nothing stored twice
+    writer = [(e["type"], e["payload"]) for e in stored if e["client_action_id"]]
+    round_1 = [(kind, p.get("slot"), p.get("text")) for kind, p in writer if p.get("round") == 1]
+    assert round_1 == [
+        ("line_submitted", None, "The keeper climbed the stairs to the lamp room."),
+        ("suggestion_chosen", 1, None),
+        ("draft_saved", 1, DRAFT),
+        ("suggestion_chosen", 2, None),
+        ("turn_submitted", 2, TURN),
+    ]
+    assert [kind for kind, p in writer].count("line_submitted") == 2
+    assert [kind for kind, p in writer].count("survey_submitted") == 1
+    [answer] = db_rows(server.db, "SELECT text FROM survey_answers WHERE item_id = 'why_chosen'")
+    assert answer["text"] == "Answered offline."
+    turns = db_rows(server.db, "SELECT round, writer_line, final_text FROM rounds ORDER BY round")
+    assert [(t["round"], t["final_text"]) for t in turns] == [
+        (1, TURN),
+        (2, "The last suggestion, added online."),
+    ]
+    assert turns[1]["writer_line"] == LINE
+    assert "Traceback" not in (server.root / "server.log").read_text()
