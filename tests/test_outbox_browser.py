@@ -13,6 +13,13 @@ from conftest import db_rows
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 from test_browser import OFFLINE, Server, page, start_story, write_line  # noqa: F401 - page
+from test_rating_client_browser import answer_events, box, saved
+from test_rating_client_browser import start as start_rating
+
+from cyoa import store
+from cyoa.rating.experiment import create_from_spec
+from cyoa.rating.spec import parse_rating_spec
+from cyoa.web.experiments import set_status
 
 pytestmark = pytest.mark.browser
 
@@ -114,3 +121,59 @@ def test_a_writer_s_offline_clicks_survive_reloads_and_are_stored_once(server, p
     ]
     assert turns[1]["writer_line"] == LINE
     assert "Traceback" not in (server.root / "server.log").read_text()
+
+
+RATING = {
+    "id": "outbox-rating",
+    "title": "A short story",
+    "kind": "rating",
+    "instrument": "aiss-v1",
+    "raters_per_story": 1,
+    "stories_per_rater": 1,
+    "consent": "You will read a short story and answer questions about it.",
+    "instructions": "Read the story, then say how far you agree with each statement.",
+    "stories": {"file": "stories.jsonl"},
+}
+STORY = {
+    "story_id": "s1",
+    "source": "human",
+    "title": "The lamp",
+    "text": "The keeper lit the lamp every night.\nOne night the lamp would not light.",
+}
+
+
+@pytest.fixture
+def rating_server(tmp_path):
+    """A server with one open rating study of one story."""
+    srv = Server(tmp_path)
+    (tmp_path / "stories.jsonl").write_text(json.dumps(STORY) + "\n")
+    db = store.connect(srv.db)
+    store.init_db(db)
+    create_from_spec(db, parse_rating_spec(RATING, RATING["id"], tmp_path, db))
+    set_status(db, RATING["id"], "open")
+    db.close()
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def test_a_rater_s_offline_answers_survive_a_reload_and_are_stored_once(rating_server, page):  # noqa: F811
+    page.on("dialog", lambda dialog: dialog.accept())  # leaving with answers not saved yet
+    start_rating(page, rating_server, RATING["id"], "outbox-rater")
+    url = page.url
+    box(page, 1).locator('input[value="2"]').check()
+    saved(page, 1)
+
+    page.context.set_offline(True)
+    box(page, 2).locator('input[value="4"]').check()
+    box(page, 3).locator('input[value="5"]').check()
+    expect(page.locator("#saving")).to_contain_text("2 answers not saved yet — offline")
+    reload_offline_then_come_back(page, url)
+
+    saved(page, 2)
+    saved(page, 3)
+    expect(page.locator("#saving")).to_have_text("All answers saved")
+    assert box(page, 3).locator('input[value="5"]').is_checked()
+    answers = answer_events(rating_server)
+    assert sorted(float(a["value"]) for a in answers) == [2, 4, 5]  # each once
+    assert len({a["action_id"] for a in answers}) == 3
