@@ -8,6 +8,7 @@ import pytest
 from conftest import SURVEY_ANSWERS, Writer, db_rows
 
 from cyoa.cowriting.flow import STALE_ROUND
+from cyoa.web.participants import storage_key
 
 
 def events(app) -> list[dict]:
@@ -90,3 +91,12 @@ def test_a_round_that_is_not_a_whole_number_is_refused_as_malformed(writer, mean
     assert not ack["ok"] and "malformed" in ack["error"]
     assert [e["type"] for e in events(writer.app)] == ["session_started"]
     assert json.dumps(ack["state"]["story"]) == "[]"
+
+
+def test_the_writing_page_keeps_its_outbox_under_a_key_of_the_session_not_its_id(app):
+    first, second = Writer(app, "?pid=w1"), Writer(app, "?pid=w2")
+    pages = [w.http.get("/s/fake-ab/write").get_data(as_text=True) for w in (first, second)]
+    for writer, page in zip((first, second), pages, strict=True):
+        assert f'data-outbox="{storage_key(writer.session_id)}"' in page
+        assert writer.session_id not in page
+    assert storage_key(first.session_id) != storage_key(second.session_id)
