@@ -177,3 +177,55 @@ def test_a_rater_s_offline_answers_survive_a_reload_and_are_stored_once(rating_s
     answers = answer_events(rating_server)
     assert sorted(float(a["value"]) for a in answers) == [2, 4, 5]  # each once
     assert len({a["action_id"] for a in answers}) == 3
+
+
+MOVED_ON = (
+    "Your story had gone on in another tab or window, so this page now shows it as it is saved."
+    " Nothing saved was lost."
+)
+
+
+def test_clicks_kept_offline_while_the_story_went_on_elsewhere_give_way_to_the_stored_story(
+    server,
+    page,  # noqa: F811
+    chromium,
+):
+    start_story(page, server, "outbox2")
+    url = page.url
+    write_line(page, "The keeper climbed the stairs to the lamp room.")
+    page.wait_for_selector("#choose-2:not([disabled])")
+    elsewhere = chromium.new_context()  # the same story in another browser window
+    elsewhere.add_cookies(page.context.cookies())
+    other = elsewhere.new_page()
+    other.goto(url)
+    other.wait_for_selector("#choose-2:not([disabled])")
+
+    page.context.set_offline(True)
+    page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
+    page.click("#choose-1")
+    page.fill("#edit", "The turn this window kept while it was offline.")
+    page.click("#edit-submit")
+    expect(page.locator("#notice")).to_have_text(OFFLINE)
+    other.click("#choose-2")
+    other.fill("#edit", "The turn the other window added meanwhile.")
+    other.click("#edit-submit")
+    other.wait_for_selector("#round-label:text-is('Round 2 of 2')")
+    elsewhere.close()
+    reload_offline_then_come_back(page, url)
+
+    expect(page.locator("#notice")).to_have_text(MOVED_ON)
+    expect(page.locator("#round-label")).to_have_text("Round 2 of 2")
+    expect(page.locator("#story")).to_contain_text("The turn the other window added meanwhile.")
+    assert "kept while it was offline" not in page.inner_text("#story")
+    turns = db_rows(server.db, "SELECT round, chosen_slot, final_text FROM rounds ORDER BY round")
+    assert [(t["round"], t["chosen_slot"], t["final_text"]) for t in turns] == [
+        (1, 2, "The turn the other window added meanwhile."),
+        (2, None, None),
+    ]
+    kinds = [e["type"] for e in events(server)]
+    assert kinds.count("suggestion_chosen") == 1 and kinds.count("turn_submitted") == 1
+    # Answered, so no longer kept: a second reload sends nothing and says nothing.
+    page.reload()
+    page.wait_for_selector("#writing:not([hidden])")
+    expect(page.locator("#notice")).to_be_hidden()
+    assert [e["type"] for e in events(server)] == kinds
