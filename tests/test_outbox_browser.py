@@ -2,7 +2,9 @@
 server process: a writer who goes offline mid-round chooses, switches, edits and adds the
 turn, reloads while still offline and comes back; then writes a line and answers the survey
 offline, reloading each time; and a rater answers offline and reloads. Every action is stored
-exactly once and the page shows the story as stored."""
+exactly once and the page shows the story as stored. Clicks kept by a window that was offline
+while the story went on in another give way to the stored story; without localStorage the
+outbox lives in the page."""
 
 from __future__ import annotations
 
@@ -229,3 +231,22 @@ def test_clicks_kept_offline_while_the_story_went_on_elsewhere_give_way_to_the_s
     page.wait_for_selector("#writing:not([hidden])")
     expect(page.locator("#notice")).to_be_hidden()
     assert [e["type"] for e in events(server)] == kinds
+
+
+def test_without_local_storage_the_outbox_lives_in_the_page_and_still_stores_once(server, page):  # noqa: F811
+    # As in a private mode where storage refuses every write.
+    page.add_init_script("Storage.prototype.setItem = () => { throw new Error('QuotaExceeded'); };")
+    start_story(page, server, "outbox3")
+    write_line(page, "The keeper climbed the stairs to the lamp room.")
+    page.wait_for_selector("#choose-1:not([disabled])")
+    page.context.set_offline(True)
+    page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
+    page.click("#choose-1")
+    page.fill("#edit", TURN)
+    page.click("#edit-submit")
+    expect(page.locator("#notice")).to_have_text(OFFLINE)
+    page.context.set_offline(False)
+    page.wait_for_selector("#round-label:text-is('Round 2 of 2')")
+    expect(page.locator("#story")).to_contain_text(TURN)
+    kinds = [e["type"] for e in events(server) if e["client_action_id"]]
+    assert kinds == ["line_submitted", "suggestion_chosen", "turn_submitted"]

@@ -117,12 +117,14 @@
     }
   })();
   let keptCount = 0;
+  let keptAt = 0; // never earlier than the last key's time, even if the clock is set back
 
   function keep(item) {
     if (!storage) return;
     if (!item.key) {
       keptCount += 1;
-      item.key = OUTBOX_PREFIX + String(Date.now()).padStart(15, "0") + "-"
+      keptAt = Math.max(keptAt, Date.now());
+      item.key = OUTBOX_PREFIX + String(keptAt).padStart(15, "0") + "-"
         + String(keptCount).padStart(6, "0") + "-" + item.data.action_id;
     }
     const kept = { data: item.data, message: item.message, made: item.made };
