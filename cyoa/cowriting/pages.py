@@ -139,7 +139,12 @@ def write(exp_id: str):
     if not session_id or _study().session_row(session_id) is None:
         return redirect(url_for("study.consent", exp_id=exp_id))
     # The writer's boxes take no more than the server keeps of a draft (see write.js).
-    return render_template("write.html", experiment=exp, box_max_chars=DRAFT_MAX_CHARS)
+    return render_template(
+        "write.html",
+        experiment=exp,
+        box_max_chars=DRAFT_MAX_CHARS,
+        outbox_key=participants.storage_key(session_id),
+    )
 
 
 @bp.get("/s/<exp_id>/done")

@@ -42,6 +42,7 @@ from cyoa.cowriting.flow import (
     State,
     apply,
     check,
+    check_round,
     is_slot,
 )
 from cyoa.cowriting.spec import Experiment, validate_survey
@@ -305,6 +306,8 @@ class Study:
             if previous is not None:
                 event = Event(previous["type"], previous["payload"])
                 return Outcome(state, event, previous["seq"], duplicate=True)
+        if event_type in WRITER_ACTIONS:
+            check_round(state, payload)
         exp = self.experiments[session["experiment_id"]]
         payload, extra = self._enrich(db, exp, session, state, event_type, payload)
         event = check(state, event_type, payload)

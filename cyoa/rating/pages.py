@@ -11,7 +11,6 @@ page and answer here is answered "send again" (:mod:`cyoa.web.outage`).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
 
@@ -153,15 +152,8 @@ def rate(exp_id: str):
         required=sorted(shown_ids[q] for q in exp.questions.required() & set(task.questions)),
         first=state.position == 1,
         attribution=exp.questions.instrument.attribution,
-        rater_key=storage_key(rater_id),
+        rater_key=participants.storage_key(rater_id),
     )
-
-
-def storage_key(rater_id: str) -> str:
-    """The name the rater's page keeps its drafts and unsent answers under in the browser:
-    one per rater, so a second rater in the same browser never sends the first one's answers,
-    and not the rater's id itself, which stays on the server's side."""
-    return hashlib.sha256(rater_id.encode()).hexdigest()[:16]
 
 
 def answer_view(answer: Any) -> dict[str, Any]:
