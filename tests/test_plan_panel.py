@@ -38,6 +38,10 @@ def test_a_co_writing_plan_started_from_the_form_is_shown_and_stored(app, resear
     page = researcher.get(job_url).get_data(as_text=True)
     assert "Saved as plan" in page
     assert "Chosen design:" in page and "Cost:" in page
+    cost = page.split('id="plan-cost">', 1)[1].split("</p>", 1)[0]
+    assert "× £12.00/h = £" in cost  # the currency: CYOA_CURRENCY, GBP by default
+    assert 'name="simulations" value="200"' in page  # the form shows what this plan used
+    assert 'name="seed" value="7"' in page
     plan = store.latest_plan(store.connect(app.config["DATABASE"]), "fake-ab")
     assert plan["kind"] == "cowriting"
     assert plan["record"]["seed"] == 7

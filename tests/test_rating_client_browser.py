@@ -161,6 +161,7 @@ def test_a_reason_is_saved_as_it_is_typed_and_the_badge_never_claims_more(server
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
     start(page, server, "ttcw-pilot", "typist1")
+    assert badge(page) == "No answers yet"  # nothing answered: nothing to call saved
     tick_and_reason(page, 1)
     assert badge(page) == "1 answer not saved yet"  # typed a moment ago: not stored yet
     expect(page.locator("#saving")).to_have_text("All answers saved")  # no blur, no click

@@ -169,7 +169,6 @@ def rate(exp_id: str):
         total=len(state.tasks),
         required=sorted(shown_ids[q] for q in exp.questions.required() & set(task.questions)),
         first=state.position == 1,
-        attribution=exp.questions.instrument.attribution,
         rater_key=storage_key(rater_id),
     )
 

@@ -78,7 +78,7 @@
       details.dataset.table = key;
       details.open = open.has(key);
       const summary = el("summary", table.name.replaceAll("_", " ") + " ");
-      summary.appendChild(el("span", `(${table.raters} raters)`, "muted"));
+      summary.appendChild(el("span", `(${table.raters} ${table.raters === 1 ? "rater" : "raters"})`, "muted"));
       details.appendChild(summary);
       const scroll = el("div", null, "scroll");
       const node = el("table");
