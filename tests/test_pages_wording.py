@@ -38,6 +38,7 @@ def test_the_rater_page_names_neither_the_instrument_nor_its_scoring(study, rese
     rater.start()
     page = rater.page()
     assert "AI Story Scale" not in page and "reverse-codes" not in page
+    assert "Questions by M. Wiechmann, licensed under CC BY-SA 4.0" in page  # the licence's due
     preview = researcher.get("/research/ratings/aiss-pilot/preview").get_data(as_text=True)
     assert "For researchers (raters do not see this)" in preview
     assert "AI Story Scale (AISS) v1" in preview
