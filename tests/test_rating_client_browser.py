@@ -394,6 +394,19 @@ def test_without_its_script_the_rater_form_sends_nothing(server, page):  # noqa:
     bare.close()
 
 
+def test_the_rating_dashboard_refreshes_itself_and_says_its_time_in_utc(server, page):  # noqa: F811
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{server.url}/research/ratings/ttcw-pilot")
+    page.fill("input[name=name]", "alice")
+    page.fill("input[name=password]", RESEARCHER_PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator("#live-status")).to_have_text(
+        re.compile(r"live: updated \d\d:\d\d:\d\d UTC"), timeout=30_000
+    )
+    assert errors == []
+
+
 def test_a_researcher_previews_a_paused_study_and_nothing_is_sent_or_recorded(
     server,
     page,  # noqa: F811
