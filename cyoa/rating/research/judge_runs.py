@@ -17,6 +17,7 @@ from typing import Any
 from flask import Flask, abort, current_app, flash, redirect, render_template, request, url_for
 
 from cyoa import store
+from cyoa.db.facade import Db
 from cyoa.generation.pool import ModelNotAvailable
 from cyoa.rating.importing import RatingImportError
 from cyoa.rating.instruments import Instrument
@@ -84,7 +85,7 @@ def _estimates(exp_id: str) -> tuple[list[dict[str, Any]], dict[str, str], str]:
     return rows, templates, ""
 
 
-def _speed(db, name: str) -> tuple[Speed | None, str]:
+def _speed(db: Db, name: str) -> tuple[Speed | None, str]:
     """The model's speed for the form's estimate, and where it came from: its last run on
     this database, else the probe measured in this process (:func:`probe_judge_speed`),
     else none (the form offers the probe)."""
@@ -196,8 +197,13 @@ def probe_judge_speed(exp_id: str):
         message = (f"{name} is not loaded yet; it is loading now (the Models page shows when it "
                    "is ready): time it again then.")  # fmt: skip
         return _page(exp.id, message, 409)
-    with web.db() as db:
-        prompts, sampling, _ = plan(db, RunRequest(exp.id, shared_parts().cards[name]))
+    try:
+        with web.db() as db:
+            prompts, sampling, _ = plan(db, RunRequest(exp.id, shared_parts().cards[name]))
+    except (JudgeRunError, RatingImportError) as error:
+        return _page(exp.id, str(error), 400)
+    if not prompts:
+        return _page(exp.id, "This study has nothing a judge can answer: no prompt to time.", 400)
     try:
         speed = measure_speed(backend, prompts[0].text, sampling, 0)
     except Exception as failure:  # noqa: BLE001 - a model that fails its probe is said, not a 500
