@@ -57,7 +57,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     security.init_app(app)
     favicon.init_app(app)
     app.jinja_env.filters["counted"] = counted
-    app.jinja_env.filters["money"] = lambda amount: money(amount, app.config["CURRENCY"])
+    app.jinja_env.filters["money"] = lambda amount, currency=None: money(
+        amount, currency or app.config["CURRENCY"]
+    )
     return app
 
 

@@ -3,6 +3,7 @@ reported while it is made, and it is shown and stored once made; bad input is a 
 
 import html
 import io
+import re
 import time
 import zipfile
 from pathlib import Path
@@ -64,6 +65,7 @@ def test_the_co_writing_card_reports_the_latest_plan_or_how_to_make_one(app, res
     assert "## Planned sample size" in text
     assert "p = 0.75 (typed)" in text and "writer_sd = 0 (default)" in text
     assert "5 writers × 10 counted rounds each, power 0.815" in text and "- Cost: recruit" in text
+    assert re.search(r"- Cost: .* × £12\.00/h, \+ 33% fee = £\d+\.\d\d\.", text)
 
 
 def test_a_plan_in_progress_reports_how_far_it_has_got(app, researcher):

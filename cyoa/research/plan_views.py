@@ -168,7 +168,7 @@ def _options(job: PlanJob) -> tuple[Options, dict[str, float]]:
     options = Options(
         values["target_power"], values["alpha"], values["hourly_rate"], values["fee"],
         int(values["seed"]), given["effect"], job.advance, int(values["simulations"]),
-        values["alpha_width"],
+        values["alpha_width"], current_app.config["CURRENCY"],
     )  # fmt: skip
     return options, parse_assumptions(request.form.get("assume", ""), KEYS[job_kind(job)])
 
