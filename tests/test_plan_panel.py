@@ -43,6 +43,8 @@ def test_a_co_writing_plan_started_from_the_form_is_shown_and_stored(app, resear
     assert "× £12.00/h = £" in cost  # the currency: CYOA_CURRENCY, GBP by default
     assert 'name="simulations" value="200"' in page  # the form shows what this plan used
     assert 'name="seed" value="7"' in page
+    again = researcher.get("/research/plan/fake-ab").get_data(as_text=True)  # a later visit
+    assert 'name="simulations" value="200"' in again and 'name="seed" value="7"' in again
     plan = store.latest_plan(store.connect(app.config["DATABASE"]), "fake-ab")
     assert plan["kind"] == "cowriting"
     assert plan["record"]["seed"] == 7

@@ -109,11 +109,16 @@ def _dashboard_url(row: dict[str, Any]) -> str:
 
 
 def _latest_values(latest: dict[str, Any] | None) -> dict[str, str]:
-    """The form's fields that the latest stored plan records (its simulations are not
-    stored), so the form starts from the plan shown above it."""
+    """The form's fields as the latest stored plan used them (a co-writing plan's
+    simulations per cell are those of its curve), so the form starts from the plan shown
+    above it."""
     record = latest["record"] if latest else {}
     names = ("target_power", "alpha", "hourly_rate", "fee", "seed", "effect")
-    return {name: f"{record[name]:g}" for name in names if record.get(name) is not None}
+    values = {name: f"{record[name]:g}" for name in names if record.get(name) is not None}
+    simulations = {cell.get("simulations") for cell in record.get("curve") or ()}
+    if len(simulations) == 1 and None not in simulations:
+        values["simulations"] = str(simulations.pop())
+    return values
 
 
 def _page(row: dict[str, Any], error: str = "", status: int = 200, job: PlanJob | None = None):
