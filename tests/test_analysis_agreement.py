@@ -277,6 +277,21 @@ def test_alpha_from_two_unanimous_stories_warns_that_too_few_stories_carry_it():
     )
 
 
+def test_an_interval_whose_replicates_all_agree_says_why_its_bounds_are_equal():
+    # Four items of one story: every resample draws that story, so every replicate is α.
+    units = [[1, 2], [2, 2], [3, 1], [1, 1]]
+    result = krippendorff_alpha(units, "ordinal", [1, 2, 3], stories=["s1"] * 4, bootstrap=50)
+    assert result.alpha is not None and result.ci_low == result.ci_high == result.alpha
+    assert any(
+        "All 50 bootstrap replicates gave the same α, so its interval has no width" in warning
+        for warning in result.warnings
+    )
+    assert any("rests on 1 story (fewer than" in warning for warning in result.warnings)
+    varied = [[1, 1, 1], [1, 1, 0], [0, 0, 0], [1, 0, 0], [1, 1, 1], [0, 0, 1]] * 3
+    spread = krippendorff_alpha(varied, "nominal", [0, 1], bootstrap=50, seed=7)
+    assert not any("same α" in warning for warning in spread.warnings)
+
+
 def test_replicates_without_alpha_are_counted_and_warned_about():
     # 19 of 20 stories unanimous on Yes: a replicate that misses the one split story has a
     # single value and no α. The draws are the documented ones (default_rng(seed), 20

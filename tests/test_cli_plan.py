@@ -18,6 +18,17 @@ def test_planning_a_rating_study_from_assumptions_prints_the_chosen_design_and_c
     assert result.exit_code == 0, result.output
     assert "Chosen design: 60 stories per source × 2 raters per story" in result.output
     assert "Cost: recruit 120" in result.output
+    # 120 raters × 10 min at £12.00/h, and a third on top for the platform (GBP by default).
+    assert "× £12.00/h = £240.00, + 33% fee £79.20 = £319.20." in result.output
+
+
+def test_the_plan_verb_costs_in_the_currency_the_setting_names():
+    result = CliRunner().invoke(cli, [
+        "plan", "--kind", "rating",
+        "--assume", "difference=0.4,story_sd=0.5,rater_sd=0.4,residual_sd=0.8,minutes=10",
+    ], env={"CYOA_CURRENCY": "USD"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "× $12.00/h = $240.00" in result.output
 
 
 def test_an_unknown_assumption_is_named_in_a_sentence_not_a_traceback():

@@ -104,7 +104,7 @@ def test_the_estimate_counts_tokens_and_shares_the_time_between_concurrent_promp
     # (100 × 0.01 + 50 × 0.1) + (201 × 0.01 + 50 × 0.1) = 6 + 7.01, over 2 at once.
     assert guess.prompt_tokens == 301 and guess.output_tokens == 100
     assert guess.seconds == pytest.approx(6.505)
-    assert "measured when the run starts" in estimate(prompts, 50, None).sentence()
+    assert "the time is not known yet" in estimate(prompts, 50, None).sentence()
 
 
 # --- runs with the fake backend -----------------------------------------------------------

@@ -3,6 +3,7 @@ reported while it is made, and it is shown and stored once made; bad input is a 
 
 import html
 import io
+import re
 import time
 import zipfile
 from pathlib import Path
@@ -38,6 +39,12 @@ def test_a_co_writing_plan_started_from_the_form_is_shown_and_stored(app, resear
     page = researcher.get(job_url).get_data(as_text=True)
     assert "Saved as plan" in page
     assert "Chosen design:" in page and "Cost:" in page
+    cost = page.split('id="plan-cost">', 1)[1].split("</p>", 1)[0]
+    assert "× £12.00/h = £" in cost  # the currency: CYOA_CURRENCY, GBP by default
+    assert 'name="simulations" value="200"' in page  # the form shows what this plan used
+    assert 'name="seed" value="7"' in page
+    again = researcher.get("/research/plan/fake-ab").get_data(as_text=True)  # a later visit
+    assert 'name="simulations" value="200"' in again and 'name="seed" value="7"' in again
     plan = store.latest_plan(store.connect(app.config["DATABASE"]), "fake-ab")
     assert plan["kind"] == "cowriting"
     assert plan["record"]["seed"] == 7
@@ -60,6 +67,7 @@ def test_the_co_writing_card_reports_the_latest_plan_or_how_to_make_one(app, res
     assert "## Planned sample size" in text
     assert "p = 0.75 (typed)" in text and "writer_sd = 0 (default)" in text
     assert "8 writers × 5 counted rounds each, power 0.885" in text and "- Cost: recruit" in text
+    assert re.search(r"- Cost: .* × £12\.00/h, \+ 33% fee = £\d+\.\d\d\.", text)
 
 
 def test_a_plan_in_progress_reports_how_far_it_has_got(app, researcher):

@@ -4,6 +4,8 @@ the experiment (:mod:`cyoa.research.planning` makes it, as for the dashboards' P
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from cyoa import store
@@ -91,8 +93,9 @@ def plan_command(ctx: click.Context, experiment: str | None, kind: str | None, a
     plan on EXPERIMENT. Every number has bounds (docs/research.md, "The planner's bounds"):
     one outside them is refused before the plan starts."""
     options = Options(
-        target_power, alpha, hourly_rate, fee, seed, effect, _progress, alpha_width=alpha_width
-    )
+        target_power, alpha, hourly_rate, fee, seed, effect, _progress, alpha_width=alpha_width,
+        currency=os.environ.get("CYOA_CURRENCY", "GBP"),
+    )  # fmt: skip
     if (experiment is None) == (kind is None):
         raise click.UsageError("Give either a pilot EXPERIMENT or --kind with --assume.")
     if save and experiment is None:

@@ -25,6 +25,7 @@ from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_to_dict
 from cyoa.rating.spec import ID, RESERVED_IDS, RatingSpec, RatingSpecError, parse_rating_spec
 from cyoa.rating.stories import StoryRecord
+from cyoa.words import counted
 
 
 @dataclass(frozen=True)
@@ -281,7 +282,8 @@ def create_from_file(db: Db, raw: dict[str, Any], path: Path, cards: dict[str, M
     study needs no model card (``cards`` is the co-writing kind's)."""
     spec = parse_rating_spec(raw, str(path), path.resolve().parent, db)
     create_from_spec(db, spec)
+    stories = counted(len(spec.stories), "story")
     return (
-        f"Rating experiment '{spec.id}' created, paused, with {len(spec.stories)} stories. "
+        f"Rating experiment '{spec.id}' created, paused, with {stories}. "
         f"Open it (python -m cyoa experiment open {spec.id}); raters start at /r/{spec.id}."
     )

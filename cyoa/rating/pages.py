@@ -27,6 +27,7 @@ from flask import (
 from cyoa.rating.blind import from_rater, rater_item_ids
 from cyoa.rating.flow import Phase, RuleError
 from cyoa.rating.importing import is_unicode
+from cyoa.rating.instruments import rater_credit
 from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
 from cyoa.web import outage, participants
@@ -151,7 +152,7 @@ def rate(exp_id: str):
         total=len(state.tasks),
         required=sorted(shown_ids[q] for q in exp.questions.required() & set(task.questions)),
         first=state.position == 1,
-        attribution=exp.questions.instrument.attribution,
+        credit=rater_credit(exp.questions.instrument),
         rater_key=participants.storage_key(rater_id),
     )
 

@@ -61,6 +61,8 @@ class PlanJob:
     state: str = "running"
     error: str = ""
     plan_id: int | None = None
+    # The form as it was sent, so the page shows the values this plan uses.
+    values: dict[str, str] = field(default_factory=dict)
 
     def advance(self, done: int, total: int) -> None:
         self.done, self.total = done, total
@@ -108,7 +110,21 @@ def _dashboard_url(row: dict[str, Any]) -> str:
     return url_for("research_cowriting.experiment", exp_id=row["id"])
 
 
+def _latest_values(latest: dict[str, Any] | None) -> dict[str, str]:
+    """The form's fields as the latest stored plan used them (a co-writing plan's
+    simulations per cell are those of its curve), so the form starts from the plan shown
+    above it."""
+    record = latest["record"] if latest else {}
+    names = ("target_power", "alpha", "hourly_rate", "fee", "seed", "effect")
+    values = {name: f"{record[name]:g}" for name in names if record.get(name) is not None}
+    simulations = {cell.get("simulations") for cell in record.get("curve") or ()}
+    if len(simulations) == 1 and None not in simulations:
+        values["simulations"] = str(simulations.pop())
+    return values
+
+
 def _page(row: dict[str, Any], error: str = "", status: int = 200, job: PlanJob | None = None):
+    form = {name: value for name, value in request.form.items() if name != "csrf_token"}
     with web.db() as db:
         latest = store.latest_plan(db, row["id"])
     page = render_template(
@@ -119,7 +135,7 @@ def _page(row: dict[str, Any], error: str = "", status: int = 200, job: PlanJob 
         latest=latest,
         job=job.to_dict() if job else None,
         error=error,
-        values={**DEFAULTS, **request.form},
+        values={**DEFAULTS, **_latest_values(latest), **(job.values if job else {}), **form},
         refresh=REFRESH_SECONDS if job and job.state == "running" else None,
     )
     return page, status
@@ -161,7 +177,7 @@ def _options(job: PlanJob) -> tuple[Options, dict[str, float]]:
     options = Options(
         values["target_power"], values["alpha"], values["hourly_rate"], values["fee"],
         int(values["seed"]), given["effect"], job.advance, int(values["simulations"]),
-        values["alpha_width"],
+        values["alpha_width"], current_app.config["CURRENCY"],
     )  # fmt: skip
     return options, parse_assumptions(request.form.get("assume", ""), KEYS[kind])
 
@@ -178,6 +194,7 @@ def start_plan(exp_id: str):
     fix when it cannot start."""
     row = _experiment_or_404(exp_id)
     job = PlanJob(secrets.token_urlsafe(8), row["id"])
+    job.values = {name: request.form[name] for name in (*FIELDS, "assume") if name in request.form}
     try:
         options, typed = _options(job)
     except PlanInputError as error:

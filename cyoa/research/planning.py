@@ -24,7 +24,7 @@ from cyoa.cowriting.analysis.data import experiment_pairs, load_study
 from cyoa.cowriting.research.progress import seconds_between
 from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError, PlanInputError
-from cyoa.planning_cost import study_cost
+from cyoa.planning_cost import money, study_cost
 from cyoa.rating import planning as rating_planning
 from cyoa.rating.analysis.data import load_ratings, review_raters
 from cyoa.rating.analysis.scales import coded_values
@@ -66,7 +66,8 @@ class Options:
     platform ``fee`` (a fraction of the pay), the simulation ``seed``, the ``effect`` to
     detect (None: the pilot's or assumed one), a ``progress(done, total)`` callback, and the
     co-writing ``simulations`` per cell (a rating plan's power is computed, not simulated), and
-    the 95% interval width a precision plan aims at (α's, a judge's κ's)."""
+    the 95% interval width a precision plan aims at (α's, a judge's κ's); ``currency``: the
+    ISO 4217 code the pay is in (``CYOA_CURRENCY``)."""
 
     target: float = 0.8
     alpha: float = 0.05
@@ -77,6 +78,7 @@ class Options:
     progress: Progress | None = None
     simulations: int = cowriting_planning.SIMULATIONS
     alpha_width: float = 0.2
+    currency: str = "GBP"
 
 
 @dataclass
@@ -159,10 +161,11 @@ def _cost(
     if minutes is None:
         return None, "Cost: no time on task known (give minutes=… in --assume)."
     cost = study_cost(participants, minutes, o.hourly_rate, o.fee, exclusion)
-    return asdict(cost), (
+    return {**asdict(cost), "currency": o.currency}, (
         f"Cost: recruit {cost.recruit} (for {cost.kept} kept, {exclusion:.0%} excluded) × "
-        f"{minutes:.1f} min × {o.hourly_rate:g}/h = {cost.pay:.2f}, + {o.fee:.0%} fee "
-        f"{cost.fee:.2f} = {cost.total:.2f}."
+        f"{minutes:.1f} min × {money(o.hourly_rate, o.currency)}/h = "
+        f"{money(cost.pay, o.currency)}, + {o.fee:.0%} fee {money(cost.fee, o.currency)} = "
+        f"{money(cost.total, o.currency)}."
     )
 
 

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from cyoa.planning_cost import money
+
 
 def header(title: str, exp_id: str, now: datetime) -> list[str]:
     """The card's first lines: its title, when it was generated, and why it has its
@@ -78,7 +80,14 @@ def planned_sample_size(plan: Mapping[str, Any] | None, exp_id: str) -> list[str
     if cost:
         lines.append(
             f"- Cost: recruit {cost['recruit']} (for {cost['kept']} kept) × "
-            f"{cost['minutes']:.1f} min × {cost['hourly_rate']:g}/h, + {cost['fee_rate']:.0%} "
-            f"fee = {cost['total']:.2f}."
+            f"{cost['minutes']:.1f} min × {_money(cost, 'hourly_rate')}/h, + "
+            f"{cost['fee_rate']:.0%} fee = {_money(cost, 'total')}."
         )
     return [*lines, ""]
+
+
+def _money(cost: Mapping[str, Any], field: str) -> str:
+    """A stored plan's amount in its currency; a plan stored before plans named one gives
+    the number alone."""
+    currency = cost.get("currency")
+    return money(cost[field], currency) if currency else f"{cost[field]:.2f}"

@@ -140,7 +140,9 @@
 
   function badgeText(open) {
     if (preview) return ["Preview — nothing you answer is saved", ""];
-    if (open === 0 && queue.length === 0) return ["All answers saved", "ok"];
+    if (open === 0 && queue.length === 0) {
+      return saved.size ? ["All answers saved", "ok"] : ["No answers yet", "ok"];
+    }
     const count = open === 0 ? "Not saved yet"
       : open === 1 ? "1 answer not saved yet" : open + " answers not saved yet";
     if (link === "offline") return [count + " — offline; kept in this browser until you are back", "lost"];

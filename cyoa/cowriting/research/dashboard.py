@@ -38,6 +38,7 @@ from cyoa.cowriting.spec import Experiment
 from cyoa.db.facade import Db
 from cyoa.metrics.edit import edit_metrics_many
 from cyoa.web.charts import CHART_LOCK
+from cyoa.words import counted
 
 RESAMPLES = 2000
 # (edit_metrics key, axis label with unit, upper end of the axis: None = from the data)
@@ -173,11 +174,14 @@ def _preference_table(analysis: Analysis) -> Table | None:
         f"{table.method}; per-round p-values Holm-adjusted across the rounds.",
     ]
     if table.excluded_rounds:
-        notes.append(f"{table.excluded_rounds} rounds with one suggestion only are left out.")
+        verb = "is" if table.excluded_rounds == 1 else "are"
+        rounds = counted(table.excluded_rounds, "round")
+        notes.append(f"{rounds} with one suggestion only {verb} left out.")
     if table.clustered is not None:
         c = table.clustered
         notes.append(
-            f"Writer-clustered ({c.writers} writers): bootstrap {int(c.confidence * 100)}% CI "
+            f"Writer-clustered ({counted(c.writers, 'writer')}): "
+            f"bootstrap {int(c.confidence * 100)}% CI "
             f"{pct(c.bootstrap_low)} – {pct(c.bootstrap_high)} ({c.resamples:,} resamples); "
             f"mean writer share {pct(c.mean_writer_share)}, t({c.df}) = {num(c.t_statistic)}, "
             f"p = {pvalue(c.p_value)}."
@@ -339,8 +343,9 @@ def _ranking_table(ranking: Ranking) -> Table:
         ),
         rows=rows,
         notes=(
-            f"Maximum likelihood (MM algorithm, Hunter 2004) from {ranking.choices} choices of "
-            f"{ranking.writers} writers; intervals: percentile bootstrap over writers "
+            f"Maximum likelihood (MM algorithm, Hunter 2004) from "
+            f"{counted(ranking.choices, 'choice')} of {counted(ranking.writers, 'writer')}; "
+            "intervals: percentile bootstrap over writers "
             f"({used:,} of {ranking.resamples:,} resamples had an estimate, seed "
             f"{ranking.seed}). Pairs never compared add nothing.",
         ),
@@ -444,8 +449,9 @@ def compute_results(
     rounds = sum(len(data.rounds) for data in studies)
     finished = sum(len(data.finished) for data in studies)
     notes = [
-        f"{writers} writers with a submitted round, {rounds} submitted rounds, {finished} "
-        "finished surveys. Unfinished stories count with their submitted rounds."
+        f"{counted(writers, 'writer')} with a submitted round, "
+        f"{counted(rounds, 'submitted round')}, {counted(finished, 'finished survey')}. "
+        "Unfinished stories count with their submitted rounds."
     ]
     return Results(
         experiment=exp.id,

@@ -54,6 +54,7 @@ from statsmodels.stats import inter_rater
 
 from cyoa.rating.analysis.scales import coded_values
 from cyoa.rating.instruments.types import Instrument, Item
+from cyoa.words import counted
 
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
@@ -66,6 +67,9 @@ NOMINAL_KINDS = ("yes_no", "true_false")
 # coverage falls short of the nominal with few clusters (Field & Welsh 2007); below 10 the
 # interval says more about the few stories drawn than about the population of stories.
 MIN_STORIES = 10
+# Replicates of α this close are the same value: the same ratings' pattern resampled gives
+# the same α up to rounding in the last bits.
+SAME_VALUE = 1e-12
 # Krippendorff's (2004, §11.4) smallest α for tentative conclusions: q(α < ALPHA_MIN) is
 # reported with every α (Hayes & Krippendorff 2007).
 ALPHA_MIN = 0.667
@@ -257,14 +261,24 @@ def _bootstrap(
     return np.asarray([value for value in values if value is not None], dtype=float)
 
 
-def _thin_interval(stories: int, bootstrap: int, valid: int) -> tuple[str, ...]:
+def _thin_interval(
+    stories: int, bootstrap: int, valid: int, spread: float | None = None
+) -> tuple[str, ...]:
     """The warnings of an interval over ``stories`` with ``valid`` of ``bootstrap`` replicates
-    defined."""
+    defined, whose values span ``spread`` (largest − smallest; None when unknown): an
+    interval whose replicates all agree (within :data:`SAME_VALUE`) has no width, and its
+    bounds are equal because nothing varied between resamples, not because α is precise."""
     found = []
     if stories < MIN_STORIES:
         found.append(
-            f"The interval rests on {stories} stories (fewer than {MIN_STORIES}): it shows "
-            f"little of how the coefficient varies between stories; collect more stories."
+            f"The interval rests on {counted(stories, 'story')} (fewer than {MIN_STORIES}): it "
+            f"shows little of how the coefficient varies between stories; collect more stories."
+        )
+    if valid and spread is not None and spread <= SAME_VALUE:
+        found.append(
+            f"All {valid:,} bootstrap replicates gave the same α, so its interval has no width: "
+            f"every resample of the stories gave the same ratings' pattern (e.g. one story, or "
+            f"stories rated alike); it says nothing of α's uncertainty."
         )
     if valid < bootstrap:
         found.append(
@@ -345,7 +359,8 @@ def krippendorff_alpha(
         bootstrap,
         seed,
     )
-    thin = _thin_interval(story_count, bootstrap, replicates.size)
+    spread = float(np.ptp(replicates)) if replicates.size else None
+    thin = _thin_interval(story_count, bootstrap, replicates.size, spread)
     base = replace(base, alpha=alpha, valid_resamples=replicates.size, warnings=thin)
     if not replicates.size:
         return replace(base, reason="no bootstrap replicate had two different values")

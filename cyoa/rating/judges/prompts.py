@@ -191,6 +191,18 @@ def parse_answer(item: Item, response: str) -> float | None:
     return None
 
 
+def why_unparsed(item: Item) -> str:
+    """Why a response to ``item`` that :func:`parse_answer` could not read was unreadable, as
+    the judge's page says it: what the response had to start with."""
+    if item.kind == "yes_no":
+        return "the answer did not start with the word Yes or No"
+    if item.kind == "true_false":
+        return "the answer did not start with the word True or False"
+    if item.kind == "likert":
+        return f"the answer did not start with a whole number from 1 to {item.points}"
+    return f"a {item.kind} item's answer is not read as a verdict"
+
+
 def prompt_kinds(prompts: Sequence[JudgePrompt], instrument: Instrument) -> dict[str, int]:
     """How many prompts each template kind has (for the judge page's summary)."""
     counts: dict[str, int] = {}

@@ -83,6 +83,7 @@ from cyoa.web.experiments import SPEC_MAX_BYTES, LifecycleError
 from cyoa.web.experiments import set_status as set_experiment_status
 from cyoa.web.parts import shared as shared_parts
 from cyoa.web.realtime import socketio
+from cyoa.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -275,8 +276,8 @@ def _submit(values: dict[str, Any], existing: RatingExperiment | None):
         return _form(values, existing, message, 400)
     how = "saved" if existing else "created, paused,"
     flash(
-        f"Rating experiment '{spec.id}' {how} with {len(spec.stories)} stories. Check it, then "
-        f"open it: raters start at /r/{spec.id}."
+        f"Rating experiment '{spec.id}' {how} with {counted(len(spec.stories), 'story')}. "
+        f"Check it, then open it: raters start at /r/{spec.id}."
     )
     return _dashboard(spec.id)
 

@@ -34,6 +34,7 @@ from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import AttentionCheck, QualitySpec, quality_spec, story_words
 from cyoa.rating.research.judges import card_lines, judge_list
 from cyoa.web.card import header, planned_sample_size, quote
+from cyoa.words import counted
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,8 @@ def _story_lines(data: RatingCardData) -> list[str]:
     for story in data.stories:
         by_source.setdefault(story.source, []).append(story)
     lines = [
-        f"- {len(data.stories)} stories from {len(by_source)} sources; length in words "
+        f"- {counted(len(data.stories), 'story')} from {counted(len(by_source), 'source')}; "
+        "length in words "
         f"(whitespace-separated): {_spread([s.words for s in data.stories if s.words])}.",
         "",
         "| source | stories | words | written by |",
@@ -280,12 +282,14 @@ def _story_lines(data: RatingCardData) -> list[str]:
     lines += _generated_lines(data.stories)
     links = sum(1 for story in data.stories if story.link and not story.words)
     if links:
-        lines += ["", f"{links} stories are shown as a link (their text is not stored)."]
+        shown = "is shown as a link (its" if links == 1 else "are shown as a link (their"
+        lines += ["", f"{counted(links, 'story')} {shown} text is not stored)."]
     untold = [story.story_id for story in data.stories if not story.link and not story.words]
     if untold:
+        have = "has" if len(untold) == 1 else "have"
         lines += [
             "",
-            f"{len(untold)} stories have no text stored (neither a text nor a link): "
+            f"{counted(len(untold), 'story')} {have} no text stored (neither a text nor a link): "
             f"{', '.join(untold)}; their judgements are analysed all the same.",
         ]
     where = data.spec.get("stories")

@@ -320,10 +320,10 @@ def _quality_note(report: RatingReport | None) -> str:
 def _agreement(report: RatingReport | None) -> dict[str, Any]:
     """Krippendorff's α with its interval per item over all sources, with every rater and,
     when any is excluded, without them: the pooled row ("all items") as the headline and
-    first of the rows. The headline says what the interval resampled; the note lists the
-    warnings of thin intervals (marked ‡ in the cells)."""
+    first of the rows. The headline says what the interval resampled, the note how; the
+    warnings of thin intervals (marked ‡ in the cells) come as a list of their own."""
     if report is None:
-        return {"headline": "No judgements yet.", "rows": [], "note": ""}
+        return {"headline": "No judgements yet.", "rows": [], "note": "", "warnings": []}
     kept = {
         entry.item_id: entry
         for entry in (report.kept_raters.agreement if report.kept_raters else ())
@@ -351,7 +351,6 @@ def _agreement(report: RatingReport | None) -> dict[str, Any]:
         f"({analysis.bootstrap:,} replicates, seed {analysis.seed}); per-source agreement, "
         "Fleiss' κ, Gwet's AC1, ICC(2,k) and q(α < .667) are in the results below."
     )
-    note += "".join(f" ‡ {warning}" for warning in warned)
     pooled = entries[0] if entries and entries[0].item_id == "all items" else None
     if pooled is None:
         headline = "Krippendorff's α per item: open the table below."
@@ -363,7 +362,7 @@ def _agreement(report: RatingReport | None) -> dict[str, Any]:
         )
         if report.kept_raters is not None:
             headline += f"; without the excluded raters: {rows[0]['kept']}"
-    return {"headline": headline, "rows": rows, "note": note}
+    return {"headline": headline, "rows": rows, "note": note, "warnings": warned}
 
 
 def human_only(report: RatingReport) -> RatingReport:

@@ -47,6 +47,9 @@
     const rows = agreement.rows.map((r) => row([r.item, r.label, r.level, r.all, r.kept, r.stories, r.agree]));
     fill("agreement-body", rows, "No judgements yet.", 7);
     document.getElementById("agreement-note").textContent = agreement.note;
+    const warnings = document.getElementById("agreement-warnings");
+    warnings.replaceChildren(...(agreement.warnings || []).map((warning) => el("li", "‡ " + warning)));
+    warnings.hidden = !warnings.children.length;
   }
 
   function showQuality(rules, quality) {
@@ -82,7 +85,7 @@
       details.dataset.table = key;
       details.open = open.has(key);
       const summary = el("summary", table.name.replaceAll("_", " ") + " ");
-      summary.appendChild(el("span", `(${table.raters} raters)`, "muted"));
+      summary.appendChild(el("span", `(${table.raters} ${table.raters === 1 ? "rater" : "raters"})`, "muted"));
       details.appendChild(summary);
       if (table.note) details.appendChild(el("p", table.note, "muted small"));
       const scroll = el("div", null, "scroll");
@@ -126,7 +129,8 @@
         showTables(data.tables);
         showCharts(data.version);
       }
-      status.textContent = "live: updated " + new Date().toLocaleTimeString();
+      // UTC, as every time on the researcher's pages (the analysis' "as of" included).
+      status.textContent = "live: updated " + new Date().toISOString().slice(11, 19) + " UTC";
     } catch (error) {
       status.textContent = "Could not refresh: " + error.message + ".";
     }
