@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "cyoa.errors",
                 "cyoa.web",
                 "cyoa.generation",
+                "cyoa.judging",
                 "cyoa.metrics",
                 "cyoa.data",
             }
