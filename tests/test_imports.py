@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "cyoa.web",
                 "cyoa.generation",
                 "cyoa.judging",
+                "cyoa.planning_record",
                 "cyoa.metrics",
                 "cyoa.data",
             }
