@@ -13,9 +13,9 @@ from cyoa.generation import ModelCardError, load_model_cards
 from cyoa.generation.checkpoints import ModelLoadError
 from cyoa.generation.openai_backend import ModelServerError
 from cyoa.generation.pool import make_backend
+from cyoa.judging.runs import DONE
 from cyoa.rating.importing import RatingImportError
 from cyoa.rating.judges.runs import (
-    DONE,
     JudgeRunError,
     RunRequest,
     default_concurrency,

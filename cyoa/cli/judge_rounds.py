@@ -10,7 +10,6 @@ import click
 
 from cyoa.cli.context import get_app, open_or_create, read_utf8
 from cyoa.cowriting.judges.runs import (
-    DONE,
     RoundJudgeError,
     RoundJudgeRequest,
     judge_rounds,
@@ -21,6 +20,7 @@ from cyoa.generation import ModelCardError, load_model_cards
 from cyoa.generation.checkpoints import ModelLoadError
 from cyoa.generation.openai_backend import ModelServerError
 from cyoa.generation.pool import make_backend
+from cyoa.judging.runs import DONE
 from cyoa.web.workers import new_worker_id
 
 

@@ -18,11 +18,11 @@ from flask import Flask, abort, current_app, flash, redirect, render_template, r
 
 from cyoa import store
 from cyoa.generation.pool import ModelNotAvailable
+from cyoa.judging.runs import RUNNING
 from cyoa.rating.importing import RatingImportError
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.judges.estimate import Speed, estimate
 from cyoa.rating.judges.runs import (
-    RUNNING,
     JudgeRun,
     JudgeRunError,
     RunRequest,
