@@ -118,3 +118,11 @@ def test_a_run_whose_process_is_gone_is_marked_interrupted_and_can_be_resumed(db
     row = judging.read_row(db, TABLE, "exp", "j")
     assert (row["state"], row["worker"], row["toy_limit"], row["error"]) == ("running", "me", 5, "")
     assert "is running now; wait for it" in judging.resume_refusal(row, "echo")
+
+
+def test_a_prompt_s_seed_is_a_31_bit_hash_of_the_run_s_seed_and_its_place():
+    # The first 4 bytes of sha256(b"7:s1:13"), big-endian, shifted right by one bit.
+    assert judging.prompt_seed(7, "s1", "13") == 0x5159E8FA
+    seeds = {judging.prompt_seed(7, "s1", n) for n in range(200)}
+    assert len(seeds) == 200 and all(0 <= s < 2**31 for s in seeds)
+    assert judging.prompt_seed(7, "s1", 3, "AB") == judging.prompt_seed(7, "s1", "3", "AB")

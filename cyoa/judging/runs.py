@@ -17,6 +17,7 @@ and is asked again on resume.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import closing
@@ -120,6 +121,14 @@ def resume(db: Db, table: RunTable, row: dict[str, Any], limit: int | None, work
         " updated_at = ? WHERE experiment_id = ? AND judge = ?",
         [RUNNING, worker, limit, store.now(), row["experiment_id"], row["judge"]],
     )
+
+
+def prompt_seed(seed: int, *place: object) -> int:
+    """The seed of one prompt: a hash of the run's ``seed`` and the prompt's ``place`` (the
+    round and order, the story and item; 31 bits, as the study's seeds), so a verdict does
+    not depend on the order or concurrency it was asked in."""
+    key = ":".join(str(part) for part in (seed, *place)).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") >> 1
 
 
 def ask(backend: Backend, prompt: str, sampling: Sampling, seed: int) -> str:

@@ -15,7 +15,6 @@ gives it the rounds' prompts and how a choice is read and stored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,8 +86,7 @@ class RoundJudgeRequest:
 def verdict_seed(seed: int, session_id: str, round_number: int, order: str) -> int:
     """The seed of one verdict: a hash of the run's ``seed``, the round and the order (31
     bits, as the study's seeds)."""
-    key = f"{seed}:{session_id}:{round_number}:{order}".encode()
-    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") >> 1
+    return judging.prompt_seed(seed, session_id, round_number, order)
 
 
 def experiment_rounds(db: Db, experiment: str) -> list[RoundRecord]:

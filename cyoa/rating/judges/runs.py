@@ -20,7 +20,6 @@ module gives it the instrument's prompts and how a verdict is read and stored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -80,8 +79,7 @@ def default_concurrency(card: ModelCard) -> int:
 def verdict_seed(seed: int, story_id: str, item_id: str) -> int:
     """The seed of one verdict: a hash of the run's ``seed``, the story and the item (31
     bits, as the study's seeds)."""
-    key = f"{seed}:{story_id}:{item_id}".encode()
-    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") >> 1
+    return judging.prompt_seed(seed, story_id, item_id)
 
 
 def _row_to_run(row: dict[str, Any]) -> JudgeRun:
