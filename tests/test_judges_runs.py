@@ -91,6 +91,10 @@ def test_a_template_without_the_story_or_with_an_unknown_placeholder_is_refused(
         templates_for(TTCW, {"ttcw": "{full_prompt}\nAnswer:"})
     with pytest.raises(PromptError, match=r"\{rubric\}"):
         templates_for(TTCW, {"ttcw": "{story} {full_prompt} {rubric}"})
+    with pytest.raises(PromptError, match=r"writes \{story:d\}: write its placeholders plainly"):
+        templates_for(TTCW, {"ttcw": "{story:d} {full_prompt}"})
+    with pytest.raises(PromptError, match=r"writes \{question!r\}"):
+        templates_for(AISS_V1, {"likert": "{story} {question!r}"})
     with pytest.raises(PromptError, match="has no such items"):
         templates_for(TTCW, {"likert": TEMPLATES["likert"]})
     braces = "{story} {full_prompt} {{literal}}"
@@ -338,6 +342,31 @@ def test_a_judge_that_cannot_run_is_refused_with_a_sentence(tmp_path, args, mess
     result = cli_run(config, *args)
     assert result.exit_code == 1 and message in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+@pytest.mark.parametrize(
+    ("templates", "sentence"),
+    [
+        (b'{"ttcw": "{story:d} {full_prompt}"}', "The ttcw template writes {story:d}: write its"),
+        (b'{"ttcw": "{story!x} {full_prompt}"}', "The ttcw template writes {story!x}: write its"),
+        ('{"ttcw": "{story} {full_prompt} \u2014"}'.encode("cp1252"),
+         "is not UTF-8 text (byte 0x97"),
+        (b'{"ttcw": "{story}', "is not JSON"),
+        (b'["{story}"]', "must be a JSON object of templates by kind"),
+    ],
+    ids=["format-spec", "conversion", "not-utf-8", "not-json", "not-an-object"],
+)  # fmt: skip
+def test_templates_that_cannot_be_filled_are_refused_with_a_sentence_before_any_verdict(
+    tmp_path, templates, sentence
+):
+    config = ttcw_study(tmp_path)
+    path = tmp_path / "templates.json"
+    path.write_bytes(templates)
+    result = cli_run(config, "judge", "tiny", "--model", "judge-a", "--templates", str(path))
+    assert result.exit_code == 1, result.output
+    assert sentence in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert verdicts(config, "judge-a") == []
 
 
 # --- the packaged models ------------------------------------------------------------------

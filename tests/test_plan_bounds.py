@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cyoa.errors import PlanInputError
+from cyoa.kinds import KINDS
 from cyoa.research.plan_bounds import ASSUMPTIONS, OPTIONS, Bound, check_assumption, check_options
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "research.md"
@@ -47,9 +48,9 @@ def test_a_typed_value_outside_its_bounds_is_named_with_what_it_is_and_its_bound
 
 
 def test_an_effect_is_bounded_as_the_kind_s_effect():
-    check_options("rating", {"effect": 2.0})
+    check_options(KINDS["rating"].planner.effect, {"effect": 2.0})
     with pytest.raises(PlanInputError, match="The preference for the first system"):
-        check_options("cowriting", {"effect": 2.0})
+        check_options(KINDS["cowriting"].planner.effect, {"effect": 2.0})
 
 
 def test_the_documentation_lists_every_bound_as_the_code_holds_it():

@@ -8,11 +8,11 @@ import os
 
 import click
 
-from cyoa import store
+from cyoa import kinds, store
 from cyoa.cli.context import open_existing
 from cyoa.errors import AnalysisError
 from cyoa.research.planning import (
-    KEYS,
+    PLANNERS,
     Options,
     PlanInputError,
     PlanRecord,
@@ -29,10 +29,9 @@ def _plan(ctx: click.Context, experiment: str | None, kind: str | None, assume: 
           options: Options, save: bool) -> PlanRecord:  # fmt: skip
     """The plan asked for, stored on ``experiment`` when ``save``."""
     db = open_existing(ctx) if experiment is not None else None
-    if db is not None:
-        kind = store.experiment_row(db, experiment)["kind"]
+    planner = kinds.kind_of(db, experiment).planner if db is not None else PLANNERS[kind]
     try:
-        typed = parse_assumptions(assume, KEYS[kind])
+        typed = parse_assumptions(assume, planner.keys)
         record = make_plan(db, experiment, kind, typed, options)
     except PlanInputError as error:
         raise click.BadParameter(str(error)) from None
@@ -46,7 +45,7 @@ def _plan(ctx: click.Context, experiment: str | None, kind: str | None, assume: 
 @click.argument("experiment", required=False)
 @click.option(
     "--kind",
-    type=click.Choice(list(KEYS)),
+    type=click.Choice(list(PLANNERS)),
     default=None,
     help="Plan from assumptions, without a pilot: the study kind.",
 )

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import (
-    current_app,
     flash,
     jsonify,
     redirect,
@@ -24,11 +23,10 @@ from flask import (
     url_for,
 )
 
-from cyoa import store
-from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.generation.openai_backend import ModelServerError
 from cyoa.generation.pool import ModelNotAvailable
 from cyoa.generation.trial import DEFAULT_STORY, STORY_MAX_CHARS, sampling_problems, try_model
+from cyoa.kinds import KINDS
 from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.parts import shared as shared_parts
@@ -38,21 +36,8 @@ TRIALS = 3
 
 
 def experiments_using(model: str) -> list[dict[str, str]]:
-    """The co-writing experiments whose systems use ``model``: ``id`` and ``status``."""
-    study = cowriting_parts().study
-    db = store.connect(current_app.config["DATABASE"])
-    try:
-        statuses = {
-            row["id"]: row["status"]
-            for row in db.query("SELECT id, status FROM experiments WHERE kind = 'cowriting'")
-        }
-    finally:
-        db.close()
-    return [
-        {"id": exp.id, "status": statuses.get(exp.id, "")}
-        for exp in sorted(study.experiments.values(), key=lambda e: e.id)
-        if any(system.model.name == model for system in exp.systems)
-    ]
+    """The experiments of every kind that use ``model``: ``id`` and ``status``."""
+    return [e for kind in KINDS.values() for e in kind.experiments_using(model)]
 
 
 def model_rows() -> list[dict[str, Any]]:
@@ -121,12 +106,7 @@ def load(name: str):
 def unload(name: str):
     if not _known(name):
         return redirect(url_for("research_models.models"))
-    needed = [e["id"] for e in experiments_using(name) if e["status"] == "open"]
-    needed += [
-        e["id"]
-        for e in experiments_using(name)
-        if e["status"] != "open" and name in cowriting_parts().openings.waiting_for(e["id"])
-    ]
+    needed = [exp_id for kind in KINDS.values() for exp_id in kind.experiments_needing(name)]
     if needed:
         flash(
             f"{name} is used by the experiment(s) {', '.join(needed)}, open or opening: "

@@ -87,7 +87,7 @@ ASSUMPTIONS: dict[str, Bound] = {
 }
 
 # A plan's options (the verb's flags, the Plan page's fields), by the name of the field of
-# cyoa.research.planning.Options; ``effect`` is checked as the kind's effect (p or difference).
+# cyoa.planning_record.Options; ``effect`` is checked as the planner's effect (p or difference).
 OPTIONS: dict[str, Bound] = {
     "target": Bound("the target power", 0.01, 0.99),
     "alpha": Bound("the significance level α", 0.0001, 0.5),
@@ -97,8 +97,6 @@ OPTIONS: dict[str, Bound] = {
     "simulations": Bound("the simulations per design", 100, 20_000, whole=True),
     "alpha_width": Bound("the width of α's and κ's 95% interval", 0.01, 2.0, high_open=True),
 }
-# The assumption the option ``effect`` stands for, per kind.
-EFFECT = {"cowriting": "p"}
 
 
 def refusal(bound: Bound, value: float, name: str = "") -> str:
@@ -115,13 +113,14 @@ def check_assumption(name: str, value: float) -> None:
         raise PlanInputError(refusal(bound, value, name))
 
 
-def check_options(kind: str, options: Mapping[str, float | None]) -> None:
+def check_options(effect: str, options: Mapping[str, float | None]) -> None:
     """:class:`PlanInputError` for the first of ``options`` (by :data:`OPTIONS` name; None:
-    not given) outside its bounds; ``effect`` is bounded as the ``kind``'s effect (a
-    preference for co-writing, a difference otherwise)."""
+    not given) outside its bounds; ``effect`` is bounded as the assumption it stands for,
+    ``effect`` (:attr:`cyoa.planning_record.Planner.effect`: a co-writing preference ``p``,
+    a rating ``difference``)."""
     for name, value in options.items():
         if value is None:
             continue
-        bound = ASSUMPTIONS[EFFECT.get(kind, "difference")] if name == "effect" else OPTIONS[name]
+        bound = ASSUMPTIONS[effect] if name == "effect" else OPTIONS[name]
         if not bound.holds(value):
             raise PlanInputError(refusal(bound, value))

@@ -19,10 +19,11 @@ from typing import Any
 
 from flask import Flask, abort, current_app, redirect, render_template, request, url_for
 
-from cyoa import store
+from cyoa import kinds, store
 from cyoa.errors import AnalysisError
+from cyoa.planning_record import Planner
 from cyoa.research import plan_bounds
-from cyoa.research.planning import KEYS, Options, PlanInputError, make_plan, parse_assumptions
+from cyoa.research.planning import Options, PlanInputError, make_plan, parse_assumptions
 from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.realtime import socketio
@@ -34,7 +35,7 @@ REFRESH_SECONDS = 2
 # Plans being made or made in this process, kept for their progress pages (oldest forgotten).
 JOBS_KEPT = 20
 # The form's numbers: field → (label, its option in cyoa.research.plan_bounds.OPTIONS; the
-# effect's bounds are its kind's).
+# effect's bounds are its kind's planner's).
 FIELDS = {
     "target_power": ("Target power", "target"),
     "alpha": ("α", "alpha"),
@@ -104,12 +105,6 @@ def _experiment_or_404(exp_id: str) -> dict[str, Any]:
     return row
 
 
-def _dashboard_url(row: dict[str, Any]) -> str:
-    if row["kind"] == "rating":
-        return url_for("research_ratings.rating_experiment", exp_id=row["id"])
-    return url_for("research_cowriting.experiment", exp_id=row["id"])
-
-
 def _latest_values(latest: dict[str, Any] | None) -> dict[str, str]:
     """The form's fields as the latest stored plan used them (a co-writing plan's
     simulations per cell are those of its curve), so the form starts from the plan shown
@@ -130,8 +125,8 @@ def _page(row: dict[str, Any], error: str = "", status: int = 200, job: PlanJob 
     page = render_template(
         "research/plan.html",
         experiment=row,
-        dashboard_url=_dashboard_url(row),
-        keys=sorted(KEYS[row["kind"]]),
+        dashboard_url=url_for(kinds.KINDS[row["kind"]].dashboard, exp_id=row["id"]),
+        keys=sorted(kinds.KINDS[row["kind"]].planner.keys),
         latest=latest,
         job=job.to_dict() if job else None,
         error=error,
@@ -147,12 +142,12 @@ def plan_page(exp_id: str):
     return _page(_experiment_or_404(exp_id))
 
 
-def _number(name: str, kind: str) -> float | int | None:
+def _number(name: str, planner: Planner) -> float | int | None:
     """The form's field ``name`` as a number (None when left blank); :class:`PlanInputError`
-    naming the field when it is not one within its bounds (a ``kind`` plan's)."""
+    naming the field when it is not one within its bounds (a ``planner``'s plan's)."""
     label, option = FIELDS[name]
     if option == "effect":
-        bound = plan_bounds.ASSUMPTIONS[plan_bounds.EFFECT.get(kind, "difference")]
+        bound = plan_bounds.ASSUMPTIONS[planner.effect]
     else:
         bound = plan_bounds.OPTIONS[option]
     raw = request.form.get(name, "").strip()
@@ -169,8 +164,8 @@ def _number(name: str, kind: str) -> float | int | None:
 
 def _options(job: PlanJob) -> tuple[Options, dict[str, float]]:
     """The plan the form asks for: its options and typed overrides."""
-    kind = job_kind(job)
-    given = {name: _number(name, kind) for name in FIELDS}
+    planner = job_planner(job)
+    given = {name: _number(name, planner) for name in FIELDS}
     values = {name: float(DEFAULTS[name]) for name in DEFAULTS} | {
         name: value for name, value in given.items() if value is not None
     }
@@ -179,12 +174,13 @@ def _options(job: PlanJob) -> tuple[Options, dict[str, float]]:
         int(values["seed"]), given["effect"], job.advance, int(values["simulations"]),
         values["alpha_width"], current_app.config["CURRENCY"],
     )  # fmt: skip
-    return options, parse_assumptions(request.form.get("assume", ""), KEYS[kind])
+    return options, parse_assumptions(request.form.get("assume", ""), planner.keys)
 
 
-def job_kind(job: PlanJob) -> str:
+def job_planner(job: PlanJob) -> Planner:
+    """The planner of the job's experiment's kind (its assumptions, its effect)."""
     with web.db() as db:
-        return store.experiment_row(db, job.experiment)["kind"]
+        return kinds.kind_of(db, job.experiment).planner
 
 
 @bp.post("/<exp_id>")

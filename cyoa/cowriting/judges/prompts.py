@@ -19,13 +19,13 @@ taken for a choice.
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from cyoa.cowriting.analysis.data import RoundRecord
 from cyoa.generation.text import clean_text
+from cyoa.judging.templates import TemplateError, placeholders
 
 TEMPLATE = (
     "Here is the beginning of a story:\n\n{story}\n\n"
@@ -56,32 +56,12 @@ class RoundPrompt:
 
 def check_template(text: str) -> None:
     """Raise :class:`RoundPromptError` unless ``text`` is a template naming ``{story}``,
-    ``{a}`` and ``{b}``, each written plainly (no ``!conversion`` or ``:format``, which a
-    text may not take), and no other placeholder."""
+    ``{a}`` and ``{b}``, each written plainly, and no other placeholder
+    (:func:`cyoa.judging.templates.placeholders`)."""
     try:
-        fields = [
-            (name, conversion, spec)
-            for _, name, spec, conversion in string.Formatter().parse(text)
-            if name is not None
-        ]
-    except ValueError as error:
-        raise RoundPromptError(
-            f"The template is not a template ({error}); write a literal brace as {{{{ or }}}}."
-        ) from None
-    for name, conversion, spec in fields:
-        if conversion is not None or spec:
-            mark = (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
-            raise RoundPromptError(
-                f"The template writes {{{name}{mark}}}: write its placeholders plainly, as "
-                "{story}, {a} and {b}."
-            )
-    names = {name for name, _, _ in fields}
-    unknown = sorted(names - set(PLACEHOLDERS))
-    if unknown:
-        raise RoundPromptError(
-            f"The template has placeholder(s) {', '.join('{' + n + '}' for n in unknown)}; "
-            "use only {story}, {a} and {b}."
-        )
+        names = placeholders(text, PLACEHOLDERS)
+    except TemplateError as error:
+        raise RoundPromptError(str(error)) from None
     missing = [name for name in PLACEHOLDERS if name not in names]
     if missing:
         raise RoundPromptError(

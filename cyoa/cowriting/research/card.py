@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from cyoa.cowriting import planner
 from cyoa.cowriting.analysis import rankings as ranking_report
 from cyoa.cowriting.analysis.data import StudyData
 from cyoa.cowriting.analysis.monitoring import planned_writers
@@ -69,7 +70,7 @@ def evaluation_card(
         *_instructions_and_quality(exp, details),
         *_number_of_items(exp, sessions, rounds),
         *_systems_and_raters(exp, rounds),
-        *planned_sample_size(plan, exp.id),
+        *planned_sample_size(plan, exp.id, planner.design),
         *_results(studies, planned_writers(plan)),
         *_ranking(exp, sessions, studies),
         *_pay_and_time(details, sessions, rounds),

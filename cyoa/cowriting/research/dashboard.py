@@ -30,7 +30,15 @@ from cyoa.cowriting.analysis import rankings as ranking_report
 from cyoa.cowriting.analysis.bradley_terry import NotEstimable, Ranking, rank
 from cyoa.cowriting.analysis.data import StudyData, experiment_pairs, load_study
 from cyoa.cowriting.analysis.monitoring import planned_writers
-from cyoa.cowriting.analysis.results import OVERALL, Analysis, LikertRow, Mean, ShareRow
+from cyoa.cowriting.analysis.results import (
+    OVERALL,
+    Analysis,
+    LikertRow,
+    Mean,
+    Monitoring,
+    PreferenceTable,
+    ShareRow,
+)
 from cyoa.cowriting.analysis.tables import analyze, likert_rows
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
 from cyoa.cowriting.judges import report as judges_report
@@ -163,6 +171,26 @@ def _preference_table(analysis: Analysis) -> Table | None:
             (label, f"{row.chosen} / {row.total}", pct(row.share), _interval(row),
              pvalue(row.p_value), holm)
         )  # fmt: skip
+    notes = _preference_notes(table, watch)
+    return Table(
+        key=f"preference:{table.system}:{table.other}",
+        title=f"Preference: % of rounds in which {table.system} was chosen over {table.other}",
+        columns=(
+            "",
+            "chosen / rounds",
+            "% chosen",
+            "95% CI",
+            f"p ({alternative})",
+            "p (Holm, rounds)",
+        ),
+        rows=tuple(rows),
+        notes=tuple(notes),
+    )
+
+
+def _preference_notes(table: PreferenceTable, watch: Monitoring) -> list[str]:
+    """The preference table's notes: the study status, what each row rests on, the rounds
+    left out, the writer-clustered bootstrap and the position bias."""
     notes = [
         f"Study status: {watch.status}.",
         f"Headline: the mean writer share with the one-sample t-test of the writers' shares "
@@ -192,20 +220,7 @@ def _preference_table(analysis: Analysis) -> Table | None:
             f"Position bias: slot 1 chosen in {p.chosen} / {p.total} rounds ({pct(p.share)}, "
             f"95% CI {_interval(p)}), p = {pvalue(p.p_value)}."
         )
-    return Table(
-        key=f"preference:{table.system}:{table.other}",
-        title=f"Preference: % of rounds in which {table.system} was chosen over {table.other}",
-        columns=(
-            "",
-            "chosen / rounds",
-            "% chosen",
-            "95% CI",
-            f"p ({alternative})",
-            "p (Holm, rounds)",
-        ),
-        rows=tuple(rows),
-        notes=tuple(notes),
-    )
+    return notes
 
 
 def _edit_table(analysis: Analysis) -> Table | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from cyoa import store
 from cyoa.db.facade import Db
+from cyoa.rating import planner
 from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.render import agreement_warnings, alpha_cell
@@ -355,7 +356,7 @@ def rating_card(
         *_header_and_instrument(data, now),
         *_instructions_and_stories(data),
         *_raters_per_story(data),
-        *planned_sample_size(plan, data.experiment_id),
+        *planned_sample_size(plan, data.experiment_id, planner.design),
         *_qualifications_and_agreement(data, details),
         *_references_pay_and_time(data, details),
         *card_lines(list(data.judges), data.report),

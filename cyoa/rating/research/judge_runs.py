@@ -19,11 +19,11 @@ from flask import Flask, abort, current_app, flash, redirect, render_template, r
 from cyoa import store
 from cyoa.db.facade import Db
 from cyoa.generation.pool import ModelNotAvailable
+from cyoa.judging.runs import RUNNING
 from cyoa.rating.importing import RatingImportError
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.judges.estimate import WARM_UP_TOKENS, Speed, estimate, measure_speed
 from cyoa.rating.judges.runs import (
-    RUNNING,
     JudgeRun,
     JudgeRunError,
     RunRequest,

@@ -1,4 +1,4 @@
-"""The precision sections of a plan (:mod:`cyoa.research.planning`): the expected width of
+"""The precision sections of a rating plan (:mod:`cyoa.rating.planner`): the expected width of
 α's interval (:mod:`cyoa.rating.agreement_planning`), readers per FEI question
 (:mod:`cyoa.rating.fei_planning`) and the stories that pin a judge's κ
 (:mod:`cyoa.rating.judges.planning`), from a stored pilot or from typed assumptions."""
@@ -245,7 +245,7 @@ def precision_sections(
         sections.append({"title": "Precision of agreement", "text": text})
     for section in sections:
         section["summary"] = _summary(section["text"])
-    rows = judge_rows(*pilot) if pilot is not None and kind != "cowriting" else []
+    rows = judge_rows(*pilot) if pilot is not None else []
     if rows:
         summary = "; ".join(
             f"{judge} {_stories_for(kappa, prevalence, width)}" for judge, kappa, prevalence in rows
