@@ -337,7 +337,7 @@ def packaged_stories(tmp_path_factory) -> Path:
     wait on a file lock."""
     from click.testing import CliRunner
 
-    from cyoa.cli import cli
+    from cyoa.cli import cli  # here: it imports every wing's analysis, seconds for every run
 
     root_dir = Path(__file__).resolve().parent.parent
     root = tmp_path_factory.getbasetemp()
