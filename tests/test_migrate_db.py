@@ -11,6 +11,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -71,15 +72,24 @@ def add_cowriting(path: Path) -> None:
     add_writer(db, "quitter", story((FIRST, SECOND), SECOND, "quitter")[:2])
 
 
-@pytest.fixture
-def small(tmp_path) -> Path:
+@pytest.fixture(scope="module")
+def small_study(tmp_path_factory) -> Path:
     """A SQLite database with the co-writing experiment ``exp`` and an imported crowd
-    rating ``crowd`` (three items on a 4-point scale)."""
-    path = tmp_path / "small.sqlite"
+    rating ``crowd`` (three items on a 4-point scale), built once for the file."""
+    path = tmp_path_factory.mktemp("small") / "small.sqlite"
     add_cowriting(path)
     args = ["--format", "long", "--instrument", str(SCALES / "crowd-1-4.toml"), "--name", "crowd"]
     result = run(path, "import-ratings", str(SCALES / "crowd-1-4.csv"), *args)
     assert result.exit_code == 0, result.output
+    return path
+
+
+@pytest.fixture
+def small(small_study, tmp_path) -> Path:
+    """The test's own copy of :func:`small_study` (SQLite's online backup: one file, whole)."""
+    path = tmp_path / "small.sqlite"
+    with closing(sqlite3.connect(small_study)) as source, closing(sqlite3.connect(path)) as copy:
+        source.backup(copy)
     return path
 
 
