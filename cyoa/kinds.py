@@ -24,6 +24,7 @@ from cyoa.planning_record import Planner
 from cyoa.rating import experiment as rating_experiment
 from cyoa.rating import pages as rating_pages
 from cyoa.rating import planner as rating_planner
+from cyoa.rating import store as rating_store
 from cyoa.rating import wing as rating_wing
 from cyoa.rating.analysis import report as rating_report
 from cyoa.rating.research import exports as rating_exports
@@ -44,7 +45,8 @@ class Kind:
       :data:`cyoa.cowriting.research.exports.FORMATS` (a rating experiment takes all but
       ``cyoa-tsv``);
     - ``create(db, raw, path, cards)``: a spec file stored as a paused experiment, and the
-      sentence that says what to do next;
+      sentence that says what to do next; ``open_refusal(db, exp_id, cards)``: why the stored
+      experiment cannot be opened to participants, as a sentence ("" when it can);
     - ``report(db, exp_id, fmt, **options)``: the ``analyze`` verb's text;
     - ``serves(app, exp_id)``: whether the app serves the stored experiment;
     - ``experiments_using(model)``: its experiments that use the model card (``id``,
@@ -66,6 +68,7 @@ class Kind:
     tables: tuple[str, ...]
     export: Callable[..., bytes]
     create: Callable[..., str]
+    open_refusal: Callable[[Db, str, dict[str, ModelCard]], str]
     report: Callable[..., str]
     serves: Callable[[Flask, str], bool]
     experiments_using: Callable[[str], list[dict[str, str]]]
@@ -92,6 +95,7 @@ KINDS: dict[str, Kind] = {
         tables=tuple(cowriting_exports.TABLES),
         export=cowriting_exports.export,
         create=cowriting_lifecycle.create_from_file,
+        open_refusal=cowriting_lifecycle.stored_open_refusal,
         report=cowriting_report.report,
         serves=cowriting_parts.serves,
         experiments_using=cowriting_models.experiments_using,
@@ -111,6 +115,7 @@ KINDS: dict[str, Kind] = {
         tables=tuple(rating_exports.RATING_TABLES),
         export=rating_exports.export,
         create=rating_experiment.create_from_file,
+        open_refusal=lambda db, exp_id, _cards: rating_store.rating_open_refusal(db, exp_id),
         report=rating_report.report_text,
         serves=lambda _app, _exp_id: True,  # a rating study needs no model to be served
         experiments_using=lambda _model: [],  # a rating study's models are a judge run's own

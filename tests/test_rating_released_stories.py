@@ -221,3 +221,18 @@ def test_a_copy_of_the_import_for_raters_is_not_opened_while_stories_lack_their_
         assert store.get_experiment(db, "rerate")["status"] == "paused"
     finally:
         db.close()
+
+
+def test_experiment_open_refuses_an_imported_rating_study_with_a_sentence(tmp_path):
+    database = str(tmp_path / "cyoa.sqlite")
+    result, _ = import_release(database, tmp_path)
+    assert result.exit_code == 0, result.output
+    opened = CliRunner().invoke(cli, ["--db", database, "experiment", "open", "decoding"])
+    assert opened.exit_code == 1
+    assert "holds imported judgements and has no raters' pages to open" in opened.output
+    assert "Traceback" not in opened.output
+    db = store.connect(database)
+    try:
+        assert store.get_experiment(db, "decoding")["status"] != "open"
+    finally:
+        db.close()

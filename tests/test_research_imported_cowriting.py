@@ -9,8 +9,10 @@ import io
 import zipfile
 
 import pytest
+from click.testing import CliRunner
 
 from cyoa import store
+from cyoa.cli import cli
 from cyoa.cowriting.analysis.tsv import WriterRow, import_tsv, write_cyoa_tsv
 
 pytestmark = pytest.mark.both_databases
@@ -156,3 +158,16 @@ def test_cloning_or_editing_an_imported_study_is_refused_with_a_sentence(researc
     edit = researcher.get("/research/experiments/cyoa-2021/edit", follow_redirects=True)
     assert edit.status_code == 200
     assert "Not editable now" in html.unescape(edit.get_data(as_text=True))
+
+
+def test_experiment_open_refuses_an_imported_study_without_model_cards(app, imported):
+    result = CliRunner().invoke(
+        cli, ["--db", app.config["DATABASE"], "experiment", "open", "cyoa-2021"]
+    )
+    assert result.exit_code == 1
+    assert "'cyoa-2021' cannot be opened: its systems' models" in result.output
+    db = store.connect(app.config["DATABASE"])
+    try:
+        assert store.get_experiment(db, "cyoa-2021")["status"] != "open"
+    finally:
+        db.close()

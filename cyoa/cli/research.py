@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from cyoa import kinds
+from cyoa import kinds, store
 from cyoa.cli.context import get_app, open_existing, open_or_create
 from cyoa.cowriting.spec import SpecError
 from cyoa.rating.spec import RatingSpecError
@@ -72,8 +72,13 @@ def _status_command(status: str, verb: str):
     @click.argument("experiment_id")
     @click.pass_context
     def command(ctx: click.Context, experiment_id: str) -> None:
+        cards = shared_parts(get_app(ctx)).cards if status == "open" else {}
         db = open_existing(ctx)
         try:
+            if status == "open" and store.get_experiment(db, experiment_id) is not None:
+                refusal = kinds.kind_of(db, experiment_id).open_refusal(db, experiment_id, cards)
+                if refusal:
+                    raise click.ClickException(refusal)
             set_status(db, experiment_id, status)
         except LifecycleError as exc:
             raise click.ClickException(str(exc)) from exc

@@ -399,6 +399,35 @@ def unreadable_stories(db: Db, exp_id: str) -> list[str]:
     return [row["story_id"] for row in rows]
 
 
+def rating_open_refusal(db: Db, exp_id: str) -> str:
+    """Why the rating experiment ``exp_id`` cannot be opened to raters, as a sentence, or ""
+    if it can: it holds imported judgements (no raters' pages), a story has neither text nor
+    link (a rater could not read it), or it has no consent or instructions for its raters.
+    The page's Open and ``experiment open`` both ask it. ValueError when it is no rating
+    experiment."""
+    spec = json.loads(_rating_row(db, exp_id)["spec"])
+    if "import" in spec:
+        return (
+            f"'{exp_id}' holds imported judgements and has no raters' pages to open; clone "
+            "it, then give the copy its consent and instructions with Edit."
+        )
+    unreadable = unreadable_stories(db, exp_id)
+    if unreadable:
+        shown = ", ".join(unreadable[:20]) + (", …" if len(unreadable) > 20 else "")
+        return (
+            f"'{exp_id}' has {len(unreadable)} stories with neither text nor a link, which "
+            f"its raters could not read: {shown}. Edit it and choose stories that have their "
+            "texts, then open it."
+        )
+    blank = [f for f in ("consent", "instructions") if not str(spec.get(f, "")).strip()]
+    if blank:
+        return (
+            f"'{exp_id}' has no {' and no '.join(blank)} for its raters: fill "
+            f"{'them' if len(blank) > 1 else 'it'} in with Edit, then open it."
+        )
+    return ""
+
+
 def rating_edit_refusal(db: Db, exp_id: str) -> str:
     """Why the rating experiment ``exp_id`` cannot be edited now, as a sentence, or "" if it
     can: a rater has started (what a rater was given stays as it was), or it is open (no

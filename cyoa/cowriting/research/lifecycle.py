@@ -198,6 +198,14 @@ def open_refusal(exp: Experiment) -> str:
     )
 
 
+def stored_open_refusal(db: Db, exp_id: str, cards: dict[str, ModelCard]) -> str:
+    """:func:`open_refusal` for the stored co-writing experiment ``exp_id`` with ``cards``
+    (``experiment open`` asks it as the page's Open does); "" when there is no such valid
+    experiment (setting its status then says so)."""
+    exp = stored_experiment(db, exp_id, cards)
+    return open_refusal(exp) if exp is not None else ""
+
+
 def stored_experiment(db: Db, exp_id: str, cards: dict[str, ModelCard]) -> Experiment | None:
     """The stored co-writing experiment ``exp_id`` as its research pages show it: its systems
     resolved against ``cards``, with a stand-in card for each model no card describes. None

@@ -612,32 +612,12 @@ def set_rating_status(exp_id: str):
     if status == "open" and (refusal := _busy_refusal(exp.id)):
         flash(refusal, "error")
         return _dashboard(exp.id)
-    if status == "open" and "import" in exp.spec:
-        flash(
-            f"'{exp.id}' holds imported judgements and has no raters' pages to open; clone "
-            "it, then give the copy its consent and instructions with Edit.",
-            "error",
-        )
-        return _dashboard(exp.id)
-    with web.db() as db:
-        unreadable = rating_store.unreadable_stories(db, exp.id) if status == "open" else []
-    if unreadable:
-        shown = ", ".join(unreadable[:20]) + (", …" if len(unreadable) > 20 else "")
-        flash(
-            f"'{exp.id}' has {len(unreadable)} stories with neither text nor a link, which "
-            f"its raters could not read: {shown}. Edit it and choose stories that have their "
-            "texts, then open it.",
-            "error",
-        )
-        return _dashboard(exp.id)
-    blank = [f for f in ("consent", "instructions") if not str(exp.spec.get(f, "")).strip()]
-    if status == "open" and blank:
-        flash(
-            f"'{exp.id}' has no {' and no '.join(blank)} for its raters: fill "
-            f"{'them' if len(blank) > 1 else 'it'} in with Edit, then open it.",
-            "error",
-        )
-        return _dashboard(exp.id)
+    if status == "open":
+        with web.db() as db:
+            refusal = rating_store.rating_open_refusal(db, exp.id)
+        if refusal:
+            flash(refusal, "error")
+            return _dashboard(exp.id)
     try:
         with web.db() as db:
             set_experiment_status(db, exp.id, status)
