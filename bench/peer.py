@@ -35,10 +35,10 @@ from typing import Any
 
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import load  # noqa: E402 - the benchmark beside this one
+from bench import load  # noqa: E402 - run as a script, the checkout is put on the path first
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
