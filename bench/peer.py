@@ -10,8 +10,8 @@ version and sampling, so the default study runs unchanged against it. Each sitti
 ``bench/load.py``'s writers (:func:`load.run_mode`, the app in batched mode) for every N, and
 the sittings alternate CYOA, peer, CYOA, peer, so that both are measured in one machine state.
 Peak memory is the app's (CYOA) or the app's plus both servers' (peer), RSS sampled every
-0.1 s. The peer's server is built with CYOA's portable build (see the Makefile), whose CPU
-kernels it loads from its package folder, its working folder.
+0.1 s. The peer's llama-cpp-python is CYOA's own build (the Makefile's, from pip's wheel
+cache), so both run the same llama.cpp kernels.
 
 Results: ``bench/results/peer.md`` (the goal table and every sitting) and ``peer.json``.
 """
@@ -65,16 +65,6 @@ class PeerServers:
         self.processes: dict[str, subprocess.Popen] = {}
 
     def start(self) -> None:
-        lib = subprocess.run(
-            [
-                self.python,
-                "-c",
-                "import llama_cpp, pathlib; print(pathlib.Path(llama_cpp.__file__).parent / 'lib')",
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
         for name, path in self.files.items():
             log = (self.workdir / f"peer-{name}.log").open("w")
             self.processes[name] = subprocess.Popen(
@@ -97,7 +87,6 @@ class PeerServers:
                     "--n_ctx",
                     "2048",
                 ],
-                cwd=lib,  # where the portable build's CPU kernels are found
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
@@ -227,8 +216,8 @@ def render(results: dict[str, Any]) -> str:
         f"`{results['command']}` — {results['finished']}",
         "",
         f"- machine: {results['machine']['cpus']} CPUs, {results['machine']['memory_gb']} GB, "
-        f"Python {results['machine']['python']}; CYOA's llama.cpp CPU kernels: "
-        f"{results['cpu_variant']}",
+        f"Python {results['machine']['python']}; CYOA's llama.cpp CPU kernels use: "
+        f"{results['cpu_features']}",
         f"- load average (1, 5, 15 min) at start: {results['load_average_start']}, at end: "
         f"{results['load_average_end']}",
         f"- {results['rounds']} rounds per writer, the writers' pauses of bench/load.py; "
@@ -288,13 +277,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    from cyoa.generation.llamacpp.library import cpu_variant
+    from cyoa.generation.llamacpp.library import cpu_features
 
     given = sys.argv[1:] if argv is None else argv
     results: dict[str, Any] = {
         "command": shlex.join(["python", "bench/peer.py", *given]),
         "machine": load.machine(),
-        "cpu_variant": cpu_variant(),
+        "cpu_features": cpu_features(),
         "rounds": args.rounds,
         "load_average_start": [round(x, 2) for x in os.getloadavg()],
         "sittings": [],

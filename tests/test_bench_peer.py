@@ -36,7 +36,7 @@ def test_the_page_compares_the_medians_of_the_sittings_with_the_goals():
         "command": "python bench/peer.py",
         "finished": "2026-12-01 23:00",
         "machine": {"cpus": 2, "memory_gb": 23.5, "python": "3.11.7"},
-        "cpu_variant": "zen4",
+        "cpu_features": "AVX2 = 1",
         "load_average_start": [1, 1, 1],
         "load_average_end": [1, 1, 1],
         "rounds": 3,
