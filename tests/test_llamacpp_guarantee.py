@@ -50,7 +50,12 @@ def test_the_settings_the_guarantee_rests_on_are_fixed_in_code():
         "op_offload": False,
         "no_perf": True,
     }
-    assert MODEL == {"n_gpu_layers": 0, "use_mmap": True, "use_mlock": False}
+    assert MODEL == {
+        "n_gpu_layers": 0,
+        "use_mmap": True,
+        "use_mlock": False,
+        "use_extra_bufts": False,
+    }
 
 
 def test_every_context_is_made_with_those_settings():

@@ -14,7 +14,7 @@ from typing import Any
 
 log = logging.getLogger("llama.cpp")
 
-_GGML_LOG_ERROR = 3
+_GGML_LOG_ERROR = 4
 _lock = threading.Lock()
 _loaded: Any = None
 # The log callback must outlive every call llama.cpp makes to it.

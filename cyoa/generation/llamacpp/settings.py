@@ -7,7 +7,8 @@ its own KV stream (``kv_unified`` off: attention for a sequence reads only its o
 the same order, whatever else is in the batch) and attention is computed by the flash
 attention kernel (the other path multiplies a batch-wide masked matrix, whose rounding
 depends on the batch); keys and values are stored in float16 in a full-size sliding-window
-cache (``swa_full``), so that a long sequence never wraps around into cells in another order.
+cache (``swa_full``), so that a long sequence never wraps around into cells in another order;
+and the weights stay in the file's layout (``use_extra_bufts`` off, see :data:`MODEL`).
 tests/test_llamacpp_guarantee.py proves the property on the packaged models and fails if a
 value below changes.
 """
@@ -32,8 +33,16 @@ GUARANTEE: dict[str, Any] = {
     "op_offload": False,
     "no_perf": True,
 }
-# llama_model_params fields: every layer on the CPU, the file mapped (not copied) into memory.
-MODEL: dict[str, Any] = {"n_gpu_layers": 0, "use_mmap": True, "use_mlock": False}
+# llama_model_params fields: every layer on the CPU, the file mapped (not copied) into memory,
+# and the weights kept in the file's own layout: the repacked layout (``use_extra_bufts``)
+# multiplies four rows at a time in another order than one row alone, so Gemma's Q4_K layers
+# gave a decoding row other logits in a batch of four than alone (the guarantee test caught it).
+MODEL: dict[str, Any] = {
+    "n_gpu_layers": 0,
+    "use_mmap": True,
+    "use_mlock": False,
+    "use_extra_bufts": False,
+}
 
 # How many suggestions one model decodes at once (its KV streams), and how many tokens each
 # may hold (prompt and continuation together), unless the card's options say otherwise. A
