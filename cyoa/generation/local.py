@@ -397,9 +397,8 @@ class TransformersBackend:
             raise card_error(self.card, field, str(exc)) from exc
 
     def _gguf_folder(self) -> Path:
-        folder = self.cache_dir / "gguf"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
+        """Where a packaged GGUF file shipped in parts is assembled (by its package, once)."""
+        return self.cache_dir / "gguf"
 
     def _load_torch(self, device: str, log: Callable[[str], None]) -> LocalModel | GenerateModel:
         """The model converted (a GGUF file, once) and loaded by the torch engine on the CPU
