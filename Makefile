@@ -16,11 +16,11 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
-	# llama-cpp-python ships as source: the first install compiles llama.cpp (about 30 min on
+	# llama-cpp-python ships as source: the first install compiles llama.cpp (28 min on
 	# 2 busy cores), with its progress shown; pip keeps the wheel it built, so the next
 	# install, on any fresh .venv of this machine, takes seconds.
 	@if ! $(PY) -m pip show -q llama-cpp-python >/dev/null 2>&1; then \
-		echo "Installing $(LLAMA): compiles llama.cpp once (~30 min on 2 cores; seconds if pip has it cached)…"; \
+		echo "Installing $(LLAMA): compiles llama.cpp once (~30 min on 2 busy cores; seconds if pip has it cached)…"; \
 		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -v --no-deps $(LLAMA) 2>&1 \
 		| tee $(VENV)/llama-cpp-build.log \
 		| { grep --line-buffered -E '^\s*\[[0-9]*[05]0/[0-9]+\]|^\s*\[([0-9]+)/\1\]|Successfully|cached' || true; } \
