@@ -86,6 +86,10 @@ class PeerServers:
                     "1",
                     "--n_ctx",
                     "2048",
+                    # Requests wait their turn: by default a new request interrupts the one
+                    # being generated, which fails most suggestions of 16 writers.
+                    "--interrupt_requests",
+                    "False",
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -223,8 +227,8 @@ def render(results: dict[str, Any]) -> str:
         f"- {results['rounds']} rounds per writer, the writers' pauses of bench/load.py; "
         f"sittings in this order: {', '.join(s['label'] for s in sittings)}",
         "- the peer: `python -m llama_cpp.server` 0.3.36, one per model, `--n_threads 1 "
-        "--n_threads_batch 1 --n_ctx 2048`, behind the `openai` backend (the server applies its "
-        "own sampling defaults on top of what the card sends)",
+        "--n_threads_batch 1 --n_ctx 2048 --interrupt_requests False`, behind the `openai` "
+        "backend (the server applies its own sampling defaults on top of what the card sends)",
         "",
         "| figure | CYOA (each sitting) | peer (each sitting) |",
         "|---|---|---|",
