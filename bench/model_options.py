@@ -77,7 +77,8 @@ def measure(name: str, variant: str, options: dict[str, str], cache: Path) -> di
     from cyoa.generation.types import Sampling
 
     card = load_model_cards(ROOT / "models")[name]
-    card = replace(card, options={**card.options, **options})
+    # The torch engine's options are measured on the torch engine (llama.cpp takes none).
+    card = replace(card, options={**card.options, "engine": "torch", **options})
     backends = {mode: TransformersBackend(card, cache, mode=mode) for mode in ("naive", "batched")}
     for backend in backends.values():
         backend.load(log=lambda _: None)

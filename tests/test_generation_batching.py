@@ -185,10 +185,12 @@ STORY = "The lighthouse keeper found a letter on the rocks. It was addressed to 
 @pytest.fixture(scope="module")
 def gemma():
     """Gemma-3-270M twice: batched (the app's default) and naive (each request alone)."""
+    from tiny_checkpoint import torch_engine
+
     from cyoa.generation import load_model_cards
     from cyoa.generation.local import TransformersBackend
 
-    card = load_model_cards(ROOT / "models")["gemma-3-270m"]
+    card = torch_engine(load_model_cards(ROOT / "models")["gemma-3-270m"])
     backends = {
         mode: TransformersBackend(card, MODEL_CACHE, mode=mode) for mode in ("batched", "naive")
     }

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_checkpoint import torch_engine
 
 from cyoa.generation.engine.embeddings import (
     FILE_NAME,
@@ -196,7 +197,7 @@ def test_gemma_reads_its_blocks_and_gives_the_float32_checkpoint_s_states_and_lo
     from cyoa.generation.local import TransformersBackend
     from cyoa.generation.weights import ensure_converted
 
-    card = load_model_cards(ROOT / "models")["gemma-3-270m"]
+    card = torch_engine(load_model_cards(ROOT / "models")["gemma-3-270m"])
     folder = ensure_converted(card, MODEL_CACHE)
     backend = TransformersBackend(card, MODEL_CACHE, mode="naive")
     local = backend.load(log=lambda _: None)
@@ -234,7 +235,7 @@ def test_without_bfloat16_products_gemma_multiplies_its_whole_packed_output_laye
     monkeypatch.setattr(
         engine_model, "packing_available", lambda dtype=torch.float32: dtype == torch.float32
     )
-    card = load_model_cards(ROOT / "models")["gemma-3-270m"]
+    card = torch_engine(load_model_cards(ROOT / "models")["gemma-3-270m"])
     local = TransformersBackend(card, MODEL_CACHE, mode="naive").load(log=lambda _: None)
     assert isinstance(local.model.get_input_embeddings(), BlockEmbedding)
     assert isinstance(local.model.get_output_embeddings(), PackedLinear)
@@ -249,7 +250,7 @@ def test_smollm2_multiplies_a_packed_output_layer_and_a_row_s_logits_do_not_depe
     from cyoa.generation import load_model_cards
     from cyoa.generation.local import TransformersBackend
 
-    card = load_model_cards(ROOT / "models")["smollm2-135m-instruct"]
+    card = torch_engine(load_model_cards(ROOT / "models")["smollm2-135m-instruct"])
     backend = TransformersBackend(card, MODEL_CACHE, mode="naive")
     local = backend.load(log=lambda _: None)
     model, vocabulary = local.model, local.vocabulary

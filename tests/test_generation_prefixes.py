@@ -282,7 +282,10 @@ def real_gemma() -> tuple:
     from cyoa.generation import load_model_cards
 
     root = Path(__file__).resolve().parent.parent
-    return load_model_cards(root / "models")["gemma-3-270m"], root / "instance" / "models"
+    from tiny_checkpoint import torch_engine
+
+    card = torch_engine(load_model_cards(root / "models")["gemma-3-270m"])
+    return card, root / "instance" / "models"
 
 
 def loaded_gemma(mode: str, **options):

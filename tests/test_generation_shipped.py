@@ -8,6 +8,7 @@ import pytest
 import torch
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize
+from tiny_checkpoint import torch_engine
 
 from cyoa.generation.engine.shipped import (
     Int4Linear,
@@ -129,7 +130,7 @@ def test_smollm2_with_weights_as_shipped_predicts_close_to_its_float32_expansion
 
     root = Path(__file__).resolve().parent.parent
     cache = Path(os.environ.get("CYOA_MODEL_CACHE", root / "instance" / "models"))
-    card = load_model_cards(root / "models")["smollm2-135m-instruct"]
+    card = torch_engine(load_model_cards(root / "models")["smollm2-135m-instruct"])
     shipped = replace(card, options={**card.options, "weights": "as_shipped"})
     expanded = TransformersBackend(card, cache, mode="naive").load(log=lambda _: None)
     naive = TransformersBackend(shipped, cache, mode="naive").load(log=lambda _: None)

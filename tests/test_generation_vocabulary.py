@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_checkpoint import torch_engine
 
 from cyoa.generation.engine.packing import packing_available
 from cyoa.generation.engine.sampling import candidates, sample_rows, sample_rows_from_hidden
@@ -188,7 +189,7 @@ def test_gemma_s_screened_top_40_are_its_float32_top_40_on_real_text():
     from cyoa.generation import load_model_cards
     from cyoa.generation.local import TransformersBackend
 
-    card = load_model_cards(ROOT / "models")["gemma-3-270m"]
+    card = torch_engine(load_model_cards(ROOT / "models")["gemma-3-270m"])
     backend = TransformersBackend(card, MODEL_CACHE, mode="naive")
     local = backend.load(log=lambda _: None)
     vocabulary = local.vocabulary

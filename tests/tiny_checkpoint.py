@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,13 @@ from cyoa.generation.weights import locate_gguf
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_CACHE = Path(os.environ.get("CYOA_MODEL_CACHE", ROOT / "instance" / "models"))
 SMOL = load_model_cards(ROOT / "models")["smollm2-135m-instruct"]
+
+
+def torch_engine(card):
+    """``card`` run by the torch engine (a GGUF card converted to float32), not llama.cpp."""
+    return replace(card, options={**card.options, "engine": "torch"})
+
+
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
 # SmolLM2's vocabulary, in a model small enough to build in a test.
 TINY_CONFIG = dict(

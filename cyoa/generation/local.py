@@ -1,6 +1,8 @@
-"""The local backend: a model run in this process, by the CPU engine
+"""The local backend: a model run in this process: a GGUF card's by llama.cpp
+(:mod:`cyoa.generation.llamacpp`) on the CPU; a checkpoint folder's by the torch engine
 (:mod:`cyoa.generation.engine`) on the CPU, or by transformers' ``generate``
-(:mod:`cyoa.generation.engine.generate`) on a GPU.
+(:mod:`cyoa.generation.engine.generate`) on a GPU, where a GGUF card asking for a GPU or for a
+torch number format goes too.
 
 This module holds what the app knows of a local model: its card's options (device, number
 format), where its weights live, the chat template of an instruct model, loading in the
@@ -28,6 +30,7 @@ from cyoa.generation.engine import (
     DEFAULT_PROMPT_STORE_TOKENS,
     DTYPES,
     GENERATION_MODES,
+    NAIVE,
     QUANTIZE_OPTIONS,
     WEIGHTS_OPTIONS,
     CoreShare,
@@ -35,14 +38,28 @@ from cyoa.generation.engine import (
     load_generate_model,
     load_local_model,
 )
+from cyoa.generation.llamacpp import (
+    CONTEXT_STEP,
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_ROWS,
+    load_llama_model,
+)
 from cyoa.generation.types import ModelCard, Sampling
 from cyoa.generation.weights import ensure_converted, force_offline, load_tokenizer, locate_gguf
 
 if TYPE_CHECKING:
     from cyoa.generation.engine import GenerateModel, LocalModel
+    from cyoa.generation.llamacpp.model import LlamaModel
 
 # The card's [options] for this backend, with their defaults.
-OPTIONS: dict[str, str] = {
+OPTIONS: dict[str, str | int] = {
+    # Which engine runs the model: "llama.cpp" (a GGUF card's default, on the CPU) or
+    # "torch" (a checkpoint folder's only engine; a GGUF card then runs converted to float32).
+    "engine": "",
+    # llama.cpp: how many suggestions the model decodes at once, and how many tokens each may
+    # hold (prompt and continuation; a multiple of 256). Their memory is reserved at load.
+    "rows": DEFAULT_ROWS,
+    "context_tokens": DEFAULT_CONTEXT_TOKENS,
     # Where the model runs: "auto" (the first CUDA GPU if there is one, else the CPU), "cpu",
     # "cuda", "cuda:N" or "mps" (Apple's GPU).
     "device": "auto",
@@ -54,6 +71,11 @@ OPTIONS: dict[str, str] = {
     # blocks by torch's int4 kernel, the rest in float32 (CPU engine, float32 only).
     "weights": "",
 }
+LLAMA_CPP, TORCH = "llama.cpp", "torch"
+ENGINES = (LLAMA_CPP, TORCH)
+# The options only the torch engine takes, and those only llama.cpp takes.
+_TORCH_ONLY = ("dtype", "quantize", "weights")
+_LLAMA_ONLY = ("rows", "context_tokens")
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 GPU_DTYPES = ("float32", "bfloat16", "float16")
 BYTES_PER_NUMBER = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -91,8 +113,30 @@ def options_problem(options: dict[str, Any]) -> tuple[str, str] | None:
     for key, value in options.items():
         if key not in OPTIONS:
             return f"options.{key}", f"is not an option of this backend ({', '.join(OPTIONS)})."
-        if not isinstance(value, str):
+        if key in _LLAMA_ONLY:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                return f"options.{key}", f"must be a whole number ≥ 1 (found {value!r})."
+        elif not isinstance(value, str):
             return f"options.{key}", f"must be a string (found {value!r})."
+    engine = options.get("engine", "")
+    if engine and engine not in ENGINES:
+        return "options.engine", f'must be "llama.cpp" or "torch" (found {engine!r}).'
+    context = options.get("context_tokens", DEFAULT_CONTEXT_TOKENS)
+    if context % CONTEXT_STEP:
+        return (
+            "options.context_tokens",
+            f"must be a multiple of {CONTEXT_STEP} (found {context}; e.g. "
+            f"{-(-context // CONTEXT_STEP) * CONTEXT_STEP}).",
+        )
+    if engine == LLAMA_CPP:
+        for key in _TORCH_ONLY:
+            if key in options:
+                return (
+                    f"options.{key}",
+                    'is for the torch engine: set engine = "torch" or leave it out.',
+                )
+        if options.get("device", "auto") not in ("auto", "cpu"):
+            return "options.device", 'must be "auto" or "cpu" with engine = "llama.cpp" (CPU only).'
     device = options.get("device", OPTIONS["device"])
     dtype = options.get("dtype", OPTIONS["dtype"])
     quantize = options.get("quantize", OPTIONS["quantize"])
@@ -116,6 +160,36 @@ def options_problem(options: dict[str, Any]) -> tuple[str, str] | None:
     if quantize and device not in ("auto", "cpu"):
         return "options.quantize", f'"int8" is for the CPU engine only, not {device!r}.'
     return None
+
+
+def engine_for(card: ModelCard, device: str) -> str:
+    """The engine that runs the card's model on ``device``: the card's ``engine`` option
+    when given; else llama.cpp for a GGUF file (packaged or ``gguf``) on the CPU without a
+    torch-only option (``dtype``, ``quantize``, ``weights``), and the torch engine for the
+    rest (a checkpoint folder, a GPU). Raises
+    :class:`~cyoa.generation.checkpoints.ModelLoadError` naming ``options.engine`` for
+    llama.cpp asked of a checkpoint folder, and naming the llama.cpp-only options given to
+    the torch engine."""
+    engine = card.options.get("engine", "")
+    if not engine:
+        gguf = not card.path and device == "cpu"
+        engine = LLAMA_CPP if gguf and not set(_TORCH_ONLY) & set(card.options) else TORCH
+    if engine == LLAMA_CPP and card.path:
+        raise card_error(
+            card,
+            "options.engine",
+            '"llama.cpp" needs a GGUF file (package or gguf), not a checkpoint folder (path): '
+            "leave engine out.",
+        )
+    if engine == TORCH:
+        for key in _LLAMA_ONLY:
+            if key in card.options:
+                raise card_error(
+                    card,
+                    f"options.{key}",
+                    "is for the llama.cpp engine (a GGUF card on the CPU): leave it out.",
+                )
+    return engine
 
 
 def resolve_device(card: ModelCard) -> str:
@@ -228,6 +302,7 @@ class TransformersBackend:
         problem = options_problem(card.options)
         if problem is not None:
             raise ValueError(f"Model card {card.name!r}: {problem[0]} {problem[1]}")
+        self.engine = ""
         self.quantize = card.options.get("quantize", OPTIONS["quantize"])
         self.dtype = card.options.get("dtype", OPTIONS["dtype"])
         self.weights = card.options.get("weights", OPTIONS["weights"])
@@ -236,7 +311,7 @@ class TransformersBackend:
         self.mode = mode
         self.cores = cores
         self._lock = threading.Lock()
-        self.local_model: LocalModel | GenerateModel | None = None
+        self.local_model: LocalModel | GenerateModel | LlamaModel | None = None
         self.closed = False
         self.tokenizer: Any = None
         # Where the model runs once loaded: "cpu", "cuda:N" or "mps".
@@ -251,9 +326,10 @@ class TransformersBackend:
         """How many continuations this model is decoding together now (0 in naive mode)."""
         return 0 if self.local_model is None else self.local_model.rows
 
-    def load(self, log: Callable[[str], None] = print) -> LocalModel | GenerateModel:
-        """Load the model into memory (converting it first if the cache lacks it) and warm it
-        up with a short continuation; returns the loaded model. Idempotent.
+    def load(self, log: Callable[[str], None] = print) -> LocalModel | GenerateModel | LlamaModel:
+        """Load the model into memory (for the torch engine, converting a GGUF file first if
+        the cache lacks it) and warm it up with a short continuation; returns the loaded
+        model. Idempotent.
 
         Raises :class:`~cyoa.generation.checkpoints.ModelLoadError` naming the card file and
         the field when the weights are missing or unreadable, the device is not here, or the
@@ -266,32 +342,15 @@ class TransformersBackend:
                     f"Model {self.card.name!r} was unloaded; load it again to generate with it."
                 )
             device = resolve_device(self.card)
-            folder = ensure_converted(self.card, self.cache_dir, log=log)
-            check_memory(
-                self.card,
-                checkpoint_elements(folder) * BYTES_PER_NUMBER[self.dtype],
-                device,
-                f"to load it in {self.dtype}",
-            )
+            engine = engine_for(self.card, device)
             started = time.perf_counter()
-            force_offline()
-            self.tokenizer = self._load_tokenizer(folder)
-            if device == "cpu":
-                local_model: LocalModel | GenerateModel = load_local_model(
-                    folder,
-                    self.tokenizer,
-                    name=self.card.name,
-                    dtype=self.dtype,
-                    quantize=self.quantize,
-                    mode=self.mode,
-                    cores=self.cores,
-                    prefixes=self.prefixes,
-                    shipped=self._shipped_file(folder),
-                )
+            if engine == LLAMA_CPP:
+                local_model: LocalModel | GenerateModel | LlamaModel = self._load_llama()
+                self.tokenizer = local_model.tokenizer
+                if self.card.chat:
+                    _check_chat_template(self.card, self.tokenizer)
             else:
-                local_model = load_generate_model(
-                    folder, self.tokenizer, name=self.card.name, device=device, dtype=self.dtype
-                )
+                local_model = self._load_torch(device, log)
             loaded = time.perf_counter()
             try:
                 warm_up = local_model.stream(
@@ -303,13 +362,71 @@ class TransformersBackend:
                 local_model.close()  # its thread would keep the weights alive
                 raise
             self.device = device
+            self.engine = engine
             self.local_model = local_model
-            where = f"{self.mode} mode" if device == "cpu" else f"{device}, transformers generate"
+            if engine == LLAMA_CPP:
+                where = "llama.cpp"
+            elif device == "cpu":
+                where = f"torch engine, {self.mode} mode"
+            else:
+                where = f"{device}, transformers generate"
             log(
                 f"Loaded {self.card.name} in {loaded - started:.1f} s "
                 f"(warm-up {time.perf_counter() - loaded:.1f} s, {where})"
             )
             return local_model
+
+    def _load_llama(self) -> LlamaModel:
+        """The card's GGUF file (a packaged one assembled once into the model cache) loaded
+        by llama.cpp, with the card's ``rows`` and ``context_tokens``; one row at a time in
+        naive mode."""
+        gguf = locate_gguf(self.card, self._gguf_folder())
+        check_memory(self.card, gguf.stat().st_size, "cpu", "to load it")
+        try:
+            return load_llama_model(
+                gguf,
+                name=self.card.name,
+                rows=1 if self.mode == NAIVE else self.card.options.get("rows", DEFAULT_ROWS),
+                context_tokens=self.card.options.get("context_tokens", DEFAULT_CONTEXT_TOKENS),
+                cores=self.cores,
+                parse_special=self.card.chat,
+                card_file=self.card.card_file,
+            )
+        except ValueError as exc:
+            field = "gguf" if self.card.gguf else "weights_file"
+            raise card_error(self.card, field, str(exc)) from exc
+
+    def _gguf_folder(self) -> Path:
+        """Where a packaged GGUF file shipped in parts is assembled (by its package, once)."""
+        return self.cache_dir / "gguf"
+
+    def _load_torch(self, device: str, log: Callable[[str], None]) -> LocalModel | GenerateModel:
+        """The model converted (a GGUF file, once) and loaded by the torch engine on the CPU
+        or transformers' ``generate`` on a GPU."""
+        folder = ensure_converted(self.card, self.cache_dir, log=log)
+        check_memory(
+            self.card,
+            checkpoint_elements(folder) * BYTES_PER_NUMBER[self.dtype],
+            device,
+            f"to load it in {self.dtype}",
+        )
+        force_offline()
+        self.tokenizer = self._load_tokenizer(folder)
+        if device != "cpu":
+            return load_generate_model(
+                folder, self.tokenizer, name=self.card.name, device=device, dtype=self.dtype
+            )
+        return load_local_model(
+            folder,
+            self.tokenizer,
+            name=self.card.name,
+            dtype=self.dtype,
+            quantize=self.quantize,
+            mode=self.mode,
+            cores=self.cores,
+            prefixes=self.prefixes,
+            shipped=self._shipped_file(folder),
+        )
 
     def stream(self, prompt: str, sampling: Sampling, seed: int) -> Iterator[str]:
         """Yield the continuation of ``prompt`` (in the chat template if the card says
