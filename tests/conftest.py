@@ -398,6 +398,18 @@ class Researcher:
     def post(self, url: str, data: dict | None = None, **kwargs):
         return self.http.post(url, data={"csrf_token": self.csrf_token(), **(data or {})}, **kwargs)
 
+    def analysed(self, dashboard: str, timeout: float = 120.0) -> dict:
+        """Wait for the event "the dashboard at ``dashboard`` (its URL) serves the analysis of
+        the data as it is now": ask its progress.json (which starts the background analysis
+        when the data changed) until its analysis is current; returns that progress.json."""
+        deadline = time.monotonic() + timeout
+        while True:
+            progress = self.get(f"{dashboard}/progress.json").get_json()
+            if progress["analysis"]["state"] == "current":
+                return progress
+            assert time.monotonic() < deadline, progress["analysis"]["text"]
+            time.sleep(0.02)
+
     def socket(self):
         """A Socket.IO connection sharing this researcher's cookies."""
         return socketio.test_client(self.app, flask_test_client=self.http)

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from cyoa.db.facade import Db
 from cyoa.errors import SchemaError
 
-VERSION = 11
+VERSION = 12
 
 METADATA = sa.MetaData()
 TEXT, INT, FLOAT = sa.Text, sa.BigInteger, sa.Float
@@ -332,6 +332,28 @@ sa.Table(
     _column("text", TEXT, required=True),
     sa.Index("idx_plans_experiment_id_id", "experiment_id", "id"),
 )  # fmt: skip
+sa.Table(
+    "analyses", METADATA,
+    _key("experiment_id", TEXT, _to("experiments")),
+    _key("kind"),
+    _column("answers", INT, required=True),
+    _column("version", TEXT, required=True),
+    _column("computed_at", TEXT, required=True),
+    _column("seconds", FLOAT, required=True),
+    _column("result", TEXT, required=True),
+)  # fmt: skip
+sa.Table(
+    "analysis_jobs", METADATA,
+    _key("experiment_id", TEXT, _to("experiments")),
+    _key("kind"),
+    _column("state", TEXT, required=True),
+    _column("version", TEXT, required=True),
+    _column("worker_id", TEXT, required=True),
+    _column("started_at", TEXT, required=True),
+    _column("heartbeat_at", TEXT, required=True),
+    *_columns("step error", TEXT),
+)  # fmt: skip
+ANALYSES = ("analyses", "analysis_jobs")
 SCHEMA_VERSION = sa.Table("schema_version", METADATA, _column("version", sa.Integer, required=True))
 
 
@@ -355,6 +377,9 @@ def migrate_postgresql(engine: sa.Engine) -> int:
         )
     if version == 10:
         _stored_order(engine)
+        version = 11
+    if version == 11:
+        _analyses(engine)
         return VERSION
     if version < VERSION:
         raise SchemaError(
@@ -404,4 +429,16 @@ def _stored_order(engine: sa.Engine) -> None:
                     f" AND numbered.{key} = {table}.{key}"
                 )
             )
-        conn.execute(SCHEMA_VERSION.update().values(version=VERSION))
+        conn.execute(SCHEMA_VERSION.update().values(version=11))
+
+
+def _analyses(engine: sa.Engine) -> None:
+    """Version 11 → 12: the dashboards' stored analyses and their jobs (SQLite's
+    ``_analyses``)."""
+    with engine.begin() as conn:
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended('cyoa-migrate', 0))"))
+        if conn.execute(sa.select(SCHEMA_VERSION.c.version)).scalar() != 11:
+            return
+        for name in ANALYSES:
+            METADATA.tables[name].create(conn)
+        conn.execute(SCHEMA_VERSION.update().values(version=12))
