@@ -189,6 +189,7 @@ def test_a_version_10_postgresql_database_gets_the_stored_order_columns(postgres
         with engine.begin() as conn:
             conn.execute(sa.text("ALTER TABLE stories DROP COLUMN position"))
             conn.execute(sa.text("ALTER TABLE survey_answers DROP COLUMN position"))
+            conn.execute(sa.text("DROP TABLE analyses, analysis_jobs"))
             conn.execute(sa.text("UPDATE schema_version SET version = 10"))
             conn.execute(
                 sa.text(
@@ -212,3 +213,19 @@ def test_a_version_10_postgresql_database_gets_the_stored_order_columns(postgres
         engine.dispose()
     assert sorted(tuple(row) for row in numbered) == [("a", 1), ("b", 2)]
     assert version == schema.VERSION
+
+
+def test_a_version_11_postgresql_database_gets_the_stored_analyses_tables(postgres_url):
+    engine = engine_for(parse_database(postgres_url))
+    try:
+        schema.migrate_postgresql(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE analyses, analysis_jobs"))
+            conn.execute(sa.text("UPDATE schema_version SET version = 11"))
+        assert schema.migrate_postgresql(engine) == schema.VERSION == 12
+        tables = set(sa.inspect(engine).get_table_names())
+        with engine.connect() as conn:
+            version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
+    finally:
+        engine.dispose()
+    assert {"analyses", "analysis_jobs"} <= tables and version == 12

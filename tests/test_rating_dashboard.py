@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import threading
 import zipfile
 
 import pytest
@@ -18,6 +19,7 @@ from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement
 from cyoa.rating.instruments import TTCW
 from cyoa.rating.research import dashboard
+from cyoa.web.parts import shared
 from cyoa.web.research import CHART_CSP
 from tests.test_rating_journey import Rater, write_spec
 
@@ -266,3 +268,113 @@ def test_an_imported_ttcw_study_charts_its_pass_rates(app):
     assert researcher.get("/research/ratings/ttcw-import/charts/factors.svg").status_code == 404
     card = researcher.get("/research/ratings/ttcw-import/evaluation-card.md")
     assert "imported" in card.get_data(as_text=True)
+
+
+class HeldAnalysis:
+    """The dashboard's analysis, held until released: it records each computation and waits
+    for :meth:`release` before computing, as a long analysis of a big study would."""
+
+    def __init__(self, monkeypatch):
+        self.real = dashboard.analyse
+        self.started = threading.Event()
+        self.released = threading.Event()
+        self.calls = 0
+        monkeypatch.setattr(dashboard, "analyse", self)
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        self.started.set()
+        assert self.released.wait(60)
+        return self.real(*args, **kwargs)
+
+    def release(self):
+        self.released.set()
+
+
+def test_the_page_answers_from_the_stored_analysis_while_a_newer_one_is_computed(
+    study, researcher, monkeypatch
+):
+    rate_everything(study, "careful")
+    first = researcher.analysed(BASE)
+    counted = first["progress"]["judgements"]
+    monkeypatch.setattr(dashboard, "RECOMPUTE_SECONDS", 0)
+    held = HeldAnalysis(monkeypatch)
+    rate_everything(study, "second")
+    page = researcher.get(BASE)  # starts the newer analysis, and answers without it
+    assert page.status_code == 200 and held.started.wait(60)
+    text = page.get_data(as_text=True)
+    assert f"Analysis as of {counted} answers, " in text
+    busy = researcher.get(f"{BASE}/progress.json").get_json()
+    assert busy["analysis"]["state"] == "computing" and busy["version"] == first["version"]
+    assert "a newer analysis is being computed" in busy["analysis"]["text"]
+    assert busy["progress"]["judgements"] == 2 * counted  # the live counts are live
+    assert busy["tables"] == first["tables"]
+    held.release()
+    landed = researcher.analysed(BASE)
+    assert landed["version"] != first["version"]
+    assert landed["progress"]["as_of"].startswith(f"{2 * counted} answers, ")
+    assert held.calls == 1
+
+
+def test_the_first_load_of_a_study_never_analysed_says_its_first_analysis_is_being_computed(
+    study, researcher, monkeypatch
+):
+    rate_everything(study, "careful")
+    held = HeldAnalysis(monkeypatch)
+    page = researcher.get(BASE)
+    assert page.status_code == 200 and held.started.wait(60)
+    text = page.get_data(as_text=True)
+    assert "Computing the first analysis…" in text and "No judgements yet." not in text
+    busy = researcher.get(f"{BASE}/progress.json").get_json()
+    assert busy["analysis"]["state"] == "first"
+    assert busy["analysis"]["text"].startswith("Computing the first analysis… (")
+    chart = researcher.get(f"{BASE}/charts/factors.svg")
+    assert chart.status_code == 200 and b"Computing the first analysis" in chart.data
+    held.release()
+    assert researcher.analysed(BASE)["tables"]
+
+
+def test_concurrent_requests_of_two_web_workers_start_one_analysis_and_both_serve_it(
+    study, researcher, monkeypatch
+):
+    other = Researcher(create_app(dict(study.config)))
+    other.login()
+    rate_everything(study, "careful")
+    held = HeldAnalysis(monkeypatch)
+    replies = []
+    askers = [
+        threading.Thread(target=lambda who=who: replies.append(who.get(f"{BASE}/progress.json")))
+        for who in (researcher, other, researcher, other)
+    ]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    assert [reply.status_code for reply in replies] == [200] * 4
+    assert held.started.wait(60)
+    assert len(db_rows(study.config["DATABASE"], "SELECT * FROM analysis_jobs")) == 1
+    held.release()
+    mine, theirs = researcher.analysed(BASE), other.analysed(BASE)
+    assert held.calls == 1
+    assert mine["version"] == theirs["version"] and mine["tables"] == theirs["tables"]
+
+
+def test_an_analysis_that_fails_is_said_on_the_page_and_the_page_still_answers(
+    study, researcher, monkeypatch
+):
+    rate_everything(study, "careful")
+
+    def broken(*args, **kwargs):
+        raise ValueError("the bootstrap found no story")
+
+    monkeypatch.setattr(dashboard, "analyse", broken)
+    researcher.get(f"{BASE}/progress.json")
+    shared(study).analyses.wait_idle(60)
+    page = researcher.get(BASE)
+    assert page.status_code == 200
+    progress = researcher.get(f"{BASE}/progress.json").get_json()
+    assert progress["analysis"]["state"] == "failed"
+    assert progress["analysis"]["text"] == (
+        "The newest analysis failed: ValueError: the bootstrap found no story. "
+        "It is tried again after the next answer."
+    )

@@ -7,17 +7,14 @@ analysis and the job, and when the data changed since the stored analysis (and a
 ``interval`` seconds have passed since it was computed, so a busy study is analysed at most
 that often) it starts a computation and returns without waiting for it. One computation runs
 per experiment and kind: in a process by the set of those it runs, across processes by the
-claim in ``analysis_jobs`` (:mod:`cyoa.analyses.store`). The thread runs at a lower priority
-(``nice``), so the cores go to the participants' requests and the models first, and beats
-while it computes, so a claim left by a process that died passes on. What the page says about
+claim in ``analysis_jobs`` (:mod:`cyoa.analyses.store`). The thread beats while it computes,
+so a claim left by a process that died passes on. What the page says about
 it comes from :func:`describe`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -35,7 +32,6 @@ log = logging.getLogger(__name__)
 # Seconds between a job's heartbeats, and of silence after which its claim passes on.
 HEARTBEAT_SECONDS = 5.0
 STALE_SECONDS = 60.0
-NICENESS = 10
 
 # What a computation reports as it goes (a short phrase: "reading the answers").
 Step = Callable[[str], None]
@@ -195,7 +191,6 @@ class BackgroundAnalyses:
             self._idle.notify_all()
 
     def _run(self, exp_id: str, kind: str, version: str, compute: Compute) -> None:
-        _lower_priority()
         db = cyoa_store.connect(self.database)
         steps: list[str] = []
         changed = threading.Event()
@@ -237,12 +232,3 @@ class BackgroundAnalyses:
             ticker.join()
             db.close()
             self._done((exp_id, kind))
-
-
-def _lower_priority() -> None:
-    """Give this thread (Linux: a thread has its own niceness) the priority of a background
-    job, so the participants' requests and the models come first."""
-    if hasattr(os, "setpriority") and hasattr(threading, "get_native_id"):
-        # A system that does not let a thread lower its priority runs it as it is.
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
