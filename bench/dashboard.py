@@ -43,7 +43,7 @@ from werkzeug.security import generate_password_hash  # noqa: E402
 
 from cyoa import create_app, store  # noqa: E402
 from cyoa.cli import cli  # noqa: E402
-from cyoa.rating.instruments import AISS  # noqa: E402
+from cyoa.rating.instruments import load_instrument  # noqa: E402
 from cyoa.rating.parts import parts as rating_parts  # noqa: E402
 from cyoa.rating.research import dashboard  # noqa: E402
 from cyoa.web.parts import shared  # noqa: E402
@@ -52,6 +52,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DATA = Path(os.environ.get("CYOA_DATA", "/work/shared/data"))
 JUDGES = ("cgpt", "gpt4", "claudev13", "claudev2", "claudev21", "claude3-opus", "gemini-pro")
 PASSWORD = "bench-password"
+AISS_ITEMS = load_instrument("aiss-v1").items
 
 
 def _cli(db: str, *args: str) -> None:
@@ -75,14 +76,14 @@ def import_ttcw(db: str) -> str:
 def import_likert(db: str, folder: Path, stories: int, seed: int) -> str:
     """AISS ratings of ``stories`` stories from two sources, two raters each, every item:
     ``stories × 2 × 22`` ratings in the long format."""
-    name = f"likert-{stories * 2 * len(AISS.items)}"
+    name = f"likert-{stories * 2 * len(AISS_ITEMS)}"
     rng = random.Random(seed)
     rows = []
     for n in range(stories):
         source = ("model-a", "model-b")[n % 2]
         quality = rng.gauss(3.4 if source == "model-a" else 3.0, 0.6)
         for rater in (n % 7, 7 + n % 5):
-            for item in AISS.items:
+            for item in AISS_ITEMS:
                 value = min(5, max(1, round(quality + rng.gauss(0, 0.9))))
                 rows.append({"story_id": f"s{n}", "source": source, "rater_id": f"r{rater}",
                              "item": item.id, "value": value})  # fmt: skip

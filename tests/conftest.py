@@ -398,15 +398,16 @@ class Researcher:
     def post(self, url: str, data: dict | None = None, **kwargs):
         return self.http.post(url, data={"csrf_token": self.csrf_token(), **(data or {})}, **kwargs)
 
-    def analysed(self, dashboard: str, timeout: float = 120.0) -> dict:
-        """Wait for the event "the dashboard at ``dashboard`` (its URL) serves the analysis of
-        the data as it is now": ask its progress.json (which starts the background analysis
-        when the data changed) until its analysis is current; returns that progress.json."""
+    def analysed(self, url: str, timeout: float = 120.0) -> dict:
+        """Wait for the event "the dashboard serves the analysis of the data as it is now":
+        ask its JSON at ``url`` (a rating dashboard's progress.json, a co-writing one's
+        results.json: each starts the background analysis when the data changed) until its
+        ``analysis`` is current; returns that JSON."""
         from cyoa.web.parts import shared
 
         deadline = time.monotonic() + timeout
         while True:
-            progress = self.get(f"{dashboard}/progress.json").get_json()
+            progress = self.get(url).get_json()
             if progress["analysis"]["state"] == "current":
                 return progress
             left = deadline - time.monotonic()

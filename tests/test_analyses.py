@@ -154,5 +154,5 @@ def test_the_page_says_what_the_analysis_counted_and_what_is_being_computed():
     assert failed["state"] == "failed"
     assert failed["text"] == (
         "Analysis as of 1,300 answers, 12:00 UTC. The newest analysis failed: ValueError: no. "
-        "It is tried again after the next answer."
+        "It is tried again when the data changes."
     )

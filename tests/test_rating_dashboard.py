@@ -76,7 +76,7 @@ def test_saving_the_card_details_needs_the_form_s_token(study, researcher):
 
 def test_charts_are_svg_that_can_run_no_script_and_only_those_of_the_instrument(study, researcher):
     rate_everything(study, "careful")
-    researcher.analysed(BASE)
+    researcher.analysed(f"{BASE}/progress.json")
     chart = researcher.get(f"{BASE}/charts/factors.svg")
     assert chart.status_code == 200 and chart.mimetype == "image/svg+xml"
     assert chart.headers["Content-Security-Policy"] == CHART_CSP
@@ -109,7 +109,7 @@ def test_progress_counts_stay_live_and_the_analysis_is_recomputed_at_most_every_
     _, state = rater.state()
     item, other = [i for i in state.current.questions if i != "qc-aiss"][:2]
     rater.act("answer_given", {"story": state.current.story_id, "item": item, "value": "5"})
-    first = researcher.analysed(BASE)
+    first = researcher.analysed(f"{BASE}/progress.json")
     assert first["progress"]["judgements"] == 1 and first["progress"]["started"] == 1
     assert [row["failed_checks"] for row in first["quality"]] == ["0 of 0"]
     assert first["tables"]  # the analysis of the one judgement
@@ -120,7 +120,7 @@ def test_progress_counts_stay_live_and_the_analysis_is_recomputed_at_most_every_
     assert soon["version"] == first["version"] and soon["analysis"]["state"] == "waiting"
     assert "the newer answers are analysed from" in soon["analysis"]["text"]
     monkeypatch.setattr(dashboard, "RECOMPUTE_SECONDS", 0)
-    after = researcher.analysed(BASE)
+    after = researcher.analysed(f"{BASE}/progress.json")
     assert after["version"] != first["version"]
     assert after["progress"]["as_of"].startswith("2 answers, ")
     again = researcher.get(f"{BASE}/progress.json").get_json()
@@ -131,7 +131,7 @@ def test_the_dashboard_says_as_of_how_many_answers_and_when_its_analysis_was_com
     study, researcher
 ):
     rate_everything(study, "careful")
-    researcher.analysed(BASE)
+    researcher.analysed(f"{BASE}/progress.json")
     text = researcher.get(BASE).get_data(as_text=True)
     answers = db_rows(study.config["DATABASE"], "SELECT count(*) AS n FROM judgements")[0]["n"]
     assert re.search(rf"<dt>Analysis as of</dt><dd>{answers} answers, \d\d:\d\d UTC</dd>", text)
@@ -143,7 +143,7 @@ def test_the_dashboard_shows_agreement_exclusions_and_links_the_card(study, rese
     for pid, value in (("careful", "4"), ("second", "4"), ("third", "3")):
         rate_everything(study, pid, value=value)
     rate_everything(study, "careless", check_answer="5", value="2")
-    researcher.analysed(BASE)
+    researcher.analysed(f"{BASE}/progress.json")
     text = researcher.get(BASE).get_data(as_text=True)
     headline = re.search(r'<strong id="agreement-headline">(.*?)</strong>', text)[1]
     assert re.fullmatch(
@@ -174,7 +174,7 @@ def test_the_dashboard_draws_as_many_bootstrap_replicates_as_the_app_is_set_to(t
     rate_everything(app, "second")
     researcher = Researcher(app)
     researcher.login()
-    researcher.analysed(BASE)
+    researcher.analysed(f"{BASE}/progress.json")
     text = researcher.get(BASE).get_data(as_text=True)
     headline = re.search(r'<strong id="agreement-headline">(.*?)</strong>', text)[1]
     assert "each with all its items, 37 replicates, seed 0" in headline
@@ -185,14 +185,14 @@ def test_the_charts_count_only_kept_raters_who_answered(study, researcher):
         rate_everything(study, pid)
     rate_everything(study, "careless", check_answer="5", value="2")
     assert Rater(study, "?pid=idle").start().status_code == 302  # started, never answered
-    assert researcher.analysed(BASE)["progress"]["started"] == 4
+    assert researcher.analysed(f"{BASE}/progress.json")["progress"]["started"] == 4
     chart = researcher.get(f"{BASE}/charts/factors.svg").data
     assert b"2 kept raters (1 excluded by the spec" in chart
 
 
 def test_when_every_rater_is_excluded_the_charts_say_so(study, researcher):
     rate_everything(study, "careless", check_answer="5", value="2")
-    researcher.analysed(BASE)
+    researcher.analysed(f"{BASE}/progress.json")
     chart = researcher.get(f"{BASE}/charts/factors.svg").data
     assert b"No kept raters" in chart and b"all 1 raters" not in chart
 
@@ -239,7 +239,7 @@ def test_straight_lined_pages_are_counted_as_the_spec_s_rule_counts_them(app, tm
     rule = {"rule": "straight_lining", "at_least": 1, "min_items": 30}
     open_study(app, tmp_path, exclusions=[rule])
     rate_everything(app, "steady", value="4")
-    researcher.analysed(BASE)
+    researcher.analysed(f"{BASE}/progress.json")
     text = researcher.get(BASE).get_data(as_text=True)
     assert "<th>Straight-lined pages</th>" in text
     progress = researcher.get(f"{BASE}/progress.json").get_json()
@@ -261,7 +261,7 @@ def test_an_imported_ttcw_study_charts_its_pass_rates(app):
     db.close()
     researcher = Researcher(app)
     researcher.login()
-    researcher.analysed("/research/ratings/ttcw-import")
+    researcher.analysed("/research/ratings/ttcw-import/progress.json")
     chart = researcher.get("/research/ratings/ttcw-import/charts/pass-rates.svg")
     assert chart.status_code == 200 and chart.data.count(b"50%") == 28
     assert b"GPT4" in chart.data and b"Human" in chart.data
@@ -295,7 +295,7 @@ def test_the_page_answers_from_the_stored_analysis_while_a_newer_one_is_computed
     study, researcher, monkeypatch
 ):
     rate_everything(study, "careful")
-    first = researcher.analysed(BASE)
+    first = researcher.analysed(f"{BASE}/progress.json")
     counted = first["progress"]["judgements"]
     monkeypatch.setattr(dashboard, "RECOMPUTE_SECONDS", 0)
     held = HeldAnalysis(monkeypatch)
@@ -310,7 +310,7 @@ def test_the_page_answers_from_the_stored_analysis_while_a_newer_one_is_computed
     assert busy["progress"]["judgements"] == 2 * counted  # the live counts are live
     assert busy["tables"] == first["tables"]
     held.release()
-    landed = researcher.analysed(BASE)
+    landed = researcher.analysed(f"{BASE}/progress.json")
     assert landed["version"] != first["version"]
     assert landed["progress"]["as_of"].startswith(f"{2 * counted} answers, ")
     assert held.calls == 1
@@ -331,7 +331,7 @@ def test_the_first_load_of_a_study_never_analysed_says_its_first_analysis_is_bei
     chart = researcher.get(f"{BASE}/charts/factors.svg")
     assert chart.status_code == 200 and b"Computing the first analysis" in chart.data
     held.release()
-    assert researcher.analysed(BASE)["tables"]
+    assert researcher.analysed(f"{BASE}/progress.json")["tables"]
 
 
 def test_concurrent_requests_of_two_web_workers_start_one_analysis_and_both_serve_it(
@@ -354,7 +354,7 @@ def test_concurrent_requests_of_two_web_workers_start_one_analysis_and_both_serv
     assert held.started.wait(60)
     assert len(db_rows(study.config["DATABASE"], "SELECT * FROM analysis_jobs")) == 1
     held.release()
-    mine, theirs = researcher.analysed(BASE), other.analysed(BASE)
+    mine, theirs = researcher.analysed(f"{BASE}/progress.json"), other.analysed(f"{BASE}/progress.json")
     assert held.calls == 1
     assert mine["version"] == theirs["version"] and mine["tables"] == theirs["tables"]
 
@@ -376,5 +376,5 @@ def test_an_analysis_that_fails_is_said_on_the_page_and_the_page_still_answers(
     assert progress["analysis"]["state"] == "failed"
     assert progress["analysis"]["text"] == (
         "The newest analysis failed: ValueError: the bootstrap found no story. "
-        "It is tried again after the next answer."
+        "It is tried again when the data changes."
     )

@@ -12,6 +12,8 @@ from conftest import SURVEY_ANSWERS, Researcher, Writer, db_rows
 from cyoa import store
 from cyoa.cowriting.research.progress import summarize
 
+RESULTS = "/research/experiments/fake-ab/results.json"
+
 
 def updates(io) -> list[dict]:
     return [m["args"][0] for m in io.get_received() if m["name"] == "research_update"]
@@ -141,6 +143,7 @@ def test_the_results_are_tables_and_svg_charts(app, researcher):
     for n in range(1, 6):
         writer.write_round(n, slot=1)
     writer.act("survey_submitted", {"answers": SURVEY_ANSWERS})
+    researcher.analysed(RESULTS)
     page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
     assert "Preference: % of rounds in which fake-a-topk was chosen over fake-b-topk" in page
     assert "Edits of accepted suggestions" in page
@@ -223,7 +226,7 @@ def test_more_than_two_systems_are_ranked_by_bradley_terry(three_systems):
         choose_system(writer, app, 2, b)
     researcher = Researcher(app)
     researcher.login()
-    results = researcher.get("/research/experiments/fake-ab/results.json").get_json()
+    results = researcher.analysed(RESULTS)
     ranking = results["tables"][0]
     assert ranking["title"] == "Ranking of all systems (Bradley–Terry)"
     assert sorted(row[1] for row in ranking["rows"]) == [
@@ -259,5 +262,6 @@ def test_a_ranking_that_the_choices_do_not_determine_is_explained(three_systems)
     choose_system(writer, app, 1, "fake-a-topk")
     researcher = Researcher(app)
     researcher.login()
+    researcher.analysed(RESULTS)
     page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
     assert "Ranking: " in page and "more choices are needed" in page

@@ -55,13 +55,16 @@ def _time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%H:%M UTC")
 
 
-def describe(served: Served, now: datetime, interval: float) -> dict[str, Any]:
+def describe(
+    served: Served, now: datetime, interval: float, unit: str = "answers"
+) -> dict[str, Any]:
     """What the page says about its analysis, with the times in UTC as ``HH:MM UTC``:
     ``state`` (``current``, ``computing``, ``first`` while the first is computed,
     ``waiting`` for ``interval`` to pass since the last, ``failed``), ``as_of`` ("N answers,
-    HH:MM UTC", "–" before the first), ``text`` (one sentence for the page) and ``answers``."""
+    HH:MM UTC", what the kind counts named by ``unit``; "–" before the first), ``text`` (one
+    sentence for the page) and ``answers``."""
     stored, job = served.stored, served.job
-    as_of = f"{stored.answers:,} answers, {_time(stored.computed_at)}" if stored else "–"
+    as_of = f"{stored.answers:,} {unit}, {_time(stored.computed_at)}" if stored else "–"
     head = f"Analysis as of {as_of}" if stored else ""
     running = job is not None and job.state == RUNNING
     if running:
@@ -78,7 +81,7 @@ def describe(served: Served, now: datetime, interval: float) -> dict[str, Any]:
     elif job is not None and job.state == FAILED and not served.current:
         state = "failed"
         text = (f"{head}. " if stored else "") + (
-            f"The newest analysis failed: {job.error} It is tried again after the next answer."
+            f"The newest analysis failed: {job.error} It is tried again when the data changes."
         )
     elif stored is None:
         state, text = "first", "Computing the first analysis…"
@@ -87,7 +90,7 @@ def describe(served: Served, now: datetime, interval: float) -> dict[str, Any]:
     else:
         state = "waiting"
         due = stored.computed_at + timedelta(seconds=interval)
-        text = f"{head}; the newer answers are analysed from {_time(max(due, now))}."
+        text = f"{head}; the newer {unit} are analysed from {_time(max(due, now))}."
     return {
         "state": state,
         "as_of": as_of,
@@ -125,17 +128,19 @@ class BackgroundAnalyses:
         compute: Compute,
         interval: float,
         now: datetime | None = None,
+        landed: Callable[[], None] | None = None,
     ) -> Served:
         """The stored analysis ``kind`` of ``exp_id`` and its job, after starting a newer one
         in the background when the data (``version``, as the kind counts it) changed and the
-        stored one is at least ``interval`` seconds old (at once when there is none)."""
+        stored one is at least ``interval`` seconds old (at once when there is none);
+        ``landed`` is called once a newer one is stored (to tell the open pages)."""
         now = now or datetime.now(UTC)
         stored = store.latest(db, exp_id, kind)
         current = stored is not None and stored.version == version
         if not current and (
             stored is None or (now - stored.computed_at).total_seconds() >= interval
         ):
-            self.start(db, exp_id, kind, version, compute, now)
+            self.start(db, exp_id, kind, version, compute, now, landed)
         return Served(stored, store.job(db, exp_id, kind), current)
 
     def start(
@@ -146,6 +151,7 @@ class BackgroundAnalyses:
         version: str,
         compute: Compute,
         now: datetime | None = None,
+        landed: Callable[[], None] | None = None,
     ) -> bool:
         """Start computing ``exp_id``'s analysis ``kind`` of the data ``version`` on a thread,
         unless this process or another live one computes it already; whether it started."""
@@ -173,7 +179,7 @@ class BackgroundAnalyses:
             return False
         thread = threading.Thread(
             target=self._run,
-            args=(exp_id, kind, version, compute),
+            args=(exp_id, kind, version, compute, landed),
             name=f"cyoa-analysis-{exp_id}",
             daemon=True,
         )
@@ -190,7 +196,14 @@ class BackgroundAnalyses:
             self._running.discard(key)
             self._idle.notify_all()
 
-    def _run(self, exp_id: str, kind: str, version: str, compute: Compute) -> None:
+    def _run(
+        self,
+        exp_id: str,
+        kind: str,
+        version: str,
+        compute: Compute,
+        landed: Callable[[], None] | None,
+    ) -> None:
         db = cyoa_store.connect(self.database)
         steps: list[str] = []
         changed = threading.Event()
@@ -216,10 +229,12 @@ class BackgroundAnalyses:
         try:
             answers, read_version, result = compute(db, step)
             seconds = time.perf_counter() - began
-            store.store_result(
+            stored = store.store_result(
                 db, exp_id, kind, self.worker_id, answers, read_version, seconds, result,
                 datetime.now(UTC),
             )  # fmt: skip
+            if stored and landed is not None:
+                landed()
         except Exception as error:  # a failed analysis is said on the page, never raised there
             log.exception("The analysis of %s (%s) failed", exp_id, kind)
             store.fail(
