@@ -354,7 +354,8 @@ def test_concurrent_requests_of_two_web_workers_start_one_analysis_and_both_serv
     assert held.started.wait(60)
     assert len(db_rows(study.config["DATABASE"], "SELECT * FROM analysis_jobs")) == 1
     held.release()
-    mine, theirs = researcher.analysed(f"{BASE}/progress.json"), other.analysed(f"{BASE}/progress.json")
+    mine = researcher.analysed(f"{BASE}/progress.json")
+    theirs = other.analysed(f"{BASE}/progress.json")
     assert held.calls == 1
     assert mine["version"] == theirs["version"] and mine["tables"] == theirs["tables"]
 

@@ -2,6 +2,7 @@
 tables and SVG charts, dropouts, and the ranking of more than two systems."""
 
 import io
+import threading
 import zipfile
 from datetime import UTC, datetime, timedelta
 
@@ -10,6 +11,7 @@ import pytest
 from conftest import SURVEY_ANSWERS, Researcher, Writer, db_rows
 
 from cyoa import store
+from cyoa.cowriting.research import dashboard
 from cyoa.cowriting.research.progress import summarize
 
 RESULTS = "/research/experiments/fake-ab/results.json"
@@ -265,3 +267,37 @@ def test_a_ranking_that_the_choices_do_not_determine_is_explained(three_systems)
     researcher.analysed(RESULTS)
     page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
     assert "Ranking: " in page and "more choices are needed" in page
+
+
+def test_the_results_come_from_the_stored_analysis_while_a_newer_one_is_computed(
+    app, researcher, monkeypatch
+):
+    writer = Writer(app, "?pid=w1")
+    writer.write_round(1, slot=1)
+    first = researcher.analysed(RESULTS)
+    assert first["analysis"]["as_of"].startswith("1 rounds, ")
+    monkeypatch.setattr(dashboard, "RECOMPUTE_SECONDS", 0)
+    real, started, released = dashboard.analyse, threading.Event(), threading.Event()
+
+    def held(*args, **kwargs):
+        started.set()
+        assert released.wait(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dashboard, "analyse", held)
+    socket = researcher.socket()
+    assert socket.emit("research_join", {"experiment": "fake-ab"}, callback=True)["ok"]
+    writer.write_round(2, slot=1)
+    busy = researcher.get(RESULTS).get_json()  # starts the newer analysis, answers without it
+    assert started.wait(60) and busy["tables"] == first["tables"]
+    busy = researcher.get(RESULTS).get_json()
+    assert busy["analysis"]["state"] == "computing" and busy["version"] == first["version"]
+    page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
+    assert "Analysis as of 1 rounds, " in page and "a newer analysis is being computed" in page
+    socket.get_received()
+    released.set()
+    landed = researcher.analysed(RESULTS)
+    assert landed["analysis"]["as_of"].startswith("2 rounds, ")
+    assert landed["tables"][0]["rows"][0][1] == "2 / 2"
+    pushed = [m["args"][0] for m in socket.get_received() if m["name"] == "research_update"]
+    assert {"experiment": "fake-ab", "event": "analysis_stored", "results_changed": True} in pushed
