@@ -156,3 +156,15 @@ def test_the_page_says_what_the_analysis_counted_and_what_is_being_computed():
         "Analysis as of 1,300 answers, 12:00 UTC. The newest analysis failed: ValueError: no. "
         "It is tried again when the data changes."
     )
+
+
+def test_an_analysis_read_before_is_not_read_again_until_a_newer_one_is_stored(db):
+    analyses.claim(db, "study", KIND, "v1", "worker-a", 60, NOON)
+    analyses.store_result(db, "study", KIND, "worker-a", 5, "v1", 2.0, {"n": 5}, NOON)
+    first = analyses.latest(db, "study", KIND)
+    assert analyses.latest(db, "study", KIND, known=first) is first
+    later = NOON + timedelta(seconds=40)
+    analyses.claim(db, "study", KIND, "v2", "worker-a", 60, later)
+    analyses.store_result(db, "study", KIND, "worker-a", 6, "v2", 2.0, {"n": 6}, later)
+    newer = analyses.latest(db, "study", KIND, known=first)
+    assert newer is not first and newer.result == {"n": 6} and newer.answers == 6

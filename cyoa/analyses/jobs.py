@@ -116,6 +116,7 @@ class BackgroundAnalyses:
         self.stale_after = stale_after
         self.heartbeat_every = heartbeat_every
         self._running: set[tuple[str, str]] = set()
+        self._known: dict[tuple[str, str], StoredAnalysis] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
 
@@ -135,7 +136,9 @@ class BackgroundAnalyses:
         stored one is at least ``interval`` seconds old (at once when there is none);
         ``landed`` is called once a newer one is stored (to tell the open pages)."""
         now = now or datetime.now(UTC)
-        stored = store.latest(db, exp_id, kind)
+        stored = store.latest(db, exp_id, kind, self._known.get((exp_id, kind)))
+        if stored is not None:
+            self._known[(exp_id, kind)] = stored
         current = stored is not None and stored.version == version
         if not current and (
             stored is None or (now - stored.computed_at).total_seconds() >= interval

@@ -64,20 +64,30 @@ class Job:
     error: str
 
 
-def latest(db: Db, exp_id: str, kind: str) -> StoredAnalysis | None:
-    """The stored analysis ``kind`` of ``exp_id``; None before the first."""
-    row = db.get("analyses", (exp_id, kind))
-    if row is None:
+def latest(
+    db: Db, exp_id: str, kind: str, known: StoredAnalysis | None = None
+) -> StoredAnalysis | None:
+    """The stored analysis ``kind`` of ``exp_id``; None before the first. ``known``: one read
+    before, returned as it is while it is still the stored one (its result, up to megabytes
+    of JSON, is then neither read nor parsed again)."""
+    rows = db.execute(
+        "SELECT answers, version, computed_at, seconds FROM analyses"
+        " WHERE experiment_id = ? AND kind = ?",
+        [exp_id, kind],
+    ).fetchall()
+    if not rows:
         return None
-    return StoredAnalysis(
-        experiment_id=exp_id,
-        kind=kind,
-        answers=row["answers"],
-        version=row["version"],
-        computed_at=parse_stamp(row["computed_at"]),
-        seconds=row["seconds"],
-        result=json.loads(row["result"]),
-    )
+    answers, version, computed_at, seconds = rows[0]
+    at = parse_stamp(computed_at)
+    if known is not None and (known.version, known.computed_at) == (version, at):
+        return known
+    found = db.execute(
+        "SELECT result FROM analyses WHERE experiment_id = ? AND kind = ? AND computed_at = ?",
+        [exp_id, kind, computed_at],
+    ).fetchone()
+    if found is None:  # a newer one was stored meanwhile: read that
+        return latest(db, exp_id, kind)
+    return StoredAnalysis(exp_id, kind, answers, version, at, seconds, json.loads(found[0]))
 
 
 def job(db: Db, exp_id: str, kind: str) -> Job | None:
