@@ -9,7 +9,7 @@ file:
 
 - ``ttcw-release``: the TTCW release's expert judgements (1,008) with its seven LLM judges'
   verdicts (/work/shared/data/ttcw, or CYOA_DATA);
-- ``likert-1300`` and ``likert-23240``: AISS ratings of the size of Confederacy of Models
+- ``likert-1320`` and ``likert-23232``: AISS ratings of about the size of Confederacy of Models
   (1,300 ratings) and of DeLucia et al.'s ratings (23,240): these two data sets are not
   available to the benchmark, so it makes ratings of the same number in CYOA's long format (30
   and 528 stories, two raters each, 22 items; seeded values, so the raters disagree as people
@@ -196,7 +196,7 @@ def page(results: list[dict], machine: str, count: int, command: str) -> str:
         *(_row(r) for r in results),
         "",
         "`ttcw-release`: the TTCW release's 1,008 expert judgements and its seven LLM judges'",
-        "verdicts. `likert-1300` and `likert-23240`: seeded AISS ratings of the sizes of",
+        "verdicts. `likert-1320` and `likert-23232`: seeded AISS ratings of about the sizes of",
         "Confederacy of Models (1,300) and DeLucia et al. (23,240), whose files were not",
         "available to the benchmark (`bench/dashboard.py` says how they are made).",
         "",
