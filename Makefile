@@ -61,7 +61,8 @@ format: $(STAMP)
 test: models browser redis postgres lint
 	$(PY) -m pytest -q -n 2 --dist worksteal --durations=25
 
-# Without the real models and the browser: seconds, for the edit-test loop.
+# Without the real models and the browser (the PostgreSQL and Redis tests still run), for the
+# edit-test loop.
 test-fast: $(STAMP) redis postgres
 	$(PY) -m pytest -q -m "not real_model and not browser"
 

@@ -6,7 +6,8 @@
 Times the planners behind ``python -m cyoa plan`` at their defaults and as the work grows:
 
 - co-writing (:func:`cyoa.cowriting.planning.plan_cowriting`): the default grid (9 writer
-  counts × 4 round counts × 2,000 simulations) for each test; 500–4,000 simulations; the grid
+  counts × 4 round counts × 2,000 simulations, then the writer counts bisected between the
+  grid's steps) for each test; 500–4,000 simulations; the grid
   doubled (8 round counts) and every writer count doubled; on one BLAS thread and the default;
   the pilot's detectable preference (:func:`~cyoa.cowriting.planning.detectable_preference`,
   up to 49 steps of 2,000 simulations);

@@ -14,6 +14,8 @@ from flask import Flask
 
 from cyoa.database_url import parse_database
 from cyoa.paths import ROOT
+from cyoa.planning_cost import money
+from cyoa.words import counted
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
@@ -27,7 +29,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from cyoa import research, store
     from cyoa.generation import load_model_cards
     from cyoa.kinds import KINDS
-    from cyoa.web import parts, realtime, security
+    from cyoa.web import favicon, parts, realtime, security
 
     app = Flask(__name__, root_path=str(ROOT), instance_relative_config=True)
     app.config.from_mapping(default_settings(Path(app.instance_path)))
@@ -53,6 +55,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         kind.init_app(app, shared, read[name])
     research.init_app(app)
     security.init_app(app)
+    favicon.init_app(app)
+    app.jinja_env.filters["counted"] = counted
+    app.jinja_env.filters["money"] = lambda amount, currency=None: money(
+        amount, currency or app.config["CURRENCY"]
+    )
     return app
 
 
@@ -88,6 +95,7 @@ def default_settings(instance: Path) -> dict[str, Any]:
         RATER_ACTION_BURST=30,
         PROXIES=0,
         RATING_BOOTSTRAP=1000,
+        CURRENCY="GBP",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=60 * 60 * 24 * 30,

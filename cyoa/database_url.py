@@ -50,7 +50,8 @@ class DatabaseLocation:
 
 def parse_database(value: str | Path) -> DatabaseLocation:
     """The database ``value`` names, or :class:`DatabaseSettingError` with a sentence for
-    an empty value, an unknown scheme, or a PostgreSQL URL without a host or database name."""
+    an empty value, an unknown scheme, or a PostgreSQL URL without a host or database name
+    or with a malformed host or port."""
     text = str(value).strip()
     if not text:
         raise DatabaseSettingError(
@@ -102,7 +103,13 @@ def _postgresql_url(text: str) -> DatabaseLocation:
             f"The user name or password in {shown} holds '/', '?' or '#': percent-encode them "
             "(%2F, %3F, %23), or leave the password out of the URL and give it in PGPASSWORD."
         )
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # an unclosed "[" of an IPv6 address
+        raise DatabaseSettingError(
+            f"The host in {shown} is not a valid address: write an IPv6 address in brackets, "
+            "as in postgresql://cyoa@[::1]:5432/cyoa."
+        ) from None
     try:
         _ = parts.port  # urlsplit checks the port only when asked for it
     except ValueError:

@@ -12,14 +12,18 @@ from flask import Flask
 from cyoa import store
 from cyoa.cowriting import pages as cowriting_pages
 from cyoa.cowriting import parts as cowriting_parts
+from cyoa.cowriting import planner as cowriting_planner
 from cyoa.cowriting import wing as cowriting_wing
 from cyoa.cowriting.analysis import report as cowriting_report
 from cyoa.cowriting.research import exports as cowriting_exports
 from cyoa.cowriting.research import lifecycle as cowriting_lifecycle
+from cyoa.cowriting.research import models as cowriting_models
 from cyoa.db.facade import Db
 from cyoa.generation.types import ModelCard
+from cyoa.planning_record import Planner
 from cyoa.rating import experiment as rating_experiment
 from cyoa.rating import pages as rating_pages
+from cyoa.rating import planner as rating_planner
 from cyoa.rating import wing as rating_wing
 from cyoa.rating.analysis import report as rating_report
 from cyoa.rating.research import exports as rating_exports
@@ -43,6 +47,13 @@ class Kind:
       sentence that says what to do next;
     - ``report(db, exp_id, fmt, **options)``: the ``analyze`` verb's text;
     - ``serves(app, exp_id)``: whether the app serves the stored experiment;
+    - ``experiments_using(model)``: its experiments that use the model card (``id``,
+      ``status``), and ``experiments_needing(model)``: the ids of those that keep it loaded
+      (the Models page);
+    - ``dashboard``: the endpoint of an experiment's dashboard (``exp_id`` its argument);
+    - ``planners``: every plan a study of the kind can be planned as (``plan --kind``), its
+      own first (:attr:`planner`), and ``planner_for(db, exp_id)``: the one a stored pilot
+      is planned with;
     - at start, ``read_at_start(app, cards)``: what the kind serves, read once (co-writing:
       its experiments); ``models_needed(read)``: the models the app loads for them; and
       ``init_app(app, shared, read)``: the wing's parts built and its pages registered.
@@ -57,9 +68,19 @@ class Kind:
     create: Callable[..., str]
     report: Callable[..., str]
     serves: Callable[[Flask, str], bool]
+    experiments_using: Callable[[str], list[dict[str, str]]]
+    experiments_needing: Callable[[str], list[str]]
+    dashboard: str
+    planners: tuple[Planner, ...]
+    planner_for: Callable[[Db, str], Planner]
     read_at_start: Callable[[Flask, dict[str, ModelCard]], Any]
     models_needed: Callable[[Any], list[str]]
     init_app: Callable[[Flask, SharedParts, Any], None]
+
+    @property
+    def planner(self) -> Planner:
+        """The kind's own plan: the assumptions a study of the kind takes, its effect."""
+        return self.planners[0]
 
 
 KINDS: dict[str, Kind] = {
@@ -73,6 +94,11 @@ KINDS: dict[str, Kind] = {
         create=cowriting_lifecycle.create_from_file,
         report=cowriting_report.report,
         serves=cowriting_parts.serves,
+        experiments_using=cowriting_models.experiments_using,
+        experiments_needing=cowriting_models.experiments_needing,
+        dashboard="research_cowriting.experiment",
+        planners=(cowriting_planner.PLANNER,),
+        planner_for=lambda _db, _exp_id: cowriting_planner.PLANNER,
         read_at_start=cowriting_wing.read_experiments,
         models_needed=cowriting_wing.models_needed,
         init_app=cowriting_wing.init_app,
@@ -87,6 +113,11 @@ KINDS: dict[str, Kind] = {
         create=rating_experiment.create_from_file,
         report=rating_report.report_text,
         serves=lambda _app, _exp_id: True,  # a rating study needs no model to be served
+        experiments_using=lambda _model: [],  # a rating study's models are a judge run's own
+        experiments_needing=lambda _model: [],
+        dashboard="research_ratings.rating_experiment",
+        planners=rating_planner.PLANNERS,
+        planner_for=rating_planner.planner_for,
         read_at_start=rating_wing.read_at_start,
         models_needed=rating_wing.models_needed,
         init_app=rating_wing.init_app,

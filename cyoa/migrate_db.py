@@ -9,7 +9,10 @@ Every table is then copied in foreign-key order (parents first: the schema's
 ``sorted_tables``), in primary-key order, in batches, from one snapshot of the source and
 inside one write transaction on the target, so a failure leaves the target without data.
 PostgreSQL's sequences are set past the copied keys afterwards, so the next insert gets a
-new one.
+new one. The same transaction adds a row to the target's ``database_moves`` (where from, how
+many rows, when), and the check's outcome is written into that row when the check ends: a
+copy whose check never finished (the move was killed) says so, and
+:func:`check_again` (``migrate-db --to TARGET --check-only``) runs the check on it again.
 
 The check compares what a researcher reads: the rows of every table, the ``analyze`` result
 of every experiment (its JSON, floats to :data:`FLOAT_TOLERANCE`), and the story every
@@ -44,6 +47,8 @@ BATCH_ROWS = 1000
 FLOAT_TOLERANCE = 1e-9
 # Every CYOA table but the version record, which init_db writes: parents before children.
 TABLES = [table.name for table in METADATA.sorted_tables if table.name != "schema_version"]
+# The moves that made a database: copied with the rest, plus one row for the move itself.
+MOVES = "database_moves"
 EMPTYING = (
     "migrate into a new database, or empty this one first (PostgreSQL: dropdb NAME && "
     "createdb NAME; SQLite: choose a new file name)"
@@ -89,29 +94,53 @@ def migrate(
     source: DatabaseLocation,
     target: DatabaseLocation,
     progress: Callable[[str, int], None] = lambda table, rows: None,
+    copied: Callable[[dict[str, int]], None] = lambda rows: None,
 ) -> Moved:
     """Copy the study database ``source`` into the empty ``target`` and check the copy;
-    ``progress(table, rows)`` is called after each table. :class:`MigrationError` with a
-    sentence when the source is missing or not CYOA's, or the target cannot be reached or
-    holds data."""
+    ``progress(table, rows)`` is called after each table, ``copied(rows per table)`` once the
+    copy is committed, before the check. :class:`MigrationError` with a sentence when the
+    source is missing or not CYOA's, or the target cannot be reached or holds data."""
     if str(source) == str(target):
         raise MigrationError(f"{target} is the source itself: {EMPTYING}.")
     with _opened_source(source) as (source_db, version):
         target_db, created = _empty_target(target)
         before = analyses(source_db)
         try:
-            copied = copy_tables(source_db, target_db, progress)
+            rows = copy_tables(source_db, target_db, progress, (str(source), version))
         except BaseException:
             if created and target.path is not None:
                 store.forget(target.path)
                 backup.remove_database(target.path)
             raise
-        return Moved(copied, version, check_copy(source_db, target_db, before))
+        copied(rows)
+        check = check_copy(source_db, target_db, before)
+        record_check(target_db, check)
+        return Moved(rows, version, check)
 
 
-def copy_tables(source: Db, target: Db, progress: Callable[[str, int], None]) -> dict[str, int]:
+def check_again(source: DatabaseLocation, target: DatabaseLocation) -> Check:
+    """Check the copy ``target`` (a CYOA database at this schema version) against
+    ``source`` again, as :func:`migrate` checks it, and record the outcome in the target's
+    latest move: for a copy whose check never finished. :class:`MigrationError` with a
+    sentence when either cannot be opened or is not CYOA's."""
+    if str(source) == str(target):
+        raise MigrationError(f"{target} is the source itself: give --to the copy to check.")
+    with _opened_source(source) as (source_db, _):
+        target_db = _copy_to_check(target)
+        check = check_copy(source_db, target_db)
+        record_check(target_db, check)
+        return check
+
+
+def copy_tables(
+    source: Db,
+    target: Db,
+    progress: Callable[[str, int], None],
+    move: tuple[str, int] | None = None,
+) -> dict[str, int]:
     """Copy every CYOA table of ``source`` into ``target`` (whose tables are empty), in one
-    write transaction; rows copied per table."""
+    write transaction; rows copied per table. With ``move`` (the source as shown, its schema
+    version) the same transaction adds the move's row to ``database_moves``, unchecked."""
     present = set(source.table_names())
     copied: dict[str, int] = {}
     with read_snapshot(source), write_transaction(target):
@@ -131,16 +160,32 @@ def copy_tables(source: Db, target: Db, progress: Callable[[str, int], None]) ->
             copied[name] = rows
             progress(name, rows)
         continue_sequences(target)
+        if move is not None:
+            target.insert(MOVES, {
+                "source": move[0], "source_version": move[1],
+                "copied_rows": sum(copied.values()), "copied_at": store.now(),
+            })  # fmt: skip
     return copied
+
+
+def record_check(db: Db, check: Check) -> None:
+    """Write ``check``'s outcome (when it ended, how many places differ) into the latest
+    move of ``db``'s ``database_moves``; nothing when no move made ``db``."""
+    db.execute(
+        f"UPDATE {MOVES} SET checked_at = ?, differences = ?"
+        f" WHERE id = (SELECT max(id) FROM {MOVES})",
+        [store.now(), len(check.mismatches)],
+    )
 
 
 def check_copy(source: Db, target: Db, before: dict[str, Any] | None = None) -> Check:
     """Compare ``target`` with ``source``: rows per table, each experiment's analysis
-    (``before``: the source's, when already computed) and each session's replayed story."""
+    (``before``: the source's, when already computed) and each session's replayed story;
+    ``database_moves`` has a row more in the copy (its own move) and is not counted."""
     mismatches = [
         Mismatch(f"table {name}", f"{a:,} rows in the source, {b:,} in the copy")
         for name in TABLES
-        if (a := _count(source, name)) != (b := _count(target, name))
+        if name != MOVES and (a := _count(source, name)) != (b := _count(target, name))
     ]
     expected = analyses(source) if before is None else before
     found = analyses(target)
@@ -260,6 +305,10 @@ def _empty_target(location: DatabaseLocation) -> tuple[Db, bool]:
     created = False
     if location.path is not None:
         path = location.path
+        if path.is_dir():
+            raise MigrationError(
+                f"{path} is a folder: give --to a new file's name, e.g. {path / 'cyoa.sqlite'}."
+            )
         if not path.parent.is_dir():
             raise MigrationError(f"The folder {path.parent} does not exist: create it first.")
         if path.exists():
@@ -275,13 +324,49 @@ def _empty_target(location: DatabaseLocation) -> tuple[Db, bool]:
         rows = _count(db, name)
         if rows:
             raise MigrationError(
-                f"{location} already holds CYOA data ({rows:,} rows in {name}): {EMPTYING}."
+                f"{location} already holds CYOA data ({rows:,} rows in {name})"
+                f"{_unchecked(db, location)}: {EMPTYING}."
             )
     try:
         store.init_db(db)
     except SchemaError as error:
         raise MigrationError(f"{location}: {error}") from None
     return db, created
+
+
+def _unchecked(db: Db, location: DatabaseLocation) -> str:
+    """For a database whose latest move was never checked: the clause that says so and how
+    to check it; else nothing."""
+    if MOVES not in db.table_names():
+        return ""
+    latest = next(db.query(f"SELECT * FROM {MOVES} ORDER BY id DESC LIMIT 1"), None)
+    if latest is None or latest["checked_at"] is not None:
+        return ""
+    return (
+        f"; it was copied from {latest['source']} at {latest['copied_at']} and never checked "
+        "(the move stopped during its check): check it with `python -m cyoa --db "
+        f"{latest['source']} migrate-db --to {location} --check-only`, or"
+    )
+
+
+def _copy_to_check(location: DatabaseLocation) -> Db:
+    """The copy to check again: an existing CYOA database at this schema version."""
+    if location.path is None:
+        db = _reachable(location)
+        _postgresql_version(db, location)
+        return db
+    if not location.path.is_file():
+        raise MigrationError(f"There is no database at {location}: give --to the copy to check.")
+    try:
+        version = backup.check_database(location.path)
+    except backup.BackupError as error:
+        raise MigrationError(str(error)) from None
+    if version != store.SCHEMA_VERSION:
+        raise MigrationError(
+            f"{location} has schema version {version} and this CYOA has "
+            f"{store.SCHEMA_VERSION}: a copy made by migrate-db has this CYOA's."
+        )
+    return store.connect(location.path)
 
 
 def _reachable(location: DatabaseLocation) -> Db:

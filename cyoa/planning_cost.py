@@ -9,6 +9,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+# Currencies written with a symbol before the amount; any other ISO 4217 code is written
+# before it ("CHF 12.00").
+SYMBOLS = {"GBP": "£", "USD": "$", "EUR": "€"}
+
+
+def money(amount: float, currency: str) -> str:
+    """``amount`` in ``currency`` (an ISO 4217 code) to the cent: ``money(53.2, "GBP")`` is
+    "£53.20", ``money(53.2, "CHF")`` "CHF 53.20"; a rate such as 12 per hour reads "£12.00"."""
+    symbol = SYMBOLS.get(currency.upper())
+    return f"{symbol}{amount:,.2f}" if symbol else f"{currency.upper()} {amount:,.2f}"
+
 
 @dataclass(frozen=True)
 class Cost:

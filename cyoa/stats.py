@@ -2,7 +2,10 @@
 
 - Q1 preference: exact binomial test against 0.5 with a Clopper–Pearson interval
   (:func:`preference`, also :func:`position_bias`), and a writer-clustered analysis
-  (:func:`clustered_preference`) because each writer makes several choices.
+  (:func:`clustered_preference`: writer bootstrap, and the t-test and t interval of the
+  writers' shares, CYOA's headline) because each writer makes several choices.
+- Q2 within writers: the paired t-test of writer-level differences between two systems
+  (:func:`writer_difference`), CYOA's test of the edit metrics.
 - Q2 edit metrics: Mann–Whitney U with the rank-biserial effect size (:func:`mann_whitney`), the
   one-sided p-value that scipy returned by default in 2021 (:func:`mann_whitney_scipy_2021`),
   and Holm's correction across a family of tests (:func:`holm`).
@@ -21,6 +24,10 @@ References:
     stochastically larger than the other. Annals of Mathematical Statistics 18(1).
     Kerby, D. S. (2014). The simple difference formula: an approach to teaching nonparametric
     correlation. Comprehensive Psychology 3.
+    Student (1908). The probable error of a mean. Biometrika 6(1).
+    Cohen, J. (1988). Statistical Power Analysis for the Behavioral Sciences, 2nd ed.
+    Donner, A. and Klar, N. (2000). Design and Analysis of Cluster Randomization Trials in
+    Health Research, ch. 6.
     Holm, S. (1979). A simple sequentially rejective multiple test procedure. Scandinavian
     Journal of Statistics 6(2).
     Kruskal, W. H. and Wallis, W. A. (1952). Use of ranks in one-criterion variance analysis.
@@ -179,6 +186,30 @@ class ClusteredPreference:
     df: int
     p_value: float
     alternative: Alternative
+    t_low: float
+    t_high: float
+
+
+def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The two-sided Student t interval of the mean of ``values`` (NaN when they do not vary)."""
+    spread = values.std(ddof=1)
+    if not spread > 0:
+        return math.nan, math.nan
+    half = (
+        float(stats.t.ppf((1 + confidence) / 2, values.size - 1)) * spread / math.sqrt(values.size)
+    )
+    mean = float(values.mean())
+    return mean - half, mean + half
+
+
+def _t_p_value(t: float, df: int, alternative: Alternative) -> float:
+    if alternative == "two-sided":
+        p = 2 * stats.t.sf(abs(t), df)
+    elif alternative == "greater":
+        p = stats.t.sf(t, df)
+    else:
+        p = stats.t.cdf(t, df)
+    return float(min(p, 1.0))
 
 
 def _writer_t_test(shares: list[Fraction], alternative: Alternative) -> tuple[float, float]:
@@ -188,14 +219,30 @@ def _writer_t_test(shares: list[Fraction], alternative: Alternative) -> tuple[fl
         return math.nan, math.nan
     values = np.array([float(share) for share in shares])
     t = (mean - 0.5) / (values.std(ddof=1) / math.sqrt(count))
-    df = count - 1
-    if alternative == "two-sided":
-        p = 2 * stats.t.sf(abs(t), df)
-    elif alternative == "greater":
-        p = stats.t.sf(t, df)
-    else:
-        p = stats.t.cdf(t, df)
-    return float(t), float(min(p, 1.0))
+    return float(t), _t_p_value(float(t), count - 1, alternative)
+
+
+def _cluster_bootstrap(
+    chosen_counts: np.ndarray,
+    round_counts: np.ndarray,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> tuple[float, float]:
+    """The percentile interval of the pooled share over ``resamples`` replicates that draw
+    the writers with replacement (see :func:`clustered_preference`)."""
+    writers = chosen_counts.size
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _BOOTSTRAP_CHUNK_CELLS // writers)
+    replicate_shares = np.empty(resamples)
+    for start in range(0, resamples, chunk):
+        stop = min(start + chunk, resamples)
+        drawn = rng.integers(0, writers, size=(stop - start, writers))
+        drawn_chosen = chosen_counts[drawn].sum(axis=1)
+        replicate_shares[start:stop] = drawn_chosen / round_counts[drawn].sum(axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(replicate_shares, [tail, 1 - tail])
+    return float(low), float(high)
 
 
 def clustered_preference(
@@ -220,6 +267,14 @@ def clustered_preference(
       rounds per writer, the mean writer share equals the pooled share. When every writer has
       the same share there is no between-writer variance: the test is undefined and
       ``t_statistic`` and ``p_value`` are NaN.
+    - Interval of the test: ``t_low``–``t_high``, the two-sided Student t interval at
+      ``confidence`` of the mean writer share, mean ± t_{(1+confidence)/2, writers−1}·s/√writers
+      (s the writers' standard deviation), whatever the alternative, cut to [0, 1] where it
+      reaches past it (a share cannot, so the cut loses no coverage); it excludes 0.5 exactly
+      when the two-sided test has p < 1 − confidence. NaN when every writer has the same share.
+      This interval and the t-test are the headline of CYOA's own analysis: the writers are
+      independent, their rounds are not, and the t-test of their shares keeps its level when
+      writers differ (bench/results/cowriting-coverage.md).
 
     Needs at least two writers, each with at least one round.
 
@@ -243,19 +298,12 @@ def clustered_preference(
     chosen_counts = np.array([chosen for chosen, _ in pairs], dtype=np.int64)
     round_counts = np.array([rounds for _, rounds in pairs], dtype=np.int64)
     writers = len(pairs)
-    rng = np.random.default_rng(seed)
-    chunk = max(1, _BOOTSTRAP_CHUNK_CELLS // writers)
-    replicate_shares = np.empty(resamples)
-    for start in range(0, resamples, chunk):
-        stop = min(start + chunk, resamples)
-        drawn = rng.integers(0, writers, size=(stop - start, writers))
-        drawn_chosen = chosen_counts[drawn].sum(axis=1)
-        replicate_shares[start:stop] = drawn_chosen / round_counts[drawn].sum(axis=1)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(replicate_shares, [tail, 1 - tail])
+    low, high = _cluster_bootstrap(chosen_counts, round_counts, resamples, seed, confidence)
 
     shares = [Fraction(chosen, rounds) for chosen, rounds in pairs]
     t, p = _writer_t_test(shares, alternative)
+    t_low, t_high = _t_interval(np.array([float(share) for share in shares]), confidence)
+    t_low, t_high = (float(np.clip(bound, 0.0, 1.0)) for bound in (t_low, t_high))
     total_chosen = int(chosen_counts.sum())
     total_rounds = int(round_counts.sum())
     return ClusteredPreference(
@@ -273,6 +321,98 @@ def clustered_preference(
         df=writers - 1,
         p_value=p,
         alternative=alternative,
+        t_low=t_low,
+        t_high=t_high,
+    )
+
+
+@dataclass(frozen=True)
+class WriterDifference:
+    """A within-writer comparison of one measure between two systems (see
+    :func:`writer_difference`): ``difference`` is the mean over ``writers`` of each writer's
+    mean for x minus their mean for y, in the measure's unit, with its two-sided Student t
+    interval ``ci_low``–``ci_high`` at ``confidence``, the t-test of no difference (``t``,
+    ``df``, ``p_value`` for ``alternative``) and ``dz`` = difference ÷ the writers' standard
+    deviation of it (Cohen's d_z). ``left_out``: writers with values for one system only.
+    Undefined values are NaN."""
+
+    writers: int
+    left_out: int
+    difference: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    t: float
+    df: int
+    p_value: float
+    alternative: Alternative
+    dz: float
+
+
+def writer_difference(
+    per_writer: Iterable[tuple[Sequence[float], Sequence[float]]],
+    alternative: Alternative = "two-sided",
+    confidence: float = 0.95,
+) -> WriterDifference:
+    """Whether a measure differs between two systems *within* writers: a paired t-test of
+    writer-level differences.
+
+    ``per_writer`` holds, for each writer, the values of the rounds in which they took x's
+    suggestion and those in which they took y's (for an edit metric: its value for each
+    accepted suggestion). Each writer who took both gives one difference
+    d_i = mean(x values) − mean(y values); a writer who took one system only says nothing
+    about the difference and is counted in ``left_out``. The test is the one-sample t-test
+    of the d_i against 0 with writers − 1 degrees of freedom, the interval the Student t
+    interval of their mean; effect size d_z = mean(d) / sd(d) (Cohen 1988, §2.3.5).
+
+    Why within writers: writers differ in how much they edit, and how much they edit may go
+    with which system they prefer. A test that pools rounds (Mann–Whitney over all accepted
+    suggestions, the paper's) then compares heavy editors with light ones and rejects a true
+    null far more often than its level; comparing each writer with themselves removes the
+    writer's level, and the writers are independent (analysis of cluster-level summaries,
+    Donner & Klar 2000, ch. 6; bench/results/cowriting-coverage.md). The estimand is the mean
+    within-writer difference over writers who took both systems.
+
+    Needs two writers who took both systems for a test (else NaN). Units: the measure's own
+    for the difference and its interval; p and d_z unitless. Reference: Student (1908);
+    Cohen, J. (1988). Statistical Power Analysis for the Behavioral Sciences, 2nd ed.;
+    Donner & Klar (2000).
+    """
+    _check_alternative(alternative)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}.")
+    differences: list[float] = []
+    left_out = 0
+    for x, y in per_writer:
+        xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        if np.isnan(xs).any() or np.isnan(ys).any():
+            raise ValueError("A within-writer difference got a NaN: drop missing values first.")
+        if xs.size and ys.size:
+            differences.append(float(xs.mean() - ys.mean()))
+        else:
+            left_out += 1
+    values = np.array(differences)
+    count = values.size
+    mean = float(values.mean()) if count else math.nan
+    low = high = t = p = dz = math.nan
+    if count >= 2 and values.std(ddof=1) > 0:
+        spread = float(values.std(ddof=1))
+        low, high = _t_interval(values, confidence)
+        t = mean / (spread / math.sqrt(count))
+        p = _t_p_value(t, count - 1, alternative)
+        dz = mean / spread
+    return WriterDifference(
+        writers=count,
+        left_out=left_out,
+        difference=mean,
+        ci_low=low,
+        ci_high=high,
+        confidence=confidence,
+        t=t,
+        df=max(count - 1, 0),
+        p_value=p,
+        alternative=alternative,
+        dz=dz,
     )
 
 

@@ -512,6 +512,12 @@ def _suggestion_waits(db: Database) -> None:
     db.execute("ALTER TABLE suggestions ADD COLUMN waited_seconds FLOAT")
 
 
+def _sent_settings(db: Database) -> None:
+    """Each suggestion records the sampling settings sent to the model server that wrote
+    it (backend ``openai``), neutral ones included; NULL for a model run in-process."""
+    db.execute("ALTER TABLE suggestions ADD COLUMN sent_settings TEXT")
+
+
 def story_alias() -> str:
     """A new story's rater-facing id: random, so that it says nothing of the story's source
     (see :mod:`cyoa.rating.blind`)."""
@@ -659,6 +665,33 @@ def _stored_order(db: Database) -> None:
         )
 
 
+def _database_moves(db: Database) -> None:
+    """The moves by ``migrate-db`` that made this database (:mod:`cyoa.migrate_db`): each
+    written with the copied rows, and its check's outcome written when the check ends, so a
+    copy whose check never finished says so."""
+    db["database_moves"].create(
+        {
+            "id": int,
+            "source": str,
+            "source_version": int,
+            "copied_rows": int,
+            "copied_at": str,
+            "checked_at": str,
+            "differences": int,
+        },
+        pk="id",
+        not_null={"source", "source_version", "copied_rows", "copied_at"},
+    )
+
+
+def _pair_probabilities(db: Database) -> None:
+    """Co-writing sessions get ``pair_probability``: the probability with which an adaptive
+    pairing (:func:`cyoa.cowriting.assignment.adaptive_pair_probabilities`) drew the
+    session's pair, the analysis's inverse-propensity weight. Empty for sessions paired by
+    balance, and for every session stored before this step."""
+    db.execute("ALTER TABLE sessions ADD COLUMN pair_probability FLOAT")
+
+
 def _analyses(db: Database) -> None:
     """The dashboards' stored analyses (:mod:`cyoa.analyses`): ``analyses`` holds the latest
     analysis of each experiment and kind, as JSON, with the answers it counted and when it
@@ -709,6 +742,9 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _round_judges,
     _plans,
     _stored_order,
+    _sent_settings,
+    _database_moves,
+    _pair_probabilities,
     _analyses,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

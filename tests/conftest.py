@@ -322,6 +322,53 @@ def packaged_gguf_cache(tmp_path_factory) -> Path:
     return cache
 
 
+PACKAGED_MODELS = ("gemma-3-270m", "smollm2-135m-instruct")
+STORY_PROMPT = (
+    "The lighthouse keeper had not seen a ship in forty years, until the night of the storm."
+)
+
+
+@pytest.fixture(scope="session")
+def packaged_stories(tmp_path_factory) -> Path:
+    """A JSONL file of one story per packaged model (:data:`PACKAGED_MODELS`), each
+    :data:`STORY_PROMPT` and three sentences with the same seeds, written by
+    ``generate-stories`` with the real models; the tests only read it. Under pytest-xdist the
+    workers of a run share it: the first to come writes it (tens of seconds) while the others
+    wait on a file lock."""
+    from click.testing import CliRunner
+
+    from cyoa.cli import cli  # here: it imports every wing's analysis, seconds for every run
+
+    root_dir = Path(__file__).resolve().parent.parent
+    root = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        root = root.parent  # the run's folder, above each worker's own
+    work = root / "packaged-stories"
+    stories = work / "stories.jsonl"
+    with open(root / "packaged-stories.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stories.exists():
+            (work / "no-experiments").mkdir(parents=True, exist_ok=True)
+            (work / "prompts.txt").write_text(STORY_PROMPT + "\n")
+            cache = os.environ.get("CYOA_MODEL_CACHE", str(root_dir / "instance" / "models"))
+            env = {
+                "CYOA_MODELS_DIR": str(root_dir / "models"),
+                "CYOA_MODEL_CACHE": cache,
+                "CYOA_EXPERIMENTS_DIR": str(work / "no-experiments"),
+            }
+            models = [arg for name in PACKAGED_MODELS for arg in ("--model", name)]
+            written = work / "writing.jsonl"
+            result = CliRunner().invoke(
+                cli,
+                ["--db", str(work / "cyoa.sqlite"), "generate-stories", str(work / "prompts.txt"),
+                 *models, "--out", str(written), "--sentences", "3"],
+                env=env,
+            )  # fmt: skip
+            assert result.exit_code == 0, result.output
+            written.rename(stories)  # whole, or not there: a failed run is not reused
+    return stories
+
+
 CHROMIUM = "/usr/bin/chromium"
 
 

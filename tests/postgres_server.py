@@ -5,7 +5,8 @@ It uses Debian's ``postgresql`` package (``make postgres`` installs it): ``initd
 ``pg_ctl`` from ``PATH`` or ``/usr/lib/postgresql/VERSION/bin``. PostgreSQL refuses to run as
 root, so as root the cluster belongs to the ``postgres`` user (``runuser``); as anyone else it
 runs as them. Durability is switched off (``fsync``, ``synchronous_commit``): the cluster
-lives for one test run, and a test never kills this server.
+lives for one test run, and a test never kills this server; a test that stops its server
+uses another (:func:`stoppable_cluster`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ SERVER_SETTINGS = (
 )
 
 
+# A server a test stops at once must keep what it acknowledged: a commit waits for its WAL
+# to reach the operating system (which outlives the server), as in production.
+STOPPABLE_SETTINGS = tuple(s for s in SERVER_SETTINGS if not s.startswith("synchronous_commit"))
+
+
 @dataclass(frozen=True)
 class Cluster:
     """A running cluster: its folder, port and the superuser's URL (database ``postgres``)."""
@@ -39,6 +45,7 @@ class Cluster:
     folder: Path
     port: int
     owner: list[str]
+    settings: tuple[str, ...] = SERVER_SETTINGS
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
@@ -61,9 +68,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_cluster(bin_dir: Path) -> Cluster:
-    """Create a cluster in a new temporary folder and start it; waits until it accepts
-    connections."""
+def start_cluster(bin_dir: Path, settings: tuple[str, ...] = SERVER_SETTINGS) -> Cluster:
+    """Create a cluster in a new temporary folder and start it with ``settings``; waits until
+    it accepts connections."""
     folder = Path(tempfile.mkdtemp(prefix="cyoa-postgres-"))
     owner: list[str] = []
     if os.geteuid() == 0:
@@ -73,16 +80,31 @@ def start_cluster(bin_dir: Path) -> Cluster:
     initdb = [str(bin_dir / "initdb"), "-D", str(folder / "data"), "-U", "postgres"]
     initdb += ["-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"]
     subprocess.run([*owner, *initdb], check=True, capture_output=True)
-    options = f"-p {port} -k {folder} " + " ".join(f"-c {s}" for s in SERVER_SETTINGS)
+    cluster = Cluster(folder, port, owner, settings)
+    start_server(bin_dir, cluster)
+    return cluster
+
+
+def start_server(bin_dir: Path, cluster: Cluster) -> None:
+    """Start the cluster's server (again) on its port; waits until it accepts connections."""
+    folder = cluster.folder
+    options = f"-p {cluster.port} -k {folder} " + " ".join(f"-c {s}" for s in cluster.settings)
     start = [str(bin_dir / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "log")]
-    subprocess.run([*owner, *start, "-o", options, "-w", "start"], check=True, capture_output=True)
-    return Cluster(folder, port, owner)
+    subprocess.run(
+        [*cluster.owner, *start, "-o", options, "-w", "start"], check=True, capture_output=True
+    )
+
+
+def stop_server(bin_dir: Path, cluster: Cluster) -> None:
+    """Stop the cluster's server at once, as a crash would (``immediate``: no shutdown
+    checkpoint, every connection cut), keeping its folder for :func:`start_server`."""
+    stop = [str(bin_dir / "pg_ctl"), "-D", str(cluster.folder / "data"), "-m", "immediate"]
+    subprocess.run([*cluster.owner, *stop, "-w", "stop"], check=False, capture_output=True)
 
 
 def stop_cluster(bin_dir: Path, cluster: Cluster) -> None:
     """Stop the server at once and remove its folder."""
-    stop = [str(bin_dir / "pg_ctl"), "-D", str(cluster.folder / "data"), "-m", "immediate"]
-    subprocess.run([*cluster.owner, *stop, "-w", "stop"], check=False, capture_output=True)
+    stop_server(bin_dir, cluster)
     shutil.rmtree(cluster.folder, ignore_errors=True)
 
 
@@ -102,6 +124,21 @@ def postgres_cluster() -> Iterator[Cluster]:
     cluster = start_cluster(bin_dir)
     try:
         yield cluster
+    finally:
+        stop_cluster(bin_dir, cluster)
+
+
+@pytest.fixture(scope="session")
+def stoppable_cluster() -> Iterator[tuple[Path, Cluster]]:
+    """A second PostgreSQL server, for the tests that stop it and start it again
+    (:func:`stop_server`, :func:`start_server`; each leaves it running), with the folder of
+    its binaries; no other test uses it."""
+    bin_dir = binaries()
+    if bin_dir is None:
+        pytest.fail("PostgreSQL is missing: run `make postgres` (apt-get install postgresql).")
+    cluster = start_cluster(bin_dir, STOPPABLE_SETTINGS)
+    try:
+        yield bin_dir, cluster
     finally:
         stop_cluster(bin_dir, cluster)
 

@@ -3,6 +3,7 @@ hand on small examples."""
 
 import math
 import warnings
+from dataclasses import replace
 
 import krippendorff
 import numpy as np
@@ -15,6 +16,7 @@ from cyoa.rating.analysis.agreement import (
     ALL_SOURCES,
     ALPHA_MIN,
     MIN_STORIES,
+    ItemAgreement,
     agreement_table,
     exact_agreement,
     fleiss_kappa,
@@ -24,7 +26,7 @@ from cyoa.rating.analysis.agreement import (
     value_counts,
 )
 from cyoa.rating.analysis.ratings import analyze_ratings
-from cyoa.rating.analysis.render import render_rating_analysis
+from cyoa.rating.analysis.render import alpha_cell, render_rating_analysis
 from cyoa.rating.instruments import instrument_from_spec
 
 # Three raters, four stories, Yes = 1 / No = 0.
@@ -275,6 +277,21 @@ def test_alpha_from_two_unanimous_stories_warns_that_too_few_stories_carry_it():
     )
 
 
+def test_an_interval_whose_replicates_all_agree_says_why_its_bounds_are_equal():
+    # Four items of one story: every resample draws that story, so every replicate is α.
+    units = [[1, 2], [2, 2], [3, 1], [1, 1]]
+    result = krippendorff_alpha(units, "ordinal", [1, 2, 3], stories=["s1"] * 4, bootstrap=50)
+    assert result.alpha is not None and result.ci_low == result.ci_high == result.alpha
+    assert any(
+        "All 50 bootstrap replicates gave the same α, so its interval has no width" in warning
+        for warning in result.warnings
+    )
+    assert any("rests on 1 story (fewer than" in warning for warning in result.warnings)
+    varied = [[1, 1, 1], [1, 1, 0], [0, 0, 0], [1, 0, 0], [1, 1, 1], [0, 0, 1]] * 3
+    spread = krippendorff_alpha(varied, "nominal", [0, 1], bootstrap=50, seed=7)
+    assert not any("same α" in warning for warning in spread.warnings)
+
+
 def test_replicates_without_alpha_are_counted_and_warned_about():
     # 19 of 20 stories unanimous on Yes: a replicate that misses the one split story has a
     # single value and no α. The draws are the documented ones (default_rng(seed), 20
@@ -289,6 +306,19 @@ def test_replicates_without_alpha_are_counted_and_warned_about():
         f"{missed} of 1,000 bootstrap replicates had a single value and no α: left out."
         in result.warnings
     )
+
+
+def test_an_alpha_whose_interval_dropped_replicates_says_how_many_it_kept_beside_the_number():
+    # 19 of 20 stories unanimous (as above): about 365 of 1,000 replicates have no α. The
+    # cell the dashboard, analyze and the card print says so where the number is.
+    units = [[1, 1]] * 19 + [[1, 0]]
+    alpha = krippendorff_alpha(units, "nominal", [0, 1], bootstrap=1000, seed=0)
+    entry = ItemAgreement("1", ALL_SOURCES, "yes_no", alpha, None, exact_agreement(units))
+    assert alpha_cell(entry).endswith(f" ({alpha.valid_resamples:,} of 1,000 replicates)")
+    full = krippendorff_alpha(
+        [[1, 1, 1], [1, 1, 0], [0, 0, 0], [1, 0, 0]] * 5, "nominal", [0, 1], bootstrap=200
+    )
+    assert "replicates" not in alpha_cell(replace(entry, alpha=full))
 
 
 def test_enough_stories_and_no_dropped_replicates_give_no_warning():
@@ -466,7 +496,47 @@ def test_an_icc_2k_interval_unbounded_below_contains_its_estimate():
         for rater, value in enumerate(pair)
     ]
     analysis = analyze_ratings(rubric, _judgements(rows), bootstrap=0)
-    assert "| 0.29 [−∞, 0.99] |" in render_rating_analysis(analysis)
+    assert "| 0.29 [−∞, 0.99] (3 stories × 2 raters) |" in render_rating_analysis(analysis)
+
+
+RUBRIC = instrument_from_spec(
+    {
+        "id": "rubric",
+        "name": "Rubric",
+        "items": [{"id": "plot", "text": "Plot.", "kind": "likert", "low": 0, "points": 11}],
+    },
+    "test",
+)
+
+
+def _shrout_fleiss_and_a_story_two_judges_rated():
+    """Shrout & Fleiss's six targets by four judges, and a seventh story rated by two."""
+    rows = [
+        (f"s{story}", "X", f"j{judge}", "plot", float(value))
+        for story, row in enumerate(SHROUT_FLEISS)
+        for judge, value in enumerate(row)
+    ]
+    return _judgements(rows + [("s6", "X", "j0", "plot", 5.0), ("s6", "X", "j1", "plot", 4.0)])
+
+
+def test_the_icc_cell_says_how_many_of_the_stories_and_which_raters_it_rests_on():
+    analysis = analyze_ratings(RUBRIC, _shrout_fleiss_and_a_story_two_judges_rated(), bootstrap=0)
+    (entry,) = [e for e in analysis.agreement if e.item_id == "plot"]
+    assert (entry.icc.stories, entry.icc.rated, entry.icc.raters) == (6, 7, 4)
+    assert entry.icc.icc == pytest.approx(0.6200, abs=5e-4)
+    text = render_rating_analysis(analysis)
+    # The row's story count is α's (7); the ICC's six stories and four raters sit beside it.
+    assert "(6 of 7 stories × 4 raters) |" in text
+    assert text.count("| 7 |") >= 1
+
+
+def test_rater_ids_that_are_positions_give_no_icc_and_say_why():
+    rows = _shrout_fleiss_and_a_story_two_judges_rated()
+    analysis = analyze_ratings(RUBRIC, rows, bootstrap=0, raters_known=False)
+    (entry,) = [e for e in analysis.agreement if e.item_id == "plot"]
+    assert entry.icc.icc is None and entry.alpha.alpha is not None
+    assert "rater ids are positions" in entry.icc.reason
+    assert "– (rater ids are positions within each story" in render_rating_analysis(analysis)
 
 
 def test_icc_2k_uses_the_stories_every_rater_rated_and_says_when_there_are_none():

@@ -8,8 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cyoa.rating.analysis.ratings import analyze_ratings
+from cyoa.rating.analysis.render import render_rating_analysis
 from cyoa.rating.analysis.scales import (
     ALL_ITEMS_SCALE,
+    NESTED_RATERS_NOTE,
+    NESTED_RATERS_REASON,
     SourceTest,
     analyze_scales,
     coded_values,
@@ -19,6 +23,7 @@ from cyoa.rating.analysis.scales import (
     mcdonald_omega,
     mean_interval,
     reliability,
+    story_means_share_raters,
     with_holm,
 )
 from cyoa.rating.instruments import AISS_V1, instrument_from_spec
@@ -299,6 +304,41 @@ def test_analyze_scales_of_the_mini_study():
     assert item_b.counts == {1: 2, 2: 1, 3: 1, 4: 0, 5: 0}
     assert item_b.mean.mean == pytest.approx(1.75)
     assert (item_b.answers, item_b.stories) == (4, 2)
+
+
+def _nested(answers=MINI_ANSWERS):
+    """The mini study with source Y's stories rated by raters of their own (r3, r4)."""
+    return [
+        (story, source, rater if source == "X" else {"r1": "r3", "r2": "r4"}[rater], *values)
+        for story, source, rater, *values in answers
+    ]
+
+
+def test_with_raters_nested_in_sources_the_test_over_story_means_keeps_u_but_shows_no_p():
+    # Each source's story means share that source's two raters: a rank test over them takes
+    # dependent means as independent (in bench/rating_coverage.py's nested design it rejects
+    # a true null in well over 10% of studies; tests/test_analysis_mixed.py), so no p.
+    crossed = analyze_scales(MINI, mini_judgements()).tests[0]
+    nested = analyze_scales(MINI, mini_judgements(_nested())).tests[0]
+    assert nested.p_value is None and nested.p_holm is None
+    assert nested.reason == NESTED_RATERS_REASON
+    assert (nested.statistic, nested.effect) == (crossed.statistic, crossed.effect)
+    assert all(pair.p_value is None for pair in nested.pairs)
+    analysis = analyze_ratings(MINI, mini_judgements(_nested()), bootstrap=0)
+    text = render_rating_analysis(analysis)
+    assert f"| – ({NESTED_RATERS_REASON}) | – |" in text
+    assert NESTED_RATERS_NOTE in text
+
+
+def test_story_means_share_raters_only_when_raters_are_nested_and_rate_several_stories():
+    nested = mini_judgements(_nested())
+    assert story_means_share_raters(nested)
+    assert not story_means_share_raters(mini_judgements())  # crossed: raters rate both
+    assert not story_means_share_raters(nested, raters_known=False)  # positions: unknown
+    # Every rater rated one story: the story means are independent.
+    own = nested.assign(rater_id=nested["story_id"] + "-" + nested["rater_id"])
+    assert not story_means_share_raters(own)
+    assert analyze_scales(MINI, own).tests[0].p_value is not None
 
 
 def shifted(instrument, low: int, drop_factors: bool = False):

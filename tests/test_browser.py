@@ -57,6 +57,9 @@ class Server:
             "CYOA_SECRET_KEY": "browser-test",
             # The app tags new sentences in the background: soon after each turn here.
             "CYOA_TAG_DELAY_SECONDS": "1",
+            # As in the in-process tests (write_setup): a page test's intervals need not be
+            # precise, and the default 1,000 replicates keep a dashboard busy for seconds.
+            "CYOA_RATING_BOOTSTRAP": str(config["RATING_BOOTSTRAP"]),
         }
         self.proc: subprocess.Popen | None = None
         self.log = open(root / "server.log", "a")  # noqa: SIM115 - closed in stop()

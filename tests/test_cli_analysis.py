@@ -176,7 +176,10 @@ def test_every_pair_of_a_three_system_experiment(runner, tmp_path, database):
     db.close()
     result = runner.invoke(cli, ["--db", str(path), "analyze", "exp", "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert [a["systems"] for a in json.loads(result.output)] == [["a", "b"], ["a", "c"]]
+    *pairs, last = json.loads(result.output)
+    assert [a["systems"] for a in pairs] == [["a", "b"], ["a", "c"]]
+    # Two writers do not determine three strengths: the ranking says so.
+    assert last["ranking"]["plain"] is None and last["ranking"]["notes"]
     result = runner.invoke(cli, ["--db", str(path), "analyze", "exp", "--pair", "c", "a"])
     assert "# Analysis of exp: a vs c" in result.output
     assert "a vs b" not in result.output

@@ -261,16 +261,17 @@ def test_answers_that_cannot_be_read_are_stored_without_a_slot_and_counted(tmp_p
     assert len(verdicts) == 6 and all(v["chosen_slot"] is None and v["response"] for v in verdicts)
 
 
-def stop_after(prompts: int):
-    asked = []
-    return lambda: len(asked.append(1) or asked) > prompts
+def stop_after(config: dict[str, str], judge: str, verdicts: int):
+    """A ``stop`` that says stop once ``judge`` has stored ``verdicts`` (it is asked before
+    each prompt and while one is answered)."""
+    return lambda: len(stored(config, judge)) >= verdicts
 
 
 def test_a_run_stopped_in_the_middle_resumes_without_losing_or_repeating_a_verdict(tmp_path):
     config = study(tmp_path)
     request = RoundJudgeRequest("exp", card(config, "slot-a"))
     first_backend = FakeBackend(card(config, "slot-a"))
-    found, progress = run(config, request, first_backend, stop=stop_after(7))
+    found, progress = run(config, request, first_backend, stop=stop_after(config, "slot-a", 7))
     first = stored(config, "slot-a")
     assert found.state == "stopped" and progress["done"] == len(first) == 7
     counting = Copier(card(config, "slot-a"), set())
@@ -288,6 +289,28 @@ def test_a_judge_of_an_unknown_experiment_or_model_is_refused_with_a_sentence(tm
     assert result.exit_code != 0 and "nope" in result.output and "Traceback" not in result.output
     result = cli_run(config, "judge-rounds", "exp", "--model", "ghost")
     assert result.exit_code != 0 and "Unknown model card" in result.output
+
+
+@pytest.mark.parametrize(
+    ("template", "sentence"),
+    [
+        (b"{story:d}\nA: {a}\nB: {b}", "The template writes {story:d}: write its"),
+        (b"{story!x}\nA: {a}\nB: {b}", "The template writes {story!x}: write its"),
+        ("{story}\nA: {a}\nB: {b} \u2014 choose".encode("cp1252"), "is not UTF-8 text (byte 0x97"),
+    ],
+    ids=["format-spec", "conversion", "not-utf-8"],
+)  # fmt: skip
+def test_a_template_that_cannot_be_filled_is_refused_with_a_sentence_before_any_verdict(
+    tmp_path, template, sentence
+):
+    config = study(tmp_path)
+    path = tmp_path / "template.txt"
+    path.write_bytes(template)
+    result = cli_run(config, "judge-rounds", "exp", "--model", "slot-a", "--template", str(path))
+    assert result.exit_code == 1, result.output
+    assert sentence in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert stored(config, "slot-a") == []
 
 
 def test_the_results_page_shows_each_judge_against_the_writers(app, researcher):

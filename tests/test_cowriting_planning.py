@@ -83,7 +83,18 @@ def test_the_plan_names_the_fewest_choices_that_reach_the_target_power():
     )
     reaching = [cell for cell in plan.cells if cell.power >= 0.8]
     assert plan.chosen == min(reaching, key=lambda cell: (cell.writers * cell.rounds, cell.writers))
-    assert plan.chosen.writers * plan.chosen.rounds == 100
+    assert plan.chosen.writers * plan.chosen.rounds <= 100
+
+
+def test_the_plan_searches_writer_counts_between_the_grid_s_steps_to_one_writer():
+    plan = plan_cowriting(0.6, 0.5, writers=(40, 60), rounds=(5,), simulations=2000)
+    chosen = plan.chosen
+    assert 40 < chosen.writers < 60
+    one_fewer = next(cell for cell in plan.cells if cell.writers == chosen.writers - 1)
+    assert one_fewer.power < plan.target <= chosen.power
+    assert [cell.writers for cell in plan.cells] == sorted(cell.writers for cell in plan.cells)
+    # Bisection: about log2(20) cells between 40 and 60, not all nineteen.
+    assert len(plan.cells) <= 2 + 5
 
 
 def test_a_plan_that_no_cell_can_reach_says_so_with_no_chosen_design():

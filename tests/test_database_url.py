@@ -68,6 +68,7 @@ def test_a_shown_url_hides_its_password():
         ("postgresql://cyoa:s3cret@db.example.org:5432/", "names no database"),
         ("postgresql://cyoa:s3cret@:5432/study", "names no server"),
         ("postgresql://cyoa:s3cret@db.example.org:port/study", "is not a number"),
+        ("postgresql://cyoa:s3cret@[::1/study", "write an IPv6 address in brackets"),
     ],
 )
 def test_a_value_that_names_no_usable_database_is_answered_with_a_sentence(value, sentence):
@@ -111,6 +112,17 @@ def test_a_verb_on_a_server_that_does_not_answer_says_so_without_a_traceback(ver
     assert "is the server running" in result.output
     assert "Traceback" not in result.output and "s3cret" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+@pytest.mark.parametrize("verb", [["links"], ["init-db"], ["experiment", "list"]])
+def test_a_verb_whose_db_is_a_text_file_says_it_is_not_a_sqlite_database(tmp_path, verb):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Things to ask the writers.\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["--db", str(notes), *verb])
+    assert result.exit_code == 1
+    assert f"{notes} is not a SQLite database" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert notes.read_text(encoding="utf-8") == "Things to ask the writers.\n"
 
 
 def test_a_verb_on_a_postgresql_database_without_cyoa_s_tables_says_so(postgres_url):

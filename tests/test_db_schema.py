@@ -182,13 +182,18 @@ def test_a_postgresql_database_newer_than_this_cyoa_is_refused_with_a_sentence(p
         engine.dispose()
 
 
-def test_a_version_10_postgresql_database_gets_the_stored_order_columns(postgres_url):
+def test_a_version_10_postgresql_database_gets_every_later_column(
+    postgres_url,
+):
     engine = engine_for(parse_database(postgres_url))
     try:
         schema.migrate_postgresql(engine)
         with engine.begin() as conn:
             conn.execute(sa.text("ALTER TABLE stories DROP COLUMN position"))
             conn.execute(sa.text("ALTER TABLE survey_answers DROP COLUMN position"))
+            conn.execute(sa.text("ALTER TABLE suggestions DROP COLUMN sent_settings"))
+            conn.execute(sa.text("DROP TABLE database_moves"))
+            conn.execute(sa.text("ALTER TABLE sessions DROP COLUMN pair_probability"))
             conn.execute(sa.text("DROP TABLE analyses, analysis_jobs"))
             conn.execute(sa.text("UPDATE schema_version SET version = 10"))
             conn.execute(
@@ -206,26 +211,49 @@ def test_a_version_10_postgresql_database_gets_the_stored_order_columns(postgres
                     {"story": story},
                 )
         assert schema.migrate_postgresql(engine) == schema.VERSION
+        tables = set(sa.inspect(engine).get_table_names())
         with engine.connect() as conn:
             numbered = conn.execute(sa.text("SELECT story_id, position FROM stories")).all()
             version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
+            sent = conn.execute(sa.text("SELECT count(sent_settings) FROM suggestions")).scalar()
+            probabilities = conn.execute(sa.text("SELECT pair_probability FROM sessions")).all()
     finally:
         engine.dispose()
-    assert sorted(tuple(row) for row in numbered) == [("a", 1), ("b", 2)]
+    assert sorted(tuple(row) for row in numbered) == [("a", 1), ("b", 2)] and sent == 0
+    assert probabilities == []
+    assert {"database_moves", "analyses", "analysis_jobs"} <= tables
     assert version == schema.VERSION
 
 
-def test_a_version_11_postgresql_database_gets_the_stored_analyses_tables(postgres_url):
+def test_a_version_12_postgresql_database_gains_the_database_moves_table(postgres_url):
+    engine = engine_for(parse_database(postgres_url))
+    try:
+        schema.migrate_postgresql(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE database_moves"))
+            conn.execute(sa.text("ALTER TABLE sessions DROP COLUMN pair_probability"))
+            conn.execute(sa.text("DROP TABLE analyses, analysis_jobs"))
+            conn.execute(sa.text("UPDATE schema_version SET version = 12"))
+        assert schema.migrate_postgresql(engine) == schema.VERSION
+        assert "database_moves" in sa.inspect(engine).get_table_names()
+        with engine.connect() as conn:
+            version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
+    finally:
+        engine.dispose()
+    assert version == schema.VERSION == 15
+
+
+def test_a_version_14_postgresql_database_gets_the_stored_analyses_tables(postgres_url):
     engine = engine_for(parse_database(postgres_url))
     try:
         schema.migrate_postgresql(engine)
         with engine.begin() as conn:
             conn.execute(sa.text("DROP TABLE analyses, analysis_jobs"))
-            conn.execute(sa.text("UPDATE schema_version SET version = 11"))
-        assert schema.migrate_postgresql(engine) == schema.VERSION == 12
+            conn.execute(sa.text("UPDATE schema_version SET version = 14"))
+        assert schema.migrate_postgresql(engine) == schema.VERSION == 15
         tables = set(sa.inspect(engine).get_table_names())
         with engine.connect() as conn:
             version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
     finally:
         engine.dispose()
-    assert {"analyses", "analysis_jobs"} <= tables and version == 12
+    assert {"analyses", "analysis_jobs"} <= tables and version == 15

@@ -80,6 +80,8 @@ def test_the_survey_is_configurable():
             "invalid sampling",
         ),
         ({"min_chars": 300}, "min_chars <= max_chars"),
+        ({"pairing": "greedy"}, "'pairing' must be one of balanced, adaptive"),
+        ({"pairing": "adaptive"}, "needs at least three"),
     ],
 )
 def test_a_broken_spec_names_the_problem(overrides, message):
@@ -99,3 +101,10 @@ def test_survey_answers_are_checked():
         validate_survey({**answers, "happy": 4.0}, exp.survey)  # the tables store whole numbers
     with pytest.raises(RuleError):
         validate_survey({**answers, "extra": 1}, exp.survey)
+
+
+def test_pairing_is_balanced_unless_the_spec_asks_for_adaptive():
+    assert experiment_from_dict(spec(), CARDS).pairing == "balanced"
+    three = spec(pairing="adaptive")
+    three["systems"] = [*three["systems"], {"name": "c", "model": "gemma-3-270m"}]
+    assert experiment_from_dict(three, CARDS).pairing == "adaptive"

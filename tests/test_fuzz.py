@@ -104,6 +104,15 @@ actions = st.one_of(
     st.builds(lambda t: {"type": "turn_submitted", "payload": {"text": t}}, texts),
     st.builds(lambda a: {"type": "survey_submitted", "payload": {"answers": a}}, likert),
     st.just({"type": "suggestions_retried", "payload": {}}),
+    st.builds(  # an action naming its round, as the page does: right, stale or nonsense
+        lambda kind, text, meant: {
+            "type": kind,
+            "payload": {"slot": 1, "text": text, "round": meant},
+        },
+        st.sampled_from(["line_submitted", "suggestion_chosen", "draft_saved", "turn_submitted"]),
+        texts,
+        st.one_of(st.integers(0, 6), json_scalars),
+    ),
     st.builds(
         lambda t, p: {"type": t, "payload": p},
         st.sampled_from(["suggestion_completed", "suggestion_failed", "session_started", "x"]),

@@ -5,6 +5,7 @@ for the fast tests and the packaged SmolLM2 through transformers for the real on
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import socket
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import FAKE_CARD, Writer, write_setup
+from conftest import FAKE_CARD, Researcher, Writer, write_setup
 
 from cyoa import create_app, store
 from cyoa.generation import (
@@ -155,17 +156,28 @@ def test_a_remote_suggestion_streams_piece_by_piece_and_matches_the_served_model
         "top_k": 40,
         "seed": 11,
         "stream": True,
+        # The neutral values, so the server's own defaults do not sample on top.
+        "min_p": 0.0,
+        "repeat_penalty": 1.0,
+        "repetition_penalty": 1.0,
+        "typical_p": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
     }
 
 
-def test_top_k_is_left_out_when_off_or_when_the_card_says_so(fake_server, tmp_path):
-    options = f'api_key_env = "{KEY_ENV}"\nsend_top_k = false'
-    card = load_model_card(remote_card(tmp_path, fake_server.url, options=options))
-    "".join(OpenAIBackend(card).stream("Once.", card.sampling, 1))
-    assert "top_k" not in fake_server.requests()[-1]["body"]
+def test_top_k_off_is_sent_as_0_and_settings_are_left_out_only_when_the_card_says_so(
+    fake_server, tmp_path
+):
     card = load_model_card(remote_card(tmp_path, fake_server.url))
     "".join(OpenAIBackend(card).stream("Once.", Sampling(top_k=0), 1))
-    assert "top_k" not in fake_server.requests()[-1]["body"]
+    assert fake_server.requests()[-1]["body"]["top_k"] == 0
+    options = f'api_key_env = "{KEY_ENV}"\nsend_top_k = false\nsend_neutral_settings = false'
+    card = load_model_card(remote_card(tmp_path, fake_server.url, options=options))
+    "".join(OpenAIBackend(card).stream("Once.", card.sampling, 1))
+    sent = fake_server.requests()[-1]["body"]
+    assert not {"top_k", "min_p", "repeat_penalty", "repetition_penalty", "typical_p"} & set(sent)
+    assert sent["presence_penalty"] == sent["frequency_penalty"] == 0.0
 
 
 def test_stopping_early_hangs_up_so_the_server_stops_generating(fake_server, tmp_path):
@@ -224,10 +236,28 @@ def test_a_whole_round_runs_on_remote_models(fake_server, tmp_path):
     writer = Writer(app)
     writer.write_round(1)
     db = store.connect(config["DATABASE"])
-    rows = list(db.query("SELECT model, status, text, token_count FROM suggestions"))
+    rows = list(db.query("SELECT model, status, text, token_count, seed, sampling, sent_settings"
+                         " FROM suggestions"))  # fmt: skip
     db.close()
     assert sorted(r["model"] for r in rows) == ["fake-a", "fake-b"]
     assert all(r["status"] == "done" and r["token_count"] > 3 for r in rows)
+    # Each suggestion records what its request sent, as the server received it.
+    received = [entry["body"] for entry in fake_server.requests()]
+    for row in rows:
+        sent = json.loads(row["sent_settings"])
+        assert sent["seed"] == row["seed"] and sent["min_p"] == 0.0
+        assert sent["repeat_penalty"] == 1.0
+        assert sent["top_k"] == json.loads(row["sampling"])["top_k"]
+        assert any(
+            {k: v for k, v in body.items() if k not in ("model", "prompt", "stream")} == sent
+            for body in received
+        )
+    # ... and the evaluation card says what the servers were sent.
+    researcher = Researcher(app)
+    researcher.login()
+    card = researcher.get("/research/experiments/fake-ab/evaluation-card.md").get_data(as_text=True)
+    assert "Sent to the model servers of served systems" in card
+    assert '- fake-b-topk: `{"frequency_penalty": 0.0, "max_tokens": 40, "min_p": 0.0,' in card
 
 
 # Model cards

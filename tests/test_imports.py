@@ -29,6 +29,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "cyoa.errors",
                 "cyoa.web",
                 "cyoa.generation",
+                "cyoa.judging",
+                "cyoa.planning_record",
                 "cyoa.metrics",
                 "cyoa.data",
             }

@@ -185,6 +185,25 @@ def test_analyze_json_reports_each_judge_s_calibration_beside_the_human_ceiling(
     assert data["all_raters"]["judgements"] == 1008
 
 
+def test_analyze_shows_the_notebook_s_table_with_unread_verdicts_as_no_in_every_figure(judged):
+    # analyze leaves unparsed verdicts out of its own figures; the notebook's table beside
+    # them counts them as No in all five, the correlation too (gemini-pro: 16 unparsed).
+    result = run(judged, "analyze", "ttcw", "--format", "json")
+    assert result.exit_code == 0, result.output
+    judges = {entry["judge"]: entry for entry in json.loads(result.output)["judges"]}
+    for judge in JUDGES:
+        notebook = judges[judge]["notebook"]
+        found = tuple(
+            notebook[k] for k in ("balanced_accuracy", "precision", "recall", "f1", "correlation")
+        )
+        assert notebook["units"] == 336
+        assert found == pytest.approx(NOTEBOOK[judge], abs=0.005 + 1e-9), judge
+    left_out = judges["gemini-pro"]["overall"]["scores"]
+    assert left_out["units"] == 320 and left_out["correlation"] == pytest.approx(-0.10, abs=0.005)
+    markdown = run(judged, "analyze", "ttcw").output
+    assert "| gemini-pro | 336 | 0.49 | 0.11 | 0.92 | 0.19 | -0.03 | -0.10 |" in markdown
+
+
 def test_analyze_markdown_shows_a_calibration_table_with_the_human_ceiling(judged):
     result = run(judged, "analyze", "ttcw")
     assert result.exit_code == 0, result.output

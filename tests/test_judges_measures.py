@@ -13,7 +13,7 @@ from statsmodels.stats.inter_rater import cohens_kappa
 
 from cyoa.rating.instruments import TTCW, Instrument, Item
 from cyoa.rating.judges.alttest import alignment, alt_tests, one_sided_p
-from cyoa.rating.judges.calibration import calibrate, kendall_tau_b
+from cyoa.rating.judges.calibration import calibrate, kendall_tau_b, tau_permutation_p
 from cyoa.rating.judges.measures import (
     binary_scores,
     cohen_kappa,
@@ -111,11 +111,63 @@ def test_a_judge_that_always_gives_the_others_answer_wins_against_every_rater():
     assert result.advantage_probability == 1.0
 
 
+def _criterion(wrong: int):
+    """Three raters on 40 stories (rater c off on every fourth) and a judge that gives the
+    majority answer except on the first ``wrong`` stories."""
+    truth = {f"s{n}": float(n % 2) for n in range(40)}
+    humans = {
+        "a": dict(truth),
+        "b": dict(truth),
+        "c": {s: (1 - v if n % 4 == 0 else v) for n, (s, v) in enumerate(truth.items())},
+    }
+    return humans, {s: (1 - v if n < wrong else v) for n, (s, v) in enumerate(truth.items())}
+
+
+def _by_by_hand(p_values: list[float]) -> list[float]:
+    """Benjamini–Yekutieli adjusted p-values written out: m·c(m)·p₍ⱼ₎/j, the running
+    minimum from the largest down, at most 1."""
+    m = len(p_values)
+    c = sum(1 / i for i in range(1, m + 1))
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * m, 1.0
+    for rank in range(m, 0, -1):
+        index = order[rank - 1]
+        running = min(running, m * c * p_values[index] / rank)
+        adjusted[index] = running
+    return adjusted
+
+
+def test_the_alt_test_corrects_per_criterion_as_the_authors_code_does_or_per_judge_on_request():
+    criteria = {"close": _criterion(6), "far": _criterion(15)}
+    score = {"close": "accuracy", "far": "accuracy"}
+    per_criterion = alt_tests(criteria, score)
+    per_judge = alt_tests(criteria, score, family="judge")
+    close = [test.p_value for test in per_criterion["close"].tests]
+    far = [test.p_value for test in per_criterion["far"].tests]
+    assert [t.p_adjusted for t in per_criterion["close"].tests] == pytest.approx(_by_by_hand(close))
+    assert [t.p_adjusted for t in per_judge["close"].tests + per_judge["far"].tests] == (
+        pytest.approx(_by_by_hand(close + far))
+    )
+    # Alone, the close criterion's three raters are all beaten (adjusted p 0.040 ≤ 0.05);
+    # corrected with the far criterion's three, two of them are not (0.108).
+    assert per_criterion["close"].passed and per_criterion["close"].winning_rate == 1.0
+    assert not per_judge["close"].passed and per_judge["close"].winning_rate == pytest.approx(1 / 3)
+    assert per_criterion["close"].family == "criterion" and per_judge["close"].family == "judge"
+    assert not per_criterion["far"].passed and not per_judge["far"].passed
+
+
 def test_the_alt_test_says_why_when_no_rater_judged_enough_units():
     humans = {"a": {"s1": 1.0, "s2": 0.0}, "b": {"s1": 1.0, "s2": 1.0}}
     result = alt_tests({"item": (humans, {"s1": 1.0, "s2": 0.0})}, {"item": "accuracy"})["item"]
     assert result.passed is None and "30 or more" in result.reason
     assert result.skipped == ("a", "b")
+
+
+def test_tau_s_exact_permutation_p_is_scipy_s_exact_p_when_nothing_is_tied():
+    x, y = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [2.0, 1.0, 4.0, 3.0, 5.0, 7.0, 6.0]
+    p, method = tau_permutation_p(x, y)
+    assert p == pytest.approx(stats.kendalltau(x, y, method="exact").pvalue)
+    assert method == "exact permutation (5,040 orderings)"
 
 
 def test_kendall_s_tau_b_is_scipy_s_with_ties():
@@ -172,7 +224,45 @@ def test_the_system_level_compares_pass_rates_and_ranks_sources_alike():
     by_source = {row.source: row for row in system.rows}
     human_a = study.loc[study["source"] == "A", "value"].mean()
     assert by_source["A"].human == pytest.approx(human_a)
-    assert system.tau == 1.0 and system.ci_low is not None
+    assert system.tau == 1.0
+    # Two sources: both orderings are as extreme as the one seen.
+    assert system.p_value == 1.0 and system.ci_low is None
+
+
+def _ranked_sources(human: list[int], judge: list[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One TTCW test answered about twelve stories per source: source k passes ``human[k]``
+    of its stories by the humans and ``judge[k]`` by the judge."""
+    rows, verdicts = [], []
+    for k, (h, j) in enumerate(zip(human, judge, strict=True)):
+        for n in range(12):
+            story = f"{n}_S{k}"
+            rows.append((story, f"S{k}", "r0", "1", float(n < h), ""))
+            verdicts.append((story, f"S{k}", "judge", "1", float(n < j), ""))
+    columns = ["story_id", "source", "rater_id", "item", "value", "rationale"]
+    return pd.DataFrame(rows, columns=columns), pd.DataFrame(verdicts, columns=columns)
+
+
+def test_with_four_sources_tau_comes_with_its_exact_permutation_p_and_no_bootstrap_interval():
+    # Judge swaps the top two of four: τ = (5 − 1)/6 = 2/3. Of the 24 orderings, 1 has no
+    # discordant pair and 3 have one, and as many the other way: p = 8/24.
+    humans, judge = _ranked_sources([2, 4, 6, 8], [2, 4, 8, 6])
+    system = calibrate(TTCW, humans, judge, judge="j", bootstrap=200).system
+    assert system.tau == pytest.approx(2 / 3)
+    assert system.p_value == pytest.approx(1 / 3)
+    assert system.p_method.startswith("exact permutation (24 orderings)")
+    assert system.ci_low is None and system.ci_high is None
+    assert "fewer than 10" in system.interval_reason
+
+
+def test_with_twelve_sources_tau_has_a_bootstrap_interval_and_scipy_s_exact_p():
+    humans, verdicts = _ranked_sources(list(range(12)), [0, 2, 1, 3, 5, 4, 6, 8, 7, 9, 11, 10])
+    system = calibrate(TTCW, humans, verdicts, judge="j", bootstrap=200).system
+    rates = ([row.human for row in system.rows], [row.judge for row in system.rows])
+    expected = stats.kendalltau(*rates, method="exact")
+    assert system.tau == pytest.approx(expected.statistic)
+    assert system.p_value == pytest.approx(expected.pvalue)
+    assert system.ci_low is not None and system.ci_low <= system.tau <= system.ci_high
+    assert system.interval_reason is None
 
 
 def test_the_disagreement_table_shows_unanimous_humans_overruled_with_both_rationales():

@@ -91,6 +91,10 @@ def test_a_template_without_the_story_or_with_an_unknown_placeholder_is_refused(
         templates_for(TTCW, {"ttcw": "{full_prompt}\nAnswer:"})
     with pytest.raises(PromptError, match=r"\{rubric\}"):
         templates_for(TTCW, {"ttcw": "{story} {full_prompt} {rubric}"})
+    with pytest.raises(PromptError, match=r"writes \{story:d\}: write its placeholders plainly"):
+        templates_for(TTCW, {"ttcw": "{story:d} {full_prompt}"})
+    with pytest.raises(PromptError, match=r"writes \{question!r\}"):
+        templates_for(AISS_V1, {"likert": "{story} {question!r}"})
     with pytest.raises(PromptError, match="has no such items"):
         templates_for(TTCW, {"likert": TEMPLATES["likert"]})
     braces = "{story} {full_prompt} {{literal}}"
@@ -104,7 +108,7 @@ def test_the_estimate_counts_tokens_and_shares_the_time_between_concurrent_promp
     # (100 × 0.01 + 50 × 0.1) + (201 × 0.01 + 50 × 0.1) = 6 + 7.01, over 2 at once.
     assert guess.prompt_tokens == 301 and guess.output_tokens == 100
     assert guess.seconds == pytest.approx(6.505)
-    assert "measured when the run starts" in estimate(prompts, 50, None).sentence()
+    assert "the time is not known yet" in estimate(prompts, 50, None).sentence()
 
 
 # --- runs with the fake backend -----------------------------------------------------------
@@ -161,10 +165,10 @@ def verdicts(config: dict[str, str], judge: str) -> list[dict]:
         db.close()
 
 
-def stop_after(prompts: int):
-    """A ``stop`` that lets ``prompts`` prompts be asked, then says stop."""
-    asked = []
-    return lambda: len(asked.append(1) or asked) > prompts
+def stop_after(config: dict[str, str], judge: str, stored: int):
+    """A ``stop`` that says stop once ``judge`` has ``stored`` verdicts (it is asked before
+    each prompt and while one is answered)."""
+    return lambda: len(verdicts(config, judge)) >= stored
 
 
 def card(config: dict[str, str], name: str):
@@ -232,7 +236,7 @@ def test_answers_that_cannot_be_read_are_stored_without_a_value_and_counted(tmp_
 def test_a_run_stopped_in_the_middle_resumes_without_losing_or_repeating_a_verdict(tmp_path):
     config = ttcw_study(tmp_path)
     request = RunRequest("tiny", card(config, "judge-a"), items=("1", "13"))
-    run, status = judge(config, request, stop=stop_after(4))
+    run, status = judge(config, request, stop=stop_after(config, "judge-a", 4))
     first = verdicts(config, "judge-a")
     assert run.state == "stopped" and status["done"] == len(first) == 4
     run, status = judge(config, request)
@@ -340,6 +344,31 @@ def test_a_judge_that_cannot_run_is_refused_with_a_sentence(tmp_path, args, mess
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
+@pytest.mark.parametrize(
+    ("templates", "sentence"),
+    [
+        (b'{"ttcw": "{story:d} {full_prompt}"}', "The ttcw template writes {story:d}: write its"),
+        (b'{"ttcw": "{story!x} {full_prompt}"}', "The ttcw template writes {story!x}: write its"),
+        ('{"ttcw": "{story} {full_prompt} \u2014"}'.encode("cp1252"),
+         "is not UTF-8 text (byte 0x97"),
+        (b'{"ttcw": "{story}', "is not JSON"),
+        (b'["{story}"]', "must be a JSON object of templates by kind"),
+    ],
+    ids=["format-spec", "conversion", "not-utf-8", "not-json", "not-an-object"],
+)  # fmt: skip
+def test_templates_that_cannot_be_filled_are_refused_with_a_sentence_before_any_verdict(
+    tmp_path, templates, sentence
+):
+    config = ttcw_study(tmp_path)
+    path = tmp_path / "templates.json"
+    path.write_bytes(templates)
+    result = cli_run(config, "judge", "tiny", "--model", "judge-a", "--templates", str(path))
+    assert result.exit_code == 1, result.output
+    assert sentence in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert verdicts(config, "judge-a") == []
+
+
 # --- the packaged models ------------------------------------------------------------------
 
 
@@ -355,7 +384,7 @@ def test_a_packaged_model_judges_a_small_ttcw_study_end_to_end_with_a_restart(tm
     backend.load(log=lambda _: None)
     # Two stories × two tests, short answers: the plumbing, not the quality.
     request = RunRequest("tiny", model, story_limit=2, items=("1", "13"), max_new_tokens=16)
-    run, status = judge(config, request, backend, stop=stop_after(2))
+    run, status = judge(config, request, backend, stop=stop_after(config, name, 2))
     assert run.state == "stopped" and status["done"] == 2
     run, status = judge(config, request, backend)
     assert run.state == "done" and status["done"] == status["total"] == 4

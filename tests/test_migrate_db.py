@@ -9,6 +9,9 @@ import functools
 import json
 import re
 import sqlite3
+import subprocess
+import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,7 @@ from cyoa.cowriting import store as cowriting_store
 from cyoa.rating.analysis import report as rating_report
 from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment, story
 from tests.test_rating_dashboard import open_study, rate_everything
+from tests.test_rating_journey import write_spec
 
 SCALES = Path(__file__).parent / "data" / "scales"
 
@@ -68,15 +72,24 @@ def add_cowriting(path: Path) -> None:
     add_writer(db, "quitter", story((FIRST, SECOND), SECOND, "quitter")[:2])
 
 
-@pytest.fixture
-def small(tmp_path) -> Path:
+@pytest.fixture(scope="module")
+def small_study(tmp_path_factory) -> Path:
     """A SQLite database with the co-writing experiment ``exp`` and an imported crowd
-    rating ``crowd`` (three items on a 4-point scale)."""
-    path = tmp_path / "small.sqlite"
+    rating ``crowd`` (three items on a 4-point scale), built once for the file."""
+    path = tmp_path_factory.mktemp("small") / "small.sqlite"
     add_cowriting(path)
     args = ["--format", "long", "--instrument", str(SCALES / "crowd-1-4.toml"), "--name", "crowd"]
     result = run(path, "import-ratings", str(SCALES / "crowd-1-4.csv"), *args)
     assert result.exit_code == 0, result.output
+    return path
+
+
+@pytest.fixture
+def small(small_study, tmp_path) -> Path:
+    """The test's own copy of :func:`small_study` (SQLite's online backup: one file, whole)."""
+    path = tmp_path / "small.sqlite"
+    with closing(sqlite3.connect(small_study)) as source, closing(sqlite3.connect(path)) as copy:
+        source.backup(copy)
     return path
 
 
@@ -126,6 +139,83 @@ def test_a_study_moves_to_postgresql_and_back_with_the_same_rows_analyses_and_st
         copied, kept = copy.execute(sql).fetchall(), source.execute(sql).fetchall()
         assert sorted(copied, key=repr) == sorted(kept, key=repr), table
     source.close(), copy.close()
+
+
+def test_a_rating_study_without_ratings_yet_moves_and_compares_as_not_yet_analysable(tmp_path):
+    source = tmp_path / "source.sqlite"
+    created = run(source, "experiment", "create", str(write_spec(tmp_path)))
+    assert created.exit_code == 0, created.output
+    analysed = run(source, "analyze", "aiss-pilot")
+    assert analysed.exit_code == 1
+    assert "'aiss-pilot' has no ratings yet" in analysed.output
+    copy = tmp_path / "copy.sqlite"
+    moved = run(source, "migrate-db", "--to", str(copy))
+    assert moved.exit_code == 0, moved.output
+    assert "Checked: the rows of every table" in moved.output
+    stories = store.connect(copy).execute("SELECT count(*) FROM stories").fetchone()[0]
+    assert stories == 4
+
+
+def moves(path: Path) -> list[dict]:
+    db = store.connect(path)
+    return list(db.query("SELECT * FROM database_moves ORDER BY id"))
+
+
+def test_each_move_is_recorded_in_its_copy_with_its_check_and_travels_with_the_study(
+    small, tmp_path
+):
+    first, second = tmp_path / "first.sqlite", tmp_path / "second.sqlite"
+    assert run(small, "migrate-db", "--to", str(first)).exit_code == 0
+    assert run(first, "migrate-db", "--to", str(second)).exit_code == 0
+    recorded = moves(second)
+    assert [m["source"] for m in recorded] == [str(small), str(first)]
+    assert all(m["checked_at"] is not None and m["differences"] == 0 for m in recorded)
+    assert recorded[1]["copied_rows"] == sum(
+        store.connect(first).execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in migrate_db.TABLES
+    )
+
+
+KILLED_DURING_CHECK = """
+import sys, time
+from cyoa import migrate_db
+from cyoa.cli import cli
+
+def hang(*args, **kwargs):
+    print("checking", flush=True)
+    time.sleep(600)
+
+migrate_db.check_copy = hang
+cli(sys.argv[1:])
+"""
+
+
+def test_a_move_killed_during_its_check_says_so_and_its_copy_can_be_checked_again(small, tmp_path):
+    copy = tmp_path / "copy.sqlite"
+    args = ["--db", str(small), "migrate-db", "--to", str(copy)]
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED_DURING_CHECK, *args],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:  # wait for the event: the copy is committed and its check has begun
+        lines = iter(process.stdout.readline, "")
+        assert any(line.strip() == "checking" for line in lines), "the check never began"
+    finally:
+        process.kill()  # kill -9 while the check runs
+        process.wait(timeout=60)
+    (unchecked,) = moves(copy)
+    assert unchecked["checked_at"] is None and unchecked["source"] == str(small)
+    again = run(small, "migrate-db", "--to", str(copy))
+    assert again.exit_code == 1
+    assert "never checked" in again.output
+    assert f"migrate-db --to {copy} --check-only" in again.output
+    checked = run(small, "migrate-db", "--to", str(copy), "--check-only")
+    assert checked.exit_code == 0, checked.output
+    assert "Checked: the rows of every table" in checked.output
+    (done,) = moves(copy)
+    assert done["checked_at"] is not None and done["differences"] == 0
 
 
 def test_a_session_started_after_the_move_gets_a_fresh_participant_id(small, postgres_url):
@@ -212,6 +302,8 @@ def test_an_older_sqlite_study_is_upgraded_in_a_copy_and_moved(tmp_path, postgre
         ("{small}", "{tmp}/no-folder/copy.sqlite", "does not exist: create it first"),
         ("{small}", "mysql://db/x", "which CYOA cannot use"),
         ("{small}", "{small}", "is the source itself"),
+        ("{small}", "{tmp}", "is a folder: give --to a new file's name"),
+        ("{small}", "postgresql://cyoa:secret@[::1/db", "write an IPv6 address in brackets"),
     ],
 )
 def test_a_bad_source_or_target_is_refused_with_a_sentence(

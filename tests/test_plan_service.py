@@ -10,8 +10,11 @@ from test_cli_plan import small_pilot
 
 from cyoa import store
 from cyoa.cli import cli
+from cyoa.cowriting import planning as cowriting_planning
 from cyoa.errors import PlanInputError
-from cyoa.research.planning import Options, make_plan, parse_assumptions
+from cyoa.kinds import KINDS
+from cyoa.rating.planner import design
+from cyoa.research.planning import PLANNERS, Options, make_plan, parse_assumptions
 from cyoa.web.card import planned_sample_size
 
 RATING = {"difference": 0.4, "story_sd": 0.5, "rater_sd": 0.4, "residual_sd": 0.8, "minutes": 10}
@@ -89,10 +92,10 @@ def test_an_older_database_gains_the_plans_table(tmp_path):
 
 
 def test_the_card_shows_the_latest_plan_or_how_to_make_one():
-    assert "python -m cyoa plan demo --save" in "\n".join(planned_sample_size(None, "demo"))
+    assert "python -m cyoa plan demo --save" in "\n".join(planned_sample_size(None, "demo", design))
     record = make_plan(None, None, "rating", RATING, Options(seed=9)).to_dict()
     plan = {"id": 4, "created_at": "2026-11-27T10:00:00.000Z", "record": record}
-    text = "\n".join(planned_sample_size(plan, "demo"))
+    text = "\n".join(planned_sample_size(plan, "demo", design))
     assert "## Planned sample size" in text
     assert "Plan 4, made 2026-11-27T10:00:00.000Z" in text
     assert "story_sd = 0.5 (typed)" in text and "seed 9" in text
@@ -104,7 +107,7 @@ def test_the_card_shows_the_latest_plan_or_how_to_make_one():
 def test_the_card_shows_a_judge_plan_s_stories_without_a_power_test():
     record = make_plan(None, None, "judge", {"kappa": 0.4, "prevalence": 0.3}, Options())
     plan = {"id": 1, "created_at": "2026-11-27T10:00:00.000Z", "record": record.to_dict()}
-    text = "\n".join(planned_sample_size(plan, "demo"))
+    text = "\n".join(planned_sample_size(plan, "demo", design))
     assert "- Judge calibration: " in text and "a 95% interval 0.2 wide: 379." in text
     assert "- Test:" not in text and "Chosen design" not in text
 
@@ -121,3 +124,17 @@ def test_a_co_writing_design_is_costed_for_its_own_rounds_from_the_pilot_s_minut
 def test_a_typed_value_that_is_not_finite_is_refused_with_a_sentence():
     with pytest.raises(PlanInputError, match="'story_sd=inf' needs a finite number"):
         parse_assumptions("story_sd=inf", {"story_sd"})
+
+
+def test_a_plan_s_default_simulations_are_the_co_writing_planner_s_default():
+    assert Options().simulations == cowriting_planning.SIMULATIONS
+
+
+def test_each_kind_plans_with_its_own_planner_and_names_its_design_in_the_card():
+    assert {name for name in PLANNERS} == {"cowriting", "rating", "fei", "judge"}
+    cowriting = make_plan(None, None, "cowriting", {"p": 0.8}, Options(simulations=100))
+    assert cowriting.kind == "cowriting" and cowriting.chosen is not None
+    plan = {"id": 2, "created_at": "2026-11-27T10:00:00.000Z", "record": cowriting.to_dict()}
+    text = "\n".join(planned_sample_size(plan, "demo", KINDS["cowriting"].planner.design))
+    chosen = cowriting.chosen
+    assert f"{chosen['writers']} writers × {chosen['rounds']} counted rounds each" in text

@@ -19,6 +19,7 @@ from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement
 from cyoa.rating.instruments import TTCW
 from cyoa.rating.research import dashboard
+from cyoa.rating.research.dashboard import analysis_tables
 from cyoa.web.parts import shared
 from cyoa.web.research import CHART_CSP
 from tests.test_rating_journey import Rater, write_spec
@@ -93,6 +94,9 @@ def test_before_any_judgement_the_dashboard_and_its_charts_say_there_is_none(stu
     text = page.get_data(as_text=True)
     assert "No judgements yet." in text and "failed at least 1 attention check" in text
     assert 'src="/static/js/research/rating_dashboard.js"' in text
+    no_judges = text.split('id="no-judges">', 1)[1].split("</p>", 1)[0]
+    assert f'href="{BASE}/judges/run"' in no_judges and "Judge runs</a>" in no_judges
+    assert "import-ratings" in no_judges
     chart = researcher.get(f"{BASE}/charts/factors.svg")
     assert chart.status_code == 200 and b"No judgements yet." in chart.data
 
@@ -161,7 +165,10 @@ def test_the_dashboard_shows_agreement_exclusions_and_links_the_card(study, rese
     assert pooled["item"] == "all items" and pooled["all"].count("[") == 1
     assert pooled["stories"] == "4"
     # Four stories are too few for a trustworthy interval, and the page says so.
-    assert "‡ The interval rests on 4 stories (fewer than 10)" in progress["agreement"]["note"]
+    warnings = progress["agreement"]["warnings"]
+    assert any(w.startswith("The interval rests on 4 stories (fewer than 10)") for w in warnings)
+    listed = text.split('id="agreement-warnings">', 1)[1].split("</ul>", 1)[0]
+    assert listed.count("<li>‡ ") == len(warnings)  # one line each, not one run-on note
     assert progress["progress"]["excluded"] == 1
     chart = researcher.get(f"{BASE}/charts/factors.svg").data
     assert b"3 kept raters (1 excluded by the spec" in chart
@@ -379,3 +386,14 @@ def test_an_analysis_that_fails_is_said_on_the_page_and_the_page_still_answers(
         "The newest analysis failed: ValueError: the bootstrap found no story. "
         "It is tried again when the data changes."
     )
+
+
+def test_the_model_s_differences_between_sources_are_labelled_fixed_sample():
+    report_csv = (
+        "raters,table,row,column,value\n"
+        "all,model_differences,overall: A − B,p_value,0.04\n"
+        "all,agreement,overall,alpha,0.6\n"
+    )
+    notes = {table["name"]: table["note"] for table in analysis_tables(report_csv)}
+    assert notes["model_differences"].startswith("Fixed-sample p-values: valid for one look")
+    assert notes["agreement"] == ""

@@ -178,7 +178,7 @@ def test_the_quality_table_shows_each_rater_s_platform_id(app, tmp_path, researc
         "careful",
     ]
     page = researcher.get(AISS).get_data(as_text=True)
-    assert "<th>Platform id</th>" in page and "<td>5f1a2b3c4d5e6f7a8b9c0d1e</td>" in page
+    assert "<th>Platform id</th>" in page and "<td><bdi>5f1a2b3c4d5e6f7a8b9c0d1e</bdi></td>" in page
 
 
 def test_the_evaluation_card_is_served_with_one_charset(ttcw):

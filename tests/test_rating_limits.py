@@ -210,7 +210,7 @@ def test_a_locked_database_asks_the_rater_s_page_to_send_the_answer_again(tmp_pa
         lock.close()
     assert busy.status_code == 503
     assert busy.headers["Retry-After"] == "2"
-    assert busy.get_json()["retry"] is True and "busy" in busy.get_json()["error"]
+    assert busy.get_json()["retry"] is True and "sent again" in busy.get_json()["error"]
     assert answer(rater, 3, "same").get_json() == {"ok": True, "duplicate": False}
     assert answer(rater, 3, "same").get_json() == {"ok": True, "duplicate": True}
     assert len(rows(app, "SELECT * FROM judgements")) == 1
@@ -228,7 +228,7 @@ def test_a_start_that_meets_a_locked_database_gets_a_sentence_not_a_500(tmp_path
         lock.rollback()
         lock.close()
     assert busy.status_code == 503
-    assert "Please wait a moment and start again." in busy.get_data(as_text=True)
+    assert "Please wait a moment, then press" in busy.get_data(as_text=True)
     assert Rater(app, "?pid=r0").start().status_code == 302
 
 
@@ -333,5 +333,5 @@ def test_a_story_shown_while_the_database_is_locked_gets_a_sentence_and_503_not_
         lock.rollback()
         lock.close()
     assert busy.status_code == 503 and busy.headers["Retry-After"] == "2"
-    assert "please wait a few seconds and reload this page" in busy.get_data(as_text=True)
+    assert "wait a few seconds and reload this page" in busy.get_data(as_text=True)
     assert rater.client.get("/r/aiss-pilot/rate").status_code == 200

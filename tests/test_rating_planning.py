@@ -56,6 +56,17 @@ def test_the_pilot_s_variance_components_and_difference_come_from_the_rating_mod
     assert estimate.difference == pytest.approx(abs(model.differences[0].difference))
 
 
+def test_a_pilot_of_one_source_gives_its_variance_components_and_no_difference():
+    pilot = simulate_study(TRUTH, 60, 3, 10, seed=1)  # each rater rates 5 stories of A
+    own = pilot[pilot["source"] == "A"]
+    estimate = estimate_pilot(own)
+    with threadpool_limits(1):
+        model = source_model(own, "score")
+    assert estimate.sources == ("A",) and estimate.difference is None
+    assert estimate.story_sd == pytest.approx(np.sqrt(model.components.story))
+    assert estimate.residual_sd == pytest.approx(np.sqrt(model.components.residual))
+
+
 def test_the_plan_names_the_fewest_ratings_that_reach_the_target_power():
     plan = plan_rating(TRUTH, stories=(10, 20, 40, 80), raters_per_story=(2, 3, 5))
     reaching = [cell for cell in plan.cells if cell.power >= 0.8]

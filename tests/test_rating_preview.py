@@ -15,8 +15,8 @@ from test_research_access import RESEARCHER_URLS
 from cyoa.cli import cli
 from cyoa.cowriting.flow import DRAFT_MAX_CHARS
 from cyoa.rating.flow import RATIONALE_MAX_CHARS, TEXT_MAX_CHARS
-from cyoa.rating.pages import storage_key
 from cyoa.rating.research.preview import story_number
+from cyoa.web.participants import storage_key
 
 ROOT = Path(__file__).resolve().parent.parent
 PREVIEW = "/research/ratings/aiss-pilot/preview"

@@ -6,15 +6,12 @@ researcher's dashboard then shows their judgements, agreement and the exclusion.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+import shutil
 
 import pytest
 from click.testing import CliRunner
-from conftest import RESEARCHER_PASSWORD, db_rows
-from test_browser import ROOT, Server
+from conftest import PACKAGED_MODELS, RESEARCHER_PASSWORD, STORY_PROMPT, db_rows
+from test_browser import Server
 from test_research_browser import browser  # noqa: F401 - a fixture
 
 from cyoa import store
@@ -23,23 +20,7 @@ from cyoa.web.auth import create_researcher
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 
-MODELS = ("gemma-3-270m", "smollm2-135m-instruct")
-PROMPT = "The lighthouse keeper had not seen a ship in forty years, until the night of the storm."
-MODEL_CACHE = Path(os.environ.get("CYOA_MODEL_CACHE", ROOT / "instance" / "models"))
 RATIONALE = "The story shows this clearly in the way the keeper acts."
-
-
-def cyoa(server: Server, *args: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "cyoa", "--db", server.db, *args],
-        cwd=ROOT,
-        env=env or server.env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
 
 
 def command(server: Server, *args: str) -> None:
@@ -51,9 +32,10 @@ def command(server: Server, *args: str) -> None:
 
 
 @pytest.fixture
-def server(tmp_path):
+def server(tmp_path, packaged_stories):
     """The app with a researcher account, and a story per packaged model (one prompt, three
-    sentences, the same seeds) written by ``generate-stories`` with the real models."""
+    sentences, the same seeds) written by ``generate-stories`` with the real models (the
+    run's one file of them, tests/conftest.py)."""
     srv = Server(tmp_path)
     # Each rater answers 30 to 46 questions within seconds, faster than the default limit
     # lets a person (1 a second after 30); the page's resending when limited has its own test.
@@ -62,19 +44,7 @@ def server(tmp_path):
     store.init_db(db)
     create_researcher(db, "alice", RESEARCHER_PASSWORD)
     db.close()
-    (tmp_path / "prompts.txt").write_text(PROMPT + "\n")
-    (tmp_path / "no-experiments").mkdir()
-    real_models = {
-        **srv.env,
-        "CYOA_EXPERIMENTS_DIR": str(tmp_path / "no-experiments"),
-        "CYOA_MODELS_DIR": str(ROOT / "models"),
-        "CYOA_MODEL_CACHE": str(MODEL_CACHE),
-    }
-    models = [arg for name in MODELS for arg in ("--model", name)]
-    cyoa(
-        srv, "generate-stories", str(tmp_path / "prompts.txt"), *models,
-        "--out", str(tmp_path / "stories.jsonl"), "--sentences", "3", env=real_models,
-    )  # fmt: skip
+    shutil.copy(packaged_stories, tmp_path / "stories.jsonl")
     for kind, instrument, checks in (
         ("ttcw", "ttcw", [{"id": "qc-english", "text": "The story is written in English.",
                            "kind": "true_false", "answer": True}]),
@@ -166,8 +136,9 @@ def dashboard(page, url: str, exp_id: str) -> str:
 
 def test_two_raters_rate_generated_stories_with_ttcw_and_aiss(server, browser):  # noqa: F811
     stories = [json.loads(line) for line in (server.root / "stories.jsonl").open()]
-    assert sorted(s["source"] for s in stories) == sorted(MODELS)
-    assert all(s["text"].startswith(PROMPT) and len(s["text"]) > len(PROMPT) for s in stories)
+    assert sorted(s["source"] for s in stories) == sorted(PACKAGED_MODELS)
+    assert all(s["text"].startswith(STORY_PROMPT) for s in stories)
+    assert all(len(s["text"]) > len(STORY_PROMPT) for s in stories)
 
     def ttcw_reader(item: str) -> str:
         return "1" if item == "qc-english" or int(item) % 2 else "0"

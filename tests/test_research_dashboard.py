@@ -154,9 +154,12 @@ def test_the_results_are_tables_and_svg_charts(app, researcher):
     results = researcher.get("/research/experiments/fake-ab/results.json").get_json()
     titles = [t["title"] for t in results["tables"]]
     assert titles[0].startswith("Preference:")
-    overall = results["tables"][0]["rows"][0]
-    assert overall[0] == "Overall" and overall[1].endswith("/ 5")
-    assert [r[0] for r in results["tables"][0]["rows"]][1:] == [f"Round {n}" for n in range(1, 6)]
+    rows = results["tables"][0]["rows"]
+    # One writer: no writer-level test yet, the sequence of one complete story.
+    assert rows[0][0] == "Anytime-valid (1 complete stories)" and rows[0][3] == "0.0% – 100.0%"
+    assert rows[1][0] == "Clark & Smith's binomial, all rounds" and rows[1][1].endswith("/ 5")
+    assert [r[0] for r in rows][2:] == [f"Round {n}" for n in range(1, 6)]
+    assert results["tables"][0]["notes"][0].startswith("Study status: not yet decisive, and no")
     assert results["charts"] == ["preference", "edits", "likert"]
     for name in results["charts"]:
         chart = researcher.get(f"/research/experiments/fake-ab/charts/{name}.svg")
@@ -301,3 +304,24 @@ def test_the_results_come_from_the_stored_analysis_while_a_newer_one_is_computed
     assert landed["tables"][0]["rows"][0][1].endswith("/ 2")  # the preference over 2 rounds
     pushed = [m["args"][0] for m in socket.get_received() if m["name"] == "research_update"]
     assert {"experiment": "fake-ab", "event": "analysis_stored", "results_changed": True} in pushed
+
+
+def test_the_status_line_reads_the_planned_n_and_the_headline_counts_writers(app, researcher):
+    for pid, slot in (("w1", 1), ("w2", 2)):
+        writer = Writer(app, f"?pid={pid}")
+        for n in range(1, 6):
+            writer.write_round(n, slot=slot)
+    record = {"kind": "cowriting", "chosen": {"writers": 60, "rounds": 5, "power": 0.8}}
+    store.insert_plan(store.connect(app.config["DATABASE"]), "fake-ab", "cowriting", record, "")
+    table = researcher.analysed(RESULTS)["tables"][0]
+    assert table["rows"][0][0] == "Writers (headline, 2 writers)"
+    assert table["rows"][1][0] == "Anytime-valid (2 complete stories)"
+    assert (
+        table["notes"][0] == "Study status: not yet: keep going to the planned N (2 of 60 writers)."
+    )
+    assert (
+        "fixed-sample p-values: valid at the planned N only, not yet reached" in table["notes"][1]
+    )
+    assert table["columns"][-1] == "p (Holm, rounds)"
+    page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
+    assert "Study status: not yet: keep going to the planned N (2 of 60 writers)." in page

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 from click.testing import CliRunner
-from conftest import FAKE_CARD, RESEARCHER_PASSWORD, Researcher, Writer, write_setup
+from conftest import FAKE_CARD, RESEARCHER_PASSWORD, Researcher, Writer, db_rows, write_setup
 
 from cyoa import ROOT, create_app, store
 from cyoa.cli import cli
@@ -196,6 +196,20 @@ def test_an_opening_whose_model_fails_to_load_keeps_the_experiment_paused(tmp_pa
     page = researcher.get("/research/experiments/new-study").get_data(as_text=True)
     assert "Not opened: broken could not be loaded" in page and "no-such-weights-package" in page
     assert status_of(app, "new-study") == "paused"
+
+
+def test_three_systems_made_with_the_form_can_be_paired_adaptively(app, researcher):
+    data = form(system3_name="gamma", system3_model="fake-a", pairing="adaptive", rounds="3")
+    assert researcher.post("/research/experiments/new", data=data).status_code == 302
+    researcher.post("/research/experiments/new-study/status", data={"status": "open"})
+    Writer(app, "?pid=w1", experiment="new-study")
+    rows = db_rows(
+        app.config["DATABASE"],
+        "SELECT pair_probability FROM sessions WHERE experiment_id = 'new-study'",
+    )
+    assert [r["pair_probability"] for r in rows] == [pytest.approx(1 / 3)]
+    page = researcher.get("/research/experiments/new").get_data(as_text=True)
+    assert '<option value="adaptive"' in page
 
 
 def test_three_systems_made_with_the_form_are_balanced_over_pairs_and_slots(app, researcher):

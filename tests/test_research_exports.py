@@ -237,6 +237,13 @@ def test_the_bundle_holds_every_table_the_docs_the_spec_and_the_card(researcher,
     assert "| fake-b-topk | fake-b |" in card and '"top_k": 20' in card
     assert "> Write with the machine." in card
     assert "1 = Strongly disagree" in card
+    assert "## Results (writers as the unit)" in card
+    assert "- Headline: the mean writer chose fake-a-topk in" in card and "(2 writers)" in card
+    assert "- Clark & Smith's pooled binomial (rounds as independent):" in card
+    assert "- Per round, binomial p (Holm across the rounds): round 1 " in card
+    assert "after 1 complete stories" in card
+    assert "- Study status: not yet decisive, and no planned N" in card
+    assert "Per-round edit means are descriptive: no test is made per round." in card
 
 
 def test_every_export_column_is_in_the_data_dictionary():

@@ -4,6 +4,7 @@ it to the end; a run that cannot start says why, on the form."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -13,6 +14,8 @@ from cyoa import store
 from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement, Story
 from cyoa.rating.instruments import TTCW
+from cyoa.web.parts import shared as shared_parts
+from cyoa.words import sampling_words
 
 PAGE = "/research/ratings/tiny/judges/run"
 
@@ -21,7 +24,11 @@ PAGE = "/research/ratings/tiny/judges/run"
 def judged_app(make_app):
     """An app whose fake card 'fake-a' answers Yes or No, and an imported TTCW study 'tiny'
     of two stories with their texts."""
-    app = make_app(options_a='answers = ["Yes", "No"]')
+    return tiny_study(make_app(options_a='answers = ["Yes", "No"]'))
+
+
+def tiny_study(app):
+    """``app`` with the imported TTCW study 'tiny' of two stories with their texts."""
     db = store.connect(app.config["DATABASE"])
     stories = [Story(f"s{n}", "GPT4", "", f"Story {n}: the keeper found a letter.", "")
                for n in (1, 2)]  # fmt: skip
@@ -48,7 +55,8 @@ def test_the_form_shows_each_card_s_estimate_and_the_templates_it_will_send(judg
     dashboard = researcher.get("/research/ratings/tiny").get_data(as_text=True)
     assert f'href="{PAGE}"' in dashboard
     page = researcher.get(PAGE).get_data(as_text=True)
-    assert "28 prompts: about" in page and "measured when the run starts" in page
+    assert "28 prompts: about" in page and "the time is not known yet" in page
+    assert 'name="probe" value="fake-a"' in page  # the form offers to time the card
     assert (
         "{full_prompt}" in page and "Begin your answer with &#39;Yes&#39; or &#39;No&#39;" in page
     )
@@ -85,3 +93,59 @@ def test_a_run_that_cannot_start_says_why_on_the_form(judged_app, form, message)
     researcher.login()
     response = researcher.post(PAGE, form)
     assert response.status_code == 400 and message in response.get_data(as_text=True)
+
+
+def wait_for_the_end(researcher: Researcher, judge: str) -> dict:
+    deadline = time.monotonic() + 30
+    while (status := researcher.get(f"{PAGE}/{judge}.json").get_json())["state"] == "running":
+        assert time.monotonic() < deadline, status
+        time.sleep(0.05)
+    return status
+
+
+def test_a_probe_gives_the_form_a_time_before_any_run_and_says_where_it_came_from(judged_app):
+    shared_parts(judged_app).pool.get("fake-a", timeout=30)  # loaded, as a probe needs
+    researcher = Researcher(judged_app)
+    researcher.login()
+    probed = researcher.post(f"{PAGE}/probe", {"probe": "fake-a"})
+    assert probed.status_code == 302
+    page = researcher.get(PAGE).get_data(as_text=True)
+    sentence = page.split('class="muted small judge-estimate">', 1)[1].split("</p>", 1)[0]
+    assert re.search(
+        r"28 prompts: about [\d,]+ tokens to read and at most [\d,]+ to write; about [\d.]+ "
+        r"(s|min|h) \(at the speed of a probe at \d\d:\d\d UTC: one prompt, 8 tokens\)",
+        sentence,
+    ), sentence
+    assert 'name="probe" value="fake-a"' not in page
+    refused = researcher.post(f"{PAGE}/probe", {"probe": "gpt-9"})
+    assert refused.status_code == 400 and "Choose the model to time" in refused.text
+
+
+def test_the_run_page_links_its_experiment_words_its_sampling_and_says_why_verdicts_failed(
+    make_app,
+):
+    app = tiny_study(make_app(options_a='answers = ["The keeper smiled at the sea."]'))
+    researcher = Researcher(app)
+    researcher.login()
+    assert researcher.post(PAGE, {"model": "fake-a", "items": "1,13"}).status_code == 302
+    status = wait_for_the_end(researcher, "fake-a")
+    assert status["state"] == "done" and status["unparsed"] == status["done"] == 4
+    page = researcher.get(f"{PAGE}/fake-a").get_data(as_text=True)
+    assert 'id="judge-run-experiment" href="/research/ratings/tiny"' in page
+    sampling = page.split('id="judge-run-sampling">', 1)[1].split("</span>", 1)[0]
+    assert "{" not in sampling and "top-k" in sampling and "temperature" in sampling
+    why = page.split('id="judge-unreadable"', 1)[1]
+    assert "4 of 4: the answer did not start with the word Yes or No." in why
+    assert why.count('<pre class="judge-answer">The keeper smiled at the sea.') == 3  # the first
+
+
+def test_sampling_is_said_in_words():
+    assert sampling_words(
+        {"top_k": 40, "top_p": 1.0, "temperature": 1.0, "max_new_tokens": 256}
+    ) == ("top-k 40, temperature 1.0, at most 256 tokens")
+    assert sampling_words({"top_k": 0, "top_p": 0.9, "temperature": 0.7, "max_new_tokens": 1}) == (
+        "nucleus p = 0.9, temperature 0.7, at most 1 token"
+    )
+    assert sampling_words({"top_k": 0, "top_p": 1.0, "temperature": 1.0}) == (
+        "no top-k or nucleus filter, temperature 1.0"
+    )

@@ -35,18 +35,19 @@ def test_a_participant_who_has_not_finished_is_never_excluded():
 
 def test_finished_participants_are_approved_and_excluded_ones_rejected_or_reviewed():
     assert decision("finished", "", 0) == ("approve", "finished")
-    assert decision("excluded", "failed at least 1 attention check", 2) == (
+    assert decision("excluded", "failed at least 1 attention check", 2, 2) == (
         "reject",
-        "failed at least 1 attention check",
+        "failed 2 of 2 attention checks",
     )
     assert decision("started", "", 0) == ("", "")
     assert decision("returned or timed out", "", 0) == ("", "")
 
 
 def test_an_exclusion_other_than_two_failed_checks_is_reviewed_with_the_rules_broken():
-    assert decision("excluded", "failed at least 1 attention check", 1) == (
+    assert decision("excluded", "failed at least 1 attention check", 1, 2) == (
         "review",
-        "failed at least 1 attention check",
+        "failed at least 1 attention check (failed 1 of 2 attention checks: Prolific rejects "
+        "on attention checks only at 2 or more failed)",
     )
     assert decision("excluded", "read faster than 800 words per minute", 0) == (
         "review",
@@ -106,7 +107,8 @@ def rated(app, tmp_path):
 @pytest.mark.both_databases
 def test_the_rating_participants_page_shows_each_raters_status_code_and_exclusion(rated):
     page = rated.get("/research/ratings/aiss-pilot/participants").get_data(as_text=True)
-    assert "1 started · 1 finished · 1 returned or timed out · 2 excluded" in page
+    counts = "5 started: 1 in progress · 1 finished · 1 returned or timed out · 2 excluded"
+    assert counts in page
     assert "failed at least 1 attention check" in page
     approve = page.split('id="approve-ids"', 1)[1].split("</textarea>", 1)[0]
     reject = page.split('id="reject-ids"', 1)[1].split("</textarea>", 1)[0]
@@ -118,7 +120,8 @@ def test_the_participants_page_lists_who_to_review_apart_from_approve_and_reject
     boxes = page.split('id="approve-ids"', 1)[1].split('id="review"', 1)[0]
     review = page.split('id="review"', 1)[1].split("</table>", 1)[0]
     assert "sloppy" not in boxes and "working" not in boxes
-    assert "<td>sloppy</td><td>failed at least 1 attention check</td>" in review
+    reason = "<td><bdi>sloppy</bdi></td><td>failed at least 1 attention check (failed 1 of 2"
+    assert reason in review
     assert "decide by hand on Prolific" in page
 
 
@@ -130,9 +133,10 @@ def test_the_participants_csv_has_a_decision_and_reason_per_platform_id(rated):
     assert table["careful"]["status"] == "finished" and table["careful"]["decision"] == "approve"
     assert table["careful"]["completion_code"] == "C1ABC2XY" and table["careful"]["finished_at"]
     assert table["careless"]["decision"] == "reject"
-    assert table["careless"]["reason"] == "failed at least 1 attention check"
+    assert table["careless"]["reason"] == "failed 2 of 2 attention checks"
+    assert table["careless"]["excluded_because"] == "failed at least 1 attention check"
     assert table["sloppy"]["status"] == "excluded" and table["sloppy"]["decision"] == "review"
-    assert table["sloppy"]["reason"] == "failed at least 1 attention check"
+    assert table["sloppy"]["reason"].startswith("failed at least 1 attention check (failed 1 of 2")
     assert table["gone"]["status"] == "returned or timed out"
 
 

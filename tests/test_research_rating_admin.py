@@ -122,7 +122,7 @@ def test_a_co_writing_experiments_finished_stories_can_be_chosen(app, researcher
     make_experiment(db, "cowrite")
     add_writer(db, "w1", story(("alpha", "beta"), "alpha", "w1"), {"happy": 4}, exp_id="cowrite")
     db.close()
-    assert "cowrite, 1 finished stories" in page_of(researcher.get("/research/ratings/new"))
+    assert "cowrite, 1 finished story)" in page_of(researcher.get("/research/ratings/new"))
     create(
         researcher,
         stories_from="cowriting",

@@ -4,10 +4,11 @@ recorded with what reproduces it, and a file a rating study reads."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import write_setup
+from conftest import PACKAGED_MODELS, STORY_PROMPT, write_setup
 
 from cyoa.cli import cli
 from cyoa.generation import System, load_model_cards
@@ -86,20 +87,11 @@ def test_an_unknown_model_is_named(tmp_path):
 
 
 @pytest.mark.real_model
-def test_the_packaged_models_write_stories_from_the_same_prompt(tmp_path):
-    import os
-    from pathlib import Path
-
-    from cyoa.generation.pool import make_backend
-
-    root = Path(__file__).resolve().parent.parent
-    cards = load_model_cards(root / "models")
-    cache = Path(os.environ.get("CYOA_MODEL_CACHE", root / "instance" / "models"))
-    names = ("gemma-3-270m", "smollm2-135m-instruct")
-    backends = {name: make_backend(cards[name], cache) for name in names}
-    systems = [System(name, cards[name], cards[name].sampling) for name in names]
-    stories = generate_stories(systems, backends, PROMPTS[:1], sentences=2, log=lambda _: None)
-    assert [s.source for s in stories] == list(names)
+def test_the_packaged_models_write_stories_from_the_same_prompt(packaged_stories):
+    stories = [json.loads(line) for line in packaged_stories.read_text().splitlines()]
+    cards = load_model_cards(Path(__file__).resolve().parent.parent / "models")
+    assert [s["source"] for s in stories] == list(PACKAGED_MODELS)
     for story in stories:
-        assert story.text.startswith(PROMPTS[0]) and len(story.text) > len(PROMPTS[0]) + 30
-        assert story.origin["model_version"] == cards[story.source].version
+        assert story["text"].startswith(STORY_PROMPT)
+        assert len(story["text"]) > len(STORY_PROMPT) + 30
+        assert story["origin"]["model_version"] == cards[story["source"]].version

@@ -37,7 +37,10 @@ from cyoa.metrics.records import score_records
     type=click.Choice(["two-sided", "greater", "less"]),
     default="two-sided",
     show_default=True,
-    help="Alternative hypothesis of the preference and Mann–Whitney tests.",
+    help=(
+        "Alternative hypothesis of the preference, Mann–Whitney and within-writer tests (the "
+        "confidence sequence is two-sided)."
+    ),
 )
 @click.option(
     "--pair",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 from flask import Flask
@@ -89,3 +90,15 @@ def open_or_create(ctx: click.Context) -> Db:
     except DatabaseSettingError as error:
         raise click.ClickException(str(error)) from None
     return db
+
+
+def read_utf8(path: Path, what: str) -> str:
+    """The text of the file ``path`` a verb was given (``what`` it is: "The template");
+    :class:`click.ClickException` saying where it is not UTF-8 and what to do."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise click.ClickException(
+            f"{what} {path} is not UTF-8 text (byte {error.object[error.start]:#04x} at "
+            f"position {error.start:,}): save it as UTF-8 and run the command again."
+        ) from None

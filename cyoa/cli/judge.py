@@ -8,14 +8,14 @@ from pathlib import Path
 
 import click
 
-from cyoa.cli.context import get_app, open_or_create
+from cyoa.cli.context import get_app, open_or_create, read_utf8
 from cyoa.generation import ModelCardError, load_model_cards
 from cyoa.generation.checkpoints import ModelLoadError
 from cyoa.generation.openai_backend import ModelServerError
 from cyoa.generation.pool import make_backend
+from cyoa.judging.runs import DONE
 from cyoa.rating.importing import RatingImportError
 from cyoa.rating.judges.runs import (
-    DONE,
     JudgeRunError,
     RunRequest,
     default_concurrency,
@@ -124,10 +124,14 @@ def judge_command(
 def _templates(path: Path | None) -> dict[str, str] | None:
     if path is None:
         return None
+    text = read_utf8(path, "The templates file")
     try:
-        given = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise click.ClickException(f"{path.name} is not UTF-8 JSON ({error}).") from None
+        given = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise click.ClickException(
+            f"The templates file {path} is not JSON ({error}): write it as a JSON object of "
+            "templates by kind and run the command again."
+        ) from None
     if not isinstance(given, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in given.items()
     ):

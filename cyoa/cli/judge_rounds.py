@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from cyoa.cli.context import get_app, open_or_create
+from cyoa.cli.context import get_app, open_or_create, read_utf8
 from cyoa.cowriting.judges.runs import (
-    DONE,
     RoundJudgeError,
     RoundJudgeRequest,
     judge_rounds,
@@ -21,6 +20,7 @@ from cyoa.generation import ModelCardError, load_model_cards
 from cyoa.generation.checkpoints import ModelLoadError
 from cyoa.generation.openai_backend import ModelServerError
 from cyoa.generation.pool import make_backend
+from cyoa.judging.runs import DONE
 from cyoa.web.workers import new_worker_id
 
 
@@ -71,7 +71,7 @@ def judge_rounds_command(
         raise click.ClickException(
             f"Unknown model card {model!r}: use one of {', '.join(sorted(cards))}."
         )
-    text = template.read_text(encoding="utf-8") if template else None
+    text = read_utf8(template, "The template") if template else None
     request = RoundJudgeRequest(experiment, cards[model], judge, seed, max_tokens, text, limit)
     db = open_or_create(ctx)
     try:

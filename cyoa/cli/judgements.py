@@ -117,7 +117,9 @@ def import_ratings_command(
         else:
             chosen = _instrument(instrument, questions)
             judgements = long_judgements(_read(file), file.name, chosen)
-        given = stories_from_file(_read(stories), stories.name) if stories else None
+        given = (
+            stories_from_file(_read(stories), stories.name, need_text=False) if stories else None
+        )
     except (RatingImportError, InstrumentError) as error:
         raise click.ClickException(str(error)) from error
     origin = {
@@ -139,11 +141,20 @@ def import_ratings_command(
         f"{summary.raters} raters ({chosen.name}; sources: {', '.join(summary.sources)}) as "
         f"experiment '{summary.experiment}'."
     )
-    if summary.stories_without_text:
-        click.echo(
-            f"{summary.stories_without_text} stories have no text stored (not in --stories, or "
-            "only a link)."
-        )
+    if summary.without_text:
+        click.echo(_without_text_note(summary.without_text, given is not None))
+    if summary.links:
+        click.echo(f"{summary.links} stories are stored as a link only (their text is not).")
+
+
+def _without_text_note(story_ids: tuple[str, ...], stories_given: bool) -> str:
+    """The sentence that names the imported stories stored without a text (a note, not a
+    refusal: the judgements are data whether or not the story's text was released)."""
+    where = "empty in --stories, or not in it" if stories_given else "no --stories given"
+    return (
+        f"{len(story_ids)} stories have no text stored ({where}): {', '.join(story_ids)}. "
+        "Their judgements are imported and analysed all the same."
+    )
 
 
 def _add_judge(

@@ -7,7 +7,7 @@ import click
 
 from cyoa.cli.context import configured_location
 from cyoa.database_url import DatabaseSettingError, parse_database
-from cyoa.migrate_db import MigrationError, migrate
+from cyoa.migrate_db import MigrationError, check_again, migrate
 from cyoa.store import SCHEMA_VERSION
 
 
@@ -19,26 +19,35 @@ from cyoa.store import SCHEMA_VERSION
     metavar="URL|PATH",
     help="The empty database to copy into: a PostgreSQL URL or a new SQLite file.",
 )
+@click.option(
+    "--check-only",
+    is_flag=True,
+    help="Copy nothing: check the copy TARGET against the database again (a move stopped "
+    "during its check).",
+)
 @click.pass_context
-def migrate_db_command(ctx: click.Context, target: str) -> None:
+def migrate_db_command(ctx: click.Context, target: str, check_only: bool) -> None:
     """Copy the database (--db or CYOA_DATABASE) into the empty database TARGET, then check
-    the copy: rows per table, every experiment's analysis, every session's story. Stop the
-    app first. Exit code 1 when the copy differs."""
+    the copy: rows per table, every experiment's analysis, every session's story; with
+    --check-only, only check an earlier copy. Stop the app first. Exit code 1 when the copy
+    differs."""
     source = configured_location(ctx)
     try:
         destination = parse_database(target)
     except DatabaseSettingError as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"Copying {source} into {destination}:")
     try:
-        moved = migrate(source, destination, lambda table, rows: click.echo(f"  {table}: {rows:,}"))
+        if check_only:
+            click.echo(f"Checking {destination} against {source}…")
+            check = check_again(source, destination)
+        else:
+            click.echo(f"Copying {source} into {destination}:")
+            moved = migrate(source, destination, _table_copied, _copied)
+            check = moved.check
     except MigrationError as error:
         raise click.ClickException(str(error)) from None
-    if moved.source_version != SCHEMA_VERSION:
+    if not check_only and moved.source_version != SCHEMA_VERSION:
         click.echo(f"The source was upgraded from schema version {moved.source_version} in a copy.")
-    total = sum(moved.copied.values())
-    click.echo(f"Copied {total:,} rows in {len(moved.copied)} tables.")
-    check = moved.check
     for mismatch in check.mismatches:
         click.echo(f"Differs: {mismatch}", err=True)
     if check.mismatches:
@@ -48,3 +57,11 @@ def migrate_db_command(ctx: click.Context, target: str) -> None:
         f"Checked: the rows of every table, the analysis of each of {check.experiments} "
         f"experiments and the story of each of {check.sessions} sessions are equal."
     )
+
+
+def _table_copied(table: str, rows: int) -> None:
+    click.echo(f"  {table}: {rows:,}")
+
+
+def _copied(rows: dict[str, int]) -> None:
+    click.echo(f"Copied {sum(rows.values()):,} rows in {len(rows)} tables. Checking the copy…")

@@ -14,7 +14,7 @@ from cyoa.generation import ModelCardError, load_model_card
 from cyoa.generation.checkpoints import ModelLoadError
 from cyoa.generation.openai_backend import ModelServerError
 from cyoa.generation.pool import make_backend
-from cyoa.generation.trial import DEFAULT_STORY, try_model
+from cyoa.generation.trial import DEFAULT_STORY, sampling_problems, try_model
 
 
 @click.command("try-model")
@@ -46,8 +46,9 @@ def try_model_command(
     """Load the model card CARD.toml (any file, not only one in models/) and print --n
     suggestions continuing --story, made as the study makes them (the card's sampling and
     prompt, one sentence), each with its seed, the seconds to its first token and to its
-    end, and its tokens; and the memory the process holds. A wrong card prints what to fix
-    and exits with status 1."""
+    end, and its tokens; and the memory the process holds. For a model on a server, a line
+    for each setting the server refuses or does not use as the card says. A wrong card
+    prints what to fix and exits with status 1."""
     process = psutil.Process()
     try:
         card = load_model_card(card_file)
@@ -68,6 +69,7 @@ def try_model_command(
     story = story.strip() or DEFAULT_STORY
     click.echo(f"Story: {story}")
     try:
+        problems = sampling_problems(backend, card, story)
         trials = try_model(backend, card, story, count, seed)
     except (ModelServerError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
@@ -87,6 +89,8 @@ def try_model_command(
         f"Memory after generating: {_size(process.memory_info().rss)} resident, "
         f"{_size(_peak_resident())} at the peak{_gpu_memory(device)}"
     )
+    for problem in problems:
+        click.echo(f"Sampling: {problem}")
     if all(trial.suggestion is None for trial in trials):
         raise click.ClickException(
             f"{card.name} wrote no usable suggestion in {count} tries: see the reasons above."

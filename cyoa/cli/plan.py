@@ -4,13 +4,15 @@ the experiment (:mod:`cyoa.research.planning` makes it, as for the dashboards' P
 
 from __future__ import annotations
 
+import os
+
 import click
 
-from cyoa import store
+from cyoa import kinds, store
 from cyoa.cli.context import open_existing
 from cyoa.errors import AnalysisError
 from cyoa.research.planning import (
-    KEYS,
+    PLANNERS,
     Options,
     PlanInputError,
     PlanRecord,
@@ -27,10 +29,9 @@ def _plan(ctx: click.Context, experiment: str | None, kind: str | None, assume: 
           options: Options, save: bool) -> PlanRecord:  # fmt: skip
     """The plan asked for, stored on ``experiment`` when ``save``."""
     db = open_existing(ctx) if experiment is not None else None
-    if db is not None:
-        kind = store.experiment_row(db, experiment)["kind"]
+    planner = kinds.kind_of(db, experiment).planner if db is not None else PLANNERS[kind]
     try:
-        typed = parse_assumptions(assume, KEYS[kind])
+        typed = parse_assumptions(assume, planner.keys)
         record = make_plan(db, experiment, kind, typed, options)
     except PlanInputError as error:
         raise click.BadParameter(str(error)) from None
@@ -44,27 +45,17 @@ def _plan(ctx: click.Context, experiment: str | None, kind: str | None, assume: 
 @click.argument("experiment", required=False)
 @click.option(
     "--kind",
-    type=click.Choice(list(KEYS)),
+    type=click.Choice(list(PLANNERS)),
     default=None,
     help="Plan from assumptions, without a pilot: the study kind.",
 )
 @click.option("--assume", default="", help='Typed assumptions, e.g. "p=0.6,writer_sd=0.5".')
-@click.option(
-    "--target-power",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.8,
-    show_default=True,
-)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-)
-@click.option("--hourly-rate", type=click.FloatRange(0), default=12.0, show_default=True)
+@click.option("--target-power", type=float, default=0.8, show_default=True)
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Two-sided α.")
+@click.option("--hourly-rate", type=float, default=12.0, show_default=True)
 @click.option(
     "--fee",
-    type=click.FloatRange(0),
+    type=float,
     default=0.33,
     show_default=True,
     help="Platform fee, a fraction of the pay.",
@@ -72,7 +63,7 @@ def _plan(ctx: click.Context, experiment: str | None, kind: str | None, assume: 
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--alpha-width",
-    type=click.FloatRange(0, 2, min_open=True),
+    type=float,
     default=0.2,
     show_default=True,
     help="Target 95% width of α's (and a judge's κ's) interval.",
@@ -98,10 +89,12 @@ def plan_command(ctx: click.Context, experiment: str | None, kind: str | None, a
     interval (rating), readers per question (FEI) and stories for a judge's κ (judge): from
     a stored pilot EXPERIMENT (its values overridden by --assume; an experiment without a
     pilot is planned from --assume alone), or from --kind and --assume. --save stores the
-    plan on EXPERIMENT."""
+    plan on EXPERIMENT. Every number has bounds (docs/research.md, "The planner's bounds"):
+    one outside them is refused before the plan starts."""
     options = Options(
-        target_power, alpha, hourly_rate, fee, seed, effect, _progress, alpha_width=alpha_width
-    )
+        target_power, alpha, hourly_rate, fee, seed, effect, _progress, alpha_width=alpha_width,
+        currency=os.environ.get("CYOA_CURRENCY", "GBP"),
+    )  # fmt: skip
     if (experiment is None) == (kind is None):
         raise click.UsageError("Give either a pilot EXPERIMENT or --kind with --assume.")
     if save and experiment is None:

@@ -24,6 +24,10 @@ SLOTS = (1, 2)
 # when the turn is submitted. This cap only protects the server from huge payloads.
 DRAFT_MAX_CHARS = 5000
 _SURROGATE = re.compile("[\ud800-\udfff]")
+STALE_ROUND = (
+    "Your story has gone on since this page last saw it (in another tab or window): the page "
+    "now shows your story as it is saved."
+)
 
 
 class Phase(StrEnum):
@@ -150,6 +154,22 @@ def _require(state: State, *phases: Phase) -> None:
             Phase.DONE: "This session is complete. Thank you!",
         }
         raise RuleError(messages[state.phase])
+
+
+def check_round(state: State, payload: Any) -> None:
+    """Refuse a writer's action made for another round than the current one.
+
+    The page names the round it made an action in (``payload["round"]``; optional, for
+    clients that do not): an action kept by a page that was offline while the story went on
+    in another tab or window is refused rather than recorded in a round it was not meant
+    for (a turn written for round 1 kept as round 2's, say). The stored story wins."""
+    if not isinstance(payload, dict) or "round" not in payload:
+        return
+    meant = payload["round"]
+    if type(meant) is not int:
+        raise RuleError("The request was malformed. Please reload the page.")
+    if meant != state.current.number:
+        raise RuleError(STALE_ROUND)
 
 
 def check(state: State, event_type: str, payload: dict[str, Any]) -> Event:

@@ -18,10 +18,11 @@ from flask import (
 
 from cyoa.cowriting.flow import DRAFT_MAX_CHARS, Phase
 from cyoa.cowriting.parts import parts as cowriting_parts
-from cyoa.web import participants
+from cyoa.web import outage, participants
 from cyoa.web.completion import completion_address, shown_code
 
 bp = Blueprint("study", __name__)
+outage.answer_retry(bp)
 # Long enough to read (and copy) the completion code before the crowd platform's page opens.
 COMPLETION_REDIRECT_SECONDS = 15
 # The first segment of a writer's link, and what a writer resumes by it.
@@ -138,7 +139,12 @@ def write(exp_id: str):
     if not session_id or _study().session_row(session_id) is None:
         return redirect(url_for("study.consent", exp_id=exp_id))
     # The writer's boxes take no more than the server keeps of a draft (see write.js).
-    return render_template("write.html", experiment=exp, box_max_chars=DRAFT_MAX_CHARS)
+    return render_template(
+        "write.html",
+        experiment=exp,
+        box_max_chars=DRAFT_MAX_CHARS,
+        outbox_key=participants.storage_key(session_id),
+    )
 
 
 @bp.get("/s/<exp_id>/done")

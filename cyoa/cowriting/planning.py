@@ -195,29 +195,64 @@ def plan_cowriting(
     progress: Progress | None = None,
 ) -> CowritingPlan:
     """Power over the grid ``writers`` × ``rounds`` (:func:`simulate_power`, each cell
-    seeded with ``seed`` so cells share their random stream), and the chosen design: the cell
-    with power ≥ ``target`` and the fewest choices (writers × rounds), then the fewest writers.
-    ``progress(done, total)`` is called after each cell."""
+    seeded with ``seed`` so cells share their random stream), then, for each round count, the
+    writer counts between the grid's last below ``target`` and its first reaching it, by
+    bisection to one writer (:func:`_writers_between`; a coarse grid would otherwise choose
+    60 writers where 50 already reach the target). ``cells``: every cell computed, by writers
+    then rounds. The chosen design: the cell with power ≥ ``target`` and the fewest choices
+    (writers × rounds), then the fewest writers. ``progress(done, total)`` is called after
+    each cell of the grid."""
     _check(preference, writer_sd, test, alternative)
     if not 0 < target < 1 or not 0 < alpha < 1:
         raise ValueError("The target power and α must lie strictly between 0 and 1.")
     grid = [(w, r) for w in sorted(set(writers)) for r in sorted(set(rounds))]
-    cells = []
-    for done, (w, r) in enumerate(grid, start=1):
-        cells.append(
-            simulate_power(
-                w, r, preference, writer_sd, test,
-                alpha=alpha, alternative=alternative, simulations=simulations, seed=seed,
-            )
+
+    def power(w: int, r: int) -> PowerCell:
+        return simulate_power(
+            w, r, preference, writer_sd, test,
+            alpha=alpha, alternative=alternative, simulations=simulations, seed=seed,
         )  # fmt: skip
+
+    found: dict[tuple[int, int], PowerCell] = {}
+    for done, (w, r) in enumerate(grid, start=1):
+        found[w, r] = power(w, r)
         if progress:
             progress(done, len(grid))
+    for r in sorted(set(rounds)):
+        found.update(_writers_between(found, r, target, power))
+    cells = [found[key] for key in sorted(found)]
     reaching = [cell for cell in cells if cell.power >= target]
     chosen = min(reaching, key=lambda c: (c.writers * c.rounds, c.writers), default=None)
     return CowritingPlan(
         preference, writer_sd, test, alternative, alpha, target, seed, simulations,
         tuple(cells), chosen,
     )  # fmt: skip
+
+
+def _writers_between(
+    found: dict[tuple[int, int], PowerCell],
+    rounds: int,
+    target: float,
+    power: Callable[[int, int], PowerCell],
+) -> dict[tuple[int, int], PowerCell]:
+    """The cells a bisection over writer counts adds at ``rounds`` rounds: between the
+    grid's largest writer count below ``target`` (under the smallest that reaches it) and
+    that smallest one, halving the gap until the two are neighbours, so the fewest writers
+    reaching the target is found to one writer (power rises with writers; the same seed
+    keeps the steps comparable). Nothing is added when no grid count reaches the target, or
+    the smallest grid count already does."""
+    counts = sorted(w for w, r in found if r == rounds)
+    reach = [w for w in counts if found[w, rounds].power >= target]
+    below = [w for w in counts if reach and w < reach[0]]
+    if not reach or not below:
+        return {}
+    low, high = below[-1], reach[0]
+    added = {}
+    while high - low > 1:
+        middle = (low + high) // 2
+        cell = added[middle, rounds] = power(middle, rounds)
+        low, high = (low, middle) if cell.power >= target else (middle, high)
+    return added
 
 
 def detectable_preference(

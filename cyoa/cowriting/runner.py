@@ -19,7 +19,8 @@ restarted) is taken over at once, and one whose heartbeat is older than
 finished suggestion reaches every worker through the database.
 
 A slot's task never strands its writer: a finished suggestion that cannot be recorded
-because the database stays locked is recorded as soon as it can be
+because the database stays locked or cannot be reached (:func:`cyoa.db.outage.is_outage`:
+a PostgreSQL server restarting, too) is recorded as soon as it can be
 (:data:`RECORD_PATIENCE_SECONDS`), and a task that dies (the database locked before the
 suggestion was generated, or a bug) is started again after a pause
 (:data:`RESTART_DELAYS_SECONDS`), so the writer's page receives the suggestions without a
@@ -34,13 +35,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import sqlalchemy as sa
-
 from cyoa import store
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.flow import Phase, RuleError, State
 from cyoa.cowriting.service import Study
 from cyoa.cowriting.spec import System
+from cyoa.db.outage import is_outage, reason
 from cyoa.generation import Suggestion, SuggestionError, generate_suggestion
 from cyoa.web.workers import new_worker_id, worker_gone
 
@@ -152,10 +152,13 @@ class SuggestionRunner:
                 try:
                     self._generate_and_record(session_id, round_number, slot, story)
                     return
-                except sa.exc.OperationalError as exc:
-                    log.warning("generation of %s stopped: the database said %r", key, str(exc))
-                except Exception:  # noqa: BLE001 - a crash here must never leave a writer stuck
-                    log.exception("generation task crashed for %s", key)
+                except Exception as exc:  # noqa: BLE001 - a crash must never leave a writer stuck
+                    if is_outage(exc):
+                        log.warning(
+                            "generation of %s stopped: the database said %r", key, reason(exc)
+                        )
+                    else:
+                        log.exception("generation task crashed for %s", key)
                 if delay is None:
                     log.error("generation of %s given up; the writer's next join restarts it", key)
                     return
@@ -314,7 +317,7 @@ class SuggestionRunner:
         return line, last
 
     def _record(self, session_id: str, event_type: str, payload: dict[str, Any]) -> None:
-        """Record the slot's outcome, trying again while the database stays locked (up to
+        """Record the slot's outcome, trying again while the database cannot be reached (up to
         :data:`RECORD_PATIENCE_SECONDS`): the suggestion is written, it must not be lost."""
         deadline = time.monotonic() + RECORD_PATIENCE_SECONDS
         while True:
@@ -325,13 +328,13 @@ class SuggestionRunner:
                 # The round moved on meanwhile (e.g. a duplicate task after a restart).
                 log.info("suggestion for %s not recorded: %s", session_id, exc)
                 return
-            except sa.exc.OperationalError as exc:
-                if time.monotonic() >= deadline:
+            except Exception as exc:
+                if not is_outage(exc) or time.monotonic() >= deadline:
                     raise
                 log.warning(
                     "suggestion for %s waits to be recorded: the database said %r",
                     session_id,
-                    str(exc),
+                    reason(exc),
                 )
                 time.sleep(RECORD_PAUSE_SECONDS)
 
@@ -365,6 +368,7 @@ def _completed(
             else round(suggestion.first_token_seconds, 4)
         ),
         "token_count": suggestion.token_count,
+        "sent_settings": suggestion.sent_settings,
     }
 
 

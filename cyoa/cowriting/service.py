@@ -28,7 +28,12 @@ from typing import Any
 from cyoa import store
 from cyoa.cowriting import recording
 from cyoa.cowriting import store as cowriting_store
-from cyoa.cowriting.assignment import assign_pair, balanced_slot_plan, slot_systems
+from cyoa.cowriting.assignment import (
+    assign_adaptive,
+    assign_pair,
+    balanced_slot_plan,
+    slot_systems,
+)
 from cyoa.cowriting.flow import (
     SLOTS,
     Event,
@@ -37,6 +42,7 @@ from cyoa.cowriting.flow import (
     State,
     apply,
     check,
+    check_round,
     is_slot,
 )
 from cyoa.cowriting.spec import Experiment, validate_survey
@@ -133,7 +139,13 @@ class Study:
         try:
             if cowriting_store.find_session_for_participant(db, exp.id, participant["external_id"]):
                 return None
-            pair = assign_pair(exp.pairs, cowriting_store.sessions_per_pair(db, exp.id), _rng)
+            counts = cowriting_store.sessions_per_pair(db, exp.id)
+            probability = None
+            if exp.pairing == "adaptive":
+                choices = cowriting_store.counted_choices(db, exp.id)
+                pair, probability = assign_adaptive(exp.pairs, counts, choices, _rng)
+            else:
+                pair = assign_pair(exp.pairs, counts, _rng)
             first_event: dict[str, Any] = {
                 "experiment": exp.id,
                 "systems": list(pair),
@@ -146,6 +158,8 @@ class Study:
             }
             if exp.slot_order == "balanced":
                 first_event["slot_plan"] = balanced_slot_plan(exp.limits.rounds, _rng)
+            if probability is not None:
+                first_event["pair_probability"] = probability
             proposed = new_token()
             session_id = cowriting_store.create_session(
                 db,
@@ -156,6 +170,7 @@ class Study:
                 completion_code=new_completion_code(),
                 user_agent=user_agent,
                 first_event=first_event,
+                pair_probability=probability,
             )
         finally:
             db.close()
@@ -291,6 +306,8 @@ class Study:
             if previous is not None:
                 event = Event(previous["type"], previous["payload"])
                 return Outcome(state, event, previous["seq"], duplicate=True)
+        if event_type in WRITER_ACTIONS:
+            check_round(state, payload)
         exp = self.experiments[session["experiment_id"]]
         payload, extra = self._enrich(db, exp, session, state, event_type, payload)
         event = check(state, event_type, payload)

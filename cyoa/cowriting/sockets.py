@@ -14,9 +14,10 @@ The server also sends ``state`` (the whole view, to every tab of the session) an
 
 Every message is answered. A malformed one (:mod:`cyoa.cowriting.messages`) or one the rules
 refuse gets the sentence to show; one sent faster than the session's rate limit
-(:mod:`cyoa.web.ratelimit`) or while the database is locked gets ``retry: true``, and the
-page sends it again a moment later with the same ``action_id``; an error no handler expected
-is logged and answered too.
+(:mod:`cyoa.web.ratelimit`) or while the database cannot be reached (:mod:`cyoa.web.outage`:
+a server down, a SQLite file locked past its busy wait), ``join`` included, gets
+``retry: true``, and the page sends it again a moment later (an action with the same
+``action_id``); an error no handler expected is logged and answered too.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import logging
 import time
 from typing import Any
 
-import sqlalchemy as sa
 from flask import Flask, current_app, request, session
 from flask_socketio import SocketIO, emit, join_room
 
@@ -34,14 +34,12 @@ from cyoa.cowriting.flow import RuleError
 from cyoa.cowriting.pages import DOOR
 from cyoa.cowriting.parts import parts
 from cyoa.cowriting.service import client_view
+from cyoa.web import outage
 from cyoa.web.parts import shared as shared_parts
 from cyoa.web.ratelimit import RateLimiter
 from cyoa.web.realtime import socketio
 
 log = logging.getLogger(__name__)
-BUSY_MESSAGE = (
-    "The server is busy saving other stories. Your text is kept; it will be sent again in a moment."
-)
 TOO_FAST_MESSAGE = (
     "Your changes are arriving faster than the server saves them. Your text is kept; it will "
     "be sent again in a moment."
@@ -63,9 +61,17 @@ def view_for(app: Flask, session_id: str) -> dict[str, Any]:
 
 
 def push_state(app: Flask, session_id: str) -> None:
-    """Send the session's current state to every tab it has open."""
+    """Send the session's current state to every tab it has open. While the database cannot
+    be reached nothing is sent (the outage is logged once): the tabs' next join or action
+    brings the state."""
     with app.app_context():
-        socketio.emit("state", view_for(app, session_id), to=session_id)
+        try:
+            view = view_for(app, session_id)
+        except Exception as error:
+            if not outage.noted(error):
+                raise
+            return
+        socketio.emit("state", view, to=session_id)
 
 
 def on_join(*args: Any) -> dict[str, Any]:
@@ -102,11 +108,6 @@ def on_action(*args: Any) -> dict[str, Any]:
         outcome = parts().study.act(session_id, action.type, action.payload, action.action_id)
     except RuleError as exc:
         return _refusal(session_id, str(exc))
-    except sa.exc.OperationalError as exc:
-        # The database stayed locked past the busy timeout: nothing was recorded. The page
-        # keeps the text and resends the same action (same action_id) a moment later.
-        log.warning("database busy for session %s: %s", session_id, exc)
-        return {"ok": False, "retry": True, "error": BUSY_MESSAGE}
     if outcome.event.type in ("line_submitted", "suggestions_retried"):
         parts().runner.start(session_id, outcome.state)
     view = view_for(current_app, session_id)
@@ -130,8 +131,11 @@ def _refusal(session_id: str, message: str) -> dict[str, Any]:
 
 
 def on_error(exc: Exception) -> dict[str, Any]:
-    """An error no handler expected (a bug): logged with its traceback, and answered, so the
-    page is never left waiting for a reply."""
+    """An error the handler did not answer itself: a database that cannot be reached gets
+    ``retry: true`` (:func:`cyoa.web.outage.socket_reply`); anything else is a bug, logged
+    with its traceback, and answered, so the page is never left waiting for a reply."""
+    if (retry := outage.socket_reply(exc)) is not None:
+        return retry
     log.error("Socket.IO event %r failed", request.event["message"], exc_info=exc)
     return {"ok": False, "error": FAILED_MESSAGE}
 

@@ -45,6 +45,11 @@ OPEN_ANSWER_MAX_CHARS = 2000
 # "coin": a fair coin per round (the paper); "balanced": each writer sees each system in
 # slot 1 equally often (±1 for an odd number of rounds), in a random order of rounds.
 SLOT_ORDERS = ("coin", "balanced")
+# Which pair of systems a new writer gets (cyoa/cowriting/assignment.py): "balanced": the pair
+# with the fewest writers so far; "adaptive": drawn with the probabilities meant to narrow
+# the ranking most, every pair keeping a floor, the probability stored with the session
+# (bench/results/ranking.md: not yet narrower than "balanced").
+PAIRINGS = ("balanced", "adaptive")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # /research/experiments/new and /research/ratings/new are the forms, so an experiment
 # called "new" would have no page of its own (either kind).
@@ -96,6 +101,7 @@ class Experiment:
     completion_code: str = ""
     suggestion_timeout_seconds: float = 60.0
     slot_order: str = "coin"
+    pairing: str = "balanced"
     target_writers: int = 0
     likert_labels: tuple[str, ...] = LIKERT_LABELS
     source: dict[str, Any] = field(default_factory=dict)
@@ -175,6 +181,7 @@ def experiment_from_dict(
     slot_order = raw.get("slot_order", "coin")
     if slot_order not in SLOT_ORDERS:
         raise SpecError(f"{where}: 'slot_order' must be one of {', '.join(SLOT_ORDERS)}.")
+    pairing = _pairing(raw, len(systems), where)
     prompt = _table(raw, "prompt", where)
     completion_url, completion_code = _completion(raw, where)
     timeout = raw.get("suggestion_timeout_seconds", 60.0)
@@ -198,9 +205,22 @@ def experiment_from_dict(
         completion_code=completion_code,
         suggestion_timeout_seconds=float(timeout),
         slot_order=slot_order,
+        pairing=pairing,
         target_writers=_whole(raw, "target_writers", 0, where),
         source=raw,
     )
+
+
+def _pairing(raw: dict[str, Any], systems: int, where: str) -> str:
+    pairing = raw.get("pairing", "balanced")
+    if pairing not in PAIRINGS:
+        raise SpecError(f"{where}: 'pairing' must be one of {', '.join(PAIRINGS)}.")
+    if pairing == "adaptive" and systems < 3:
+        raise SpecError(
+            f"{where}: 'pairing = \"adaptive\"' needs at least three [[systems]] (with two "
+            "there is one pair to give)."
+        )
+    return pairing
 
 
 def _completion(raw: dict[str, Any], where: str) -> tuple[str, str]:

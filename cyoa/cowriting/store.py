@@ -49,8 +49,11 @@ def create_session(
     completion_code: str,
     user_agent: str,
     first_event: dict[str, Any],
+    pair_probability: float | None = None,
 ) -> str:
     """Create participant + session + the first event atomically and return the session id.
+    ``pair_probability``: the probability with which an adaptive pairing drew ``pair``
+    (``None`` when pairs are balanced).
 
     If the participant already has a session in this experiment (a second tab racing the
     first), that session's id is returned instead: one session per participant."""
@@ -76,6 +79,7 @@ def create_session(
                 "started_at": stamp,
                 "updated_at": stamp,
                 "user_agent": user_agent[:500],
+                "pair_probability": pair_probability,
             },
         )
         _insert_event(db, session_id, 1, "session_started", first_event, stamp, None)
@@ -91,6 +95,35 @@ def sessions_per_pair(db: Db, exp_id: str) -> dict[tuple[str, str], int]:
         [exp_id],
     )
     return {(r["system_a"], r["system_b"]): r["n"] for r in rows}
+
+
+def pair_probabilities(db: Db, exp_id: str) -> dict[str, float]:
+    """Per session of an experiment paired adaptively, the probability its pair was drawn
+    with (sessions paired by balance are left out)."""
+    rows = db.query(
+        "SELECT id, pair_probability FROM sessions WHERE experiment_id = ?"
+        " AND pair_probability IS NOT NULL",
+        [exp_id],
+    )
+    return {r["id"]: float(r["pair_probability"]) for r in rows}
+
+
+def counted_choices(db: Db, exp_id: str) -> list[tuple[str, str, str]]:
+    """Every submitted choice between two suggestions in an experiment, as ``(session id,
+    chosen system, other system)``: what an adaptive pairing estimates from."""
+    rows = db.query(
+        "SELECT r.session_id, r.slot1_system, r.slot2_system, r.chosen_system FROM rounds AS r"
+        " JOIN sessions AS s ON s.id = r.session_id WHERE s.experiment_id = ?"
+        " AND r.turn_submitted_at IS NOT NULL AND coalesce(r.one_suggestion_only, 0) = 0",
+        [exp_id],
+    )
+    choices = []
+    for r in rows:
+        pair = (r["slot1_system"], r["slot2_system"])
+        if r["chosen_system"] in pair and pair[0] != pair[1]:
+            other = pair[1] if r["chosen_system"] == pair[0] else pair[0]
+            choices.append((r["session_id"], r["chosen_system"], other))
+    return choices
 
 
 def get_session(db: Db, session_id: str) -> dict[str, Any] | None:
@@ -275,6 +308,11 @@ def _suggestion_outcome(db: Db, event: Recorded) -> None:
             "generation_seconds": payload.get("generation_seconds"),
             "first_token_seconds": payload.get("first_token_seconds"),
             "token_count": payload.get("token_count"),
+            "sent_settings": (
+                None
+                if payload.get("sent_settings") is None
+                else json.dumps(payload["sent_settings"], sort_keys=True)
+            ),
             "created_at": event.stamp,
             # Only a live study knows how long its writer waited (not an import).
             **{k: payload[k] for k in ("waited_seconds",) if k in payload},

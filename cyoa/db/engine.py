@@ -58,12 +58,20 @@ def check_reachable(engine: sa.Engine) -> None:
     """Open one connection to ``engine``'s database, or raise
     :class:`~cyoa.database_url.DatabaseSettingError` with a sentence naming the database
     (password hidden) and what to check: a server that does not answer, a refused login, a
-    missing database, a SQLite file that cannot be opened."""
+    missing database, a SQLite file that cannot be opened or is not a database."""
     try:
-        with engine.connect():
-            return
+        with engine.connect() as connection:
+            if engine.dialect.name == "sqlite":  # SQLite reads the file at its first query
+                connection.exec_driver_sql("SELECT count(*) FROM sqlite_master")
     except sa.exc.OperationalError as error:
         raise DatabaseSettingError(unreachable(engine, error)) from None
+    except sa.exc.DatabaseError as error:
+        if engine.dialect.name != "sqlite":
+            raise
+        raise DatabaseSettingError(  # "file is not a database"
+            f"{engine.url.database} is not a SQLite database ({str(error.orig).strip()}): "
+            "give --db (or CYOA_DATABASE) a CYOA database, or a new file's name to create one."
+        ) from None
 
 
 def unreachable(engine: sa.Engine, error: sa.exc.OperationalError) -> str:

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from cyoa.db.facade import Db
 from cyoa.errors import SchemaError
 
-VERSION = 12
+VERSION = 15
 
 METADATA = sa.MetaData()
 TEXT, INT, FLOAT = sa.Text, sa.BigInteger, sa.Float
@@ -85,6 +85,7 @@ sa.Table(
     _column("current_round", INT),
     _column("completion_code", TEXT, required=True),
     *_columns("started_at updated_at finished_at user_agent", TEXT),
+    _column("pair_probability", FLOAT),
     sa.Index("idx_sessions_completion_code", "completion_code", unique=True),
 )  # fmt: skip
 sa.Table(
@@ -129,6 +130,7 @@ sa.Table(
     _column("token_count", INT),
     _column("created_at", TEXT),
     _column("waited_seconds", FLOAT),
+    _column("sent_settings", TEXT),
 )  # fmt: skip
 sa.Table(
     "choices", METADATA,
@@ -333,6 +335,16 @@ sa.Table(
     sa.Index("idx_plans_experiment_id_id", "experiment_id", "id"),
 )  # fmt: skip
 sa.Table(
+    "database_moves", METADATA,
+    _key("id", INT),
+    _column("source", TEXT, required=True),
+    _column("source_version", INT, required=True),
+    _column("copied_rows", INT, required=True),
+    _column("copied_at", TEXT, required=True),
+    _column("checked_at", TEXT),
+    _column("differences", INT),
+)  # fmt: skip
+sa.Table(
     "analyses", METADATA,
     _key("experiment_id", TEXT, _to("experiments")),
     _key("kind"),
@@ -360,8 +372,9 @@ SCHEMA_VERSION = sa.Table("schema_version", METADATA, _column("version", sa.Inte
 def migrate_postgresql(engine: sa.Engine) -> int:
     """Bring a PostgreSQL database to :data:`VERSION`, creating the schema when new; returns
     the version. Workers that start at once wait for one another on an advisory lock, and
-    PostgreSQL's DDL is transactional: one creates the schema, the others find it there. A
-    database at another version is refused with a sentence (:class:`SchemaError`)."""
+    PostgreSQL's DDL is transactional: one creates the schema, the others find it there. An
+    older database is brought up one :data:`STEPS` step at a time; one older than the first
+    step, or newer than this code, is refused with a sentence (:class:`SchemaError`)."""
     with engine.begin() as conn:
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended('cyoa-migrate', 0))"))
         SCHEMA_VERSION.create(conn, checkfirst=True)
@@ -375,18 +388,21 @@ def migrate_postgresql(engine: sa.Engine) -> int:
             f"This database has schema version {version}, newer than this CYOA's "
             f"({VERSION}). Update CYOA (git pull) before using it."
         )
-    if version == 10:
-        _stored_order(engine)
-        version = 11
-    if version == 11:
-        _analyses(engine)
-        return VERSION
-    if version < VERSION:
+    if version < min(STEPS, default=VERSION):
         raise SchemaError(
             f"This PostgreSQL database has schema version {version}, and this CYOA "
             f"({VERSION}) has no migration from it: copy the study out with the CYOA that "
             "wrote it."
         )
+    for step in range(version, VERSION):
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text("SELECT pg_advisory_xact_lock(hashtextextended('cyoa-migrate', 0))")
+            )
+            if conn.execute(sa.select(SCHEMA_VERSION.c.version)).scalar() != step:
+                continue  # another worker took this step meanwhile
+            STEPS[step](conn)
+            conn.execute(SCHEMA_VERSION.update().values(version=step + 1))
     return VERSION
 
 
@@ -408,37 +424,54 @@ def continue_sequences(db: Db) -> None:
         )
 
 
-def _stored_order(engine: sa.Engine) -> None:
+def _stored_order(conn: sa.Connection) -> None:
     """Version 10 → 11: stories and survey answers get a ``position`` (SQLite's
     ``_stored_order``). PostgreSQL keeps no insertion order, so existing rows are numbered
     in key order."""
-    with engine.begin() as conn:
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended('cyoa-migrate', 0))"))
-        if conn.execute(sa.select(SCHEMA_VERSION.c.version)).scalar() != 10:
-            return
-        for table, owner, key in (
-            ("stories", "experiment_id", "story_id"),
-            ("survey_answers", "session_id", "item_id"),
-        ):
-            conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN position BIGINT"))
-            conn.execute(
-                sa.text(
-                    f"UPDATE {table} SET position = numbered.n FROM (SELECT {owner}, {key},"
-                    f" row_number() OVER (PARTITION BY {owner} ORDER BY {key}) AS n"
-                    f" FROM {table}) AS numbered WHERE numbered.{owner} = {table}.{owner}"
-                    f" AND numbered.{key} = {table}.{key}"
-                )
+    for table, owner, key in (
+        ("stories", "experiment_id", "story_id"),
+        ("survey_answers", "session_id", "item_id"),
+    ):
+        conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN position BIGINT"))
+        conn.execute(
+            sa.text(
+                f"UPDATE {table} SET position = numbered.n FROM (SELECT {owner}, {key},"
+                f" row_number() OVER (PARTITION BY {owner} ORDER BY {key}) AS n"
+                f" FROM {table}) AS numbered WHERE numbered.{owner} = {table}.{owner}"
+                f" AND numbered.{key} = {table}.{key}"
             )
-        conn.execute(SCHEMA_VERSION.update().values(version=11))
+        )
 
 
-def _analyses(engine: sa.Engine) -> None:
-    """Version 11 → 12: the dashboards' stored analyses and their jobs (SQLite's
+def _sent_settings(conn: sa.Connection) -> None:
+    """Version 11 → 12: each suggestion records the sampling settings sent to its model
+    server (SQLite's ``_sent_settings``); existing rows have none."""
+    conn.execute(sa.text("ALTER TABLE suggestions ADD COLUMN sent_settings TEXT"))
+
+
+def _database_moves(conn: sa.Connection) -> None:
+    """Version 12 → 13: the ``database_moves`` table (SQLite's ``_database_moves``)."""
+    METADATA.tables["database_moves"].create(conn, checkfirst=True)
+
+
+def _pair_probabilities(conn: sa.Connection) -> None:
+    """Version 13 → 14: ``sessions.pair_probability`` (SQLite's ``_pair_probabilities``)."""
+    conn.execute(sa.text("ALTER TABLE sessions ADD COLUMN pair_probability DOUBLE PRECISION"))
+
+
+def _analyses(conn: sa.Connection) -> None:
+    """Version 14 → 15: the dashboards' stored analyses and their jobs (SQLite's
     ``_analyses``)."""
-    with engine.begin() as conn:
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended('cyoa-migrate', 0))"))
-        if conn.execute(sa.select(SCHEMA_VERSION.c.version)).scalar() != 11:
-            return
-        for name in ANALYSES:
-            METADATA.tables[name].create(conn)
-        conn.execute(SCHEMA_VERSION.update().values(version=12))
+    for name in ANALYSES:
+        METADATA.tables[name].create(conn, checkfirst=True)
+
+
+# The steps from an older PostgreSQL database: STEPS[n] takes version n to n + 1, each in its
+# own transaction under the migration lock.
+STEPS = {
+    10: _stored_order,
+    11: _sent_settings,
+    12: _database_moves,
+    13: _pair_probabilities,
+    14: _analyses,
+}

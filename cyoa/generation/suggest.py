@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from contextlib import closing
 
+from cyoa.generation.openai_backend import sent_settings
+from cyoa.generation.stopping import GenerationStopped, stop_when
 from cyoa.generation.text import build_prompt, display_text, sentence_complete, trim_suggestion
 from cyoa.generation.types import Backend, Suggestion, System
 
@@ -35,7 +37,8 @@ def generate_suggestion(
 
     ``on_text`` is called with the text as the writer should see it so far, each time it
     changes (cleaned, at most ``max_chars`` characters; the last call gives the final text).
-    ``should_stop`` is asked after every piece; when it returns true generation stops and
+    ``should_stop`` is asked after every piece, and while the backend waits for one where
+    it can (:mod:`cyoa.generation.stopping`); when it returns true generation stops and
     :class:`SuggestionCancelled` is raised. Generation stops as soon as the first sentence
     of at least ``min_chars`` characters is complete.
 
@@ -57,20 +60,24 @@ def generate_suggestion(
     shown = ""
     first_token_seconds: float | None = None
     token_count = 0
-    with closing(backend.stream(prompt, system.sampling, seed)) as pieces:
-        for piece in pieces:
-            token_count += 1
-            raw += piece
-            if piece and first_token_seconds is None:
-                first_token_seconds = time.perf_counter() - started
-            if should_stop is not None and should_stop():
-                raise SuggestionCancelled(f"Generation for {system.name!r} was stopped.")
-            if sentence_complete(raw, min_chars, max_chars):
-                break
-            partial = display_text(raw, max_chars)
-            if on_text is not None and partial != shown:
-                shown = partial
-                on_text(partial)
+    stop = should_stop or (lambda: False)
+    try:
+        with stop_when(stop), closing(backend.stream(prompt, system.sampling, seed)) as pieces:
+            for piece in pieces:
+                token_count += 1
+                raw += piece
+                if piece and first_token_seconds is None:
+                    first_token_seconds = time.perf_counter() - started
+                if stop():
+                    raise GenerationStopped
+                if sentence_complete(raw, min_chars, max_chars):
+                    break
+                partial = display_text(raw, max_chars)
+                if on_text is not None and partial != shown:
+                    shown = partial
+                    on_text(partial)
+    except GenerationStopped:
+        raise SuggestionCancelled(f"Generation for {system.name!r} was stopped.") from None
     text = trim_suggestion(raw, min_chars, max_chars)
     if len(text) < min_chars:
         raise SuggestionError(
@@ -91,4 +98,5 @@ def generate_suggestion(
         generation_seconds=time.perf_counter() - started,
         first_token_seconds=first_token_seconds,
         token_count=token_count,
+        sent_settings=sent_settings(backend, system.sampling, seed),
     )

@@ -91,6 +91,9 @@ class Suggestion:
 
     ``text`` is what the writer sees (one trimmed sentence); ``raw_text`` is what the model
     produced before trimming. Times are in seconds; ``token_count`` counts generated tokens.
+    ``sent_settings`` is every sampling setting sent to a model server with the request
+    (the ``openai`` backend's; None for a model run in this process, which samples as
+    ``sampling`` says).
     """
 
     text: str
@@ -104,6 +107,7 @@ class Suggestion:
     generation_seconds: float
     first_token_seconds: float | None
     token_count: int
+    sent_settings: dict[str, Any] | None = None
 
 
 class Backend(Protocol):

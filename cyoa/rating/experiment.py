@@ -25,18 +25,22 @@ from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_to_dict
 from cyoa.rating.spec import ID, RESERVED_IDS, RatingSpec, RatingSpecError, parse_rating_spec
 from cyoa.rating.stories import StoryRecord
+from cyoa.words import counted
 
 
 @dataclass(frozen=True)
 class ImportSummary:
-    """What an import stored."""
+    """What an import stored. ``without_text``: the ids of the judged stories stored with
+    neither text nor link (empty in the stories file, or not in it), in the judgements'
+    order; ``links``: how many are stored as a link only."""
 
     experiment: str
     stories: int
     raters: int
     judgements: int
     sources: tuple[str, ...]
-    stories_without_text: int
+    without_text: tuple[str, ...]
+    links: int
 
 
 def import_rating_experiment(
@@ -49,8 +53,9 @@ def import_rating_experiment(
 ) -> ImportSummary:
     """Store ``judgements`` of ``instrument`` as the new, closed rating experiment ``name``.
 
-    ``stories`` give titles and texts (a story judged but not given keeps an empty text;
-    given but not judged, it is left out). ``origin`` (e.g. the format and file names) is
+    ``stories`` give titles and texts (a story judged but not given, or given without text,
+    keeps an empty text, named in the summary: its judgements are data all the same; given
+    but not judged, it is left out). ``origin`` (e.g. the format and file names) is
     kept in the spec and in each story's ``origin``. Raises :class:`RatingImportError` for a
     bad name, a taken one, or a story whose file gives another source than its judgements.
     """
@@ -94,7 +99,8 @@ def import_rating_experiment(
         raters=len(raters),
         judgements=len(judgements),
         sources=tuple(sorted(set(judged.values()))),
-        stories_without_text=sum(1 for row in story_rows if not row["text"]),
+        without_text=tuple(r["story_id"] for r in story_rows if not r["text"] and not r["url"]),
+        links=sum(1 for row in story_rows if not row["text"] and row["url"]),
     )
 
 
@@ -276,7 +282,8 @@ def create_from_file(db: Db, raw: dict[str, Any], path: Path, cards: dict[str, M
     study needs no model card (``cards`` is the co-writing kind's)."""
     spec = parse_rating_spec(raw, str(path), path.resolve().parent, db)
     create_from_spec(db, spec)
+    stories = counted(len(spec.stories), "story")
     return (
-        f"Rating experiment '{spec.id}' created, paused, with {len(spec.stories)} stories. "
+        f"Rating experiment '{spec.id}' created, paused, with {stories}. "
         f"Open it (python -m cyoa experiment open {spec.id}); raters start at /r/{spec.id}."
     )

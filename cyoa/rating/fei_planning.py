@@ -43,6 +43,10 @@ TOLERANCE = 0.1
 TARGET = 0.8
 ALPHA = 0.05
 SIMULATIONS = 400
+# The largest design planned: each number of readers simulates SIMULATIONS studies × stories
+# × questions answers per source (at these bounds about 1.6 million, a few seconds).
+MAX_STORIES = 200
+MAX_QUESTIONS = 20
 
 Progress = Callable[[int, int], None]
 
@@ -150,6 +154,12 @@ def plan_readers(
             "An FEI plan needs at least 2 stories per source, 1 question per story and a "
             f"share of true answers for each source, got {stories} stories, {questions} "
             "questions."
+        )
+    if stories > MAX_STORIES or questions > MAX_QUESTIONS:
+        raise ValueError(
+            f"An FEI plan takes at most {MAX_STORIES} stories per source and {MAX_QUESTIONS} "
+            f"questions per story, got {stories} stories, {questions} questions: plan a "
+            "smaller design."
         )
     if not 0 < tolerance < 1 or not 0 < target < 1 or not 0 < alpha < 1:
         raise ValueError("The tolerance (bits), target power and α lie between 0 and 1.")

@@ -13,8 +13,10 @@ Two layouts of judgements (``python -m cyoa import-ratings``):
 
 Every check runs before anything is stored, and a bad row stops the import with a
 :class:`RatingImportError` naming the file, the line and the field. Files are read as
-spreadsheets save them: a UTF-8 byte-order mark (Excel's "CSV UTF-8") is skipped, and a CSV
-field may hold a long story (up to :data:`FIELD_MAX_CHARS`, not csv's default 131,072).
+spreadsheets save them: a UTF-8 byte-order mark (Excel's "CSV UTF-8") is skipped, a CSV
+field may hold a long story (up to :data:`FIELD_MAX_CHARS`, not csv's default 131,072), and
+JSON's ``NaN`` (what Python's ``json.dumps`` writes for a missing value of a pandas table,
+``{"title": NaN}``) is read as missing, like ``null``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import sys
 from collections import Counter
@@ -79,14 +82,15 @@ def read_records(text: str, filename: str) -> Iterator[tuple[int, dict[str, Any]
     """(line number, record) for each record of a CSV (header line first), JSON Lines or
     JSON-list file, by the file's extension (``.csv``, ``.jsonl``/``.ndjson``, ``.json``;
     a ``.json`` file holding one object per line is read as JSON Lines). A leading byte-order
-    mark is skipped; a CSV quote left open, a field over :data:`FIELD_MAX_CHARS`, JSON nested
-    past Python's recursion limit, a number too long to read and text that is not Unicode (a
-    lone surrogate) are :class:`RatingImportError` naming the line."""
+    mark is skipped, and JSON's ``NaN`` is read as ``None`` (missing). A CSV quote left open, a
+    field over :data:`FIELD_MAX_CHARS`, JSON nested past Python's recursion limit, a number
+    too long to read, an infinite number (``Infinity``, ``1e999``) and text that is not
+    Unicode (a lone surrogate) are :class:`RatingImportError` naming the line."""
     text = text.removeprefix("\ufeff")
     suffix = Path(filename).suffix.lower()
     if suffix == ".csv":
         for number, record in _csv_records(text, filename):
-            yield number, _unicode_checked(record, f"{filename}, line {number}")
+            yield number, _checked_record(record, f"{filename}, line {number}")
         return
     if suffix == ".json" and text.lstrip().startswith("["):
         yield from enumerate(_json_list(text, filename), start=1)
@@ -105,7 +109,7 @@ def read_records(text: str, filename: str) -> Iterator[tuple[int, dict[str, Any]
             raise RatingImportError(f"{where}: not valid JSON ({error.msg}).") from None
         if not isinstance(record, dict):
             raise RatingImportError(f"{where}: not a JSON object.")
-        yield number, _unicode_checked(record, where)
+        yield number, _checked_record(record, where)
 
 
 def _csv_records(text: str, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -136,12 +140,19 @@ def _csv_records(text: str, filename: str) -> Iterator[tuple[int, dict[str, Any]
         ) from None
 
 
+def _missing_or_infinite(constant: str) -> float | None:
+    """JSON's non-standard constants: ``NaN`` is how Python's ``json`` writes a missing value
+    of a pandas table, so it reads as ``None``; ``Infinity`` and ``-Infinity`` stay infinite, for
+    :func:`_checked_record` to refuse naming their field."""
+    return None if constant == "NaN" else float(constant)
+
+
 def _json(text: str, where: str) -> Any:
-    """The JSON document ``text``; :class:`json.JSONDecodeError` for the caller to place, and
-    a :class:`RatingImportError` naming ``where`` for JSON too deep or a number too long for
-    Python to read."""
+    """The JSON document ``text``, ``NaN`` read as ``None``; :class:`json.JSONDecodeError` for
+    the caller to place, and a :class:`RatingImportError` naming ``where`` for JSON too deep
+    or a number too long for Python to read."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_missing_or_infinite)
     except RecursionError:
         raise RatingImportError(
             f"{where}: the JSON is nested too deeply; a record is one object of fields."
@@ -155,10 +166,12 @@ def _json(text: str, where: str) -> Any:
         ) from None
 
 
-def _unicode_checked(record: dict[str, Any], where: str) -> dict[str, Any]:
-    """``record`` if all its text is Unicode; JSON's ``\\ud800`` writes half a character
-    (a lone surrogate) that nothing can store or show, refused naming its field."""
+def _checked_record(record: dict[str, Any], where: str) -> dict[str, Any]:
+    """``record`` if all its text is Unicode and all its numbers finite. JSON's ``\\ud800``
+    writes half a character (a lone surrogate) that nothing can store or show, and
+    ``Infinity`` (or ``1e999``) is no rating, title or id: both are refused naming the field."""
     for key, value in record.items():
+        name = key if is_unicode(key) else ascii(key)
         pending = [key, value]
         while pending:
             item = pending.pop()
@@ -167,10 +180,14 @@ def _unicode_checked(record: dict[str, Any], where: str) -> dict[str, Any]:
             elif isinstance(item, list):
                 pending.extend(item)
             elif isinstance(item, str) and not is_unicode(item):
-                name = key if is_unicode(key) else ascii(key)
                 raise RatingImportError(
                     f"{where}, field '{name}' holds a lone surrogate (half of a character, "
                     f"{ascii(item[:40])}); write the character itself."
+                )
+            elif isinstance(item, float) and math.isinf(item):
+                raise RatingImportError(
+                    f"{where}, field '{name}' holds an infinite number ({item}); write a "
+                    "finite number, or null (or NaN) for a missing value."
                 )
     return record
 
@@ -197,7 +214,7 @@ def _json_list(text: str, filename: str) -> list[dict[str, Any]]:
     for number, record in enumerate(records, start=1):
         if not isinstance(record, dict):
             raise RatingImportError(f"{filename}, record {number}: not a JSON object.")
-        _unicode_checked(record, f"{filename}, record {number}")
+        _checked_record(record, f"{filename}, record {number}")
     return records
 
 
@@ -364,13 +381,18 @@ def item_for_story(instrument: Instrument, item_id: str, story_id: str) -> str:
     return scoped if any(item.id == scoped for item in instrument.items) else item_id
 
 
-def stories_from_file(text: str, filename: str) -> list[Story]:
+def stories_from_file(text: str, filename: str, *, need_text: bool = True) -> list[Story]:
     """The stories of a JSON list, JSON Lines or CSV file: ``story_id`` (or ``id``),
     ``source`` (else the part of a ``<n>_<source>`` id after the first underscore),
     ``title`` (or ``story_name``), ``text`` (or ``content``); a text that is only a URL is
     kept as the story's ``url`` (TTCW's New Yorker stories are links). A file without
-    stories, a story with neither text nor link, and a link that is not a web address
-    (``javascript:…``) are refused: a rater could not read it."""
+    stories and a link that is not a web address (``javascript:…``) are refused.
+
+    ``need_text``: raters will read these stories (a rating study), so a story with neither
+    text nor link is refused. Without it (the stories of judgements collected elsewhere,
+    as released data sets publish them with some texts empty), such a story is kept with
+    an empty text, for the import to name
+    (:attr:`cyoa.rating.experiment.ImportSummary.without_text`)."""
     stories = []
     seen: set[str] = set()
     for number, record in read_records(text, filename):
@@ -392,10 +414,10 @@ def stories_from_file(text: str, filename: str) -> list[Story]:
                 f"{where}: story {story_id!r}: a link must be a web address (https://…), "
                 f"not {(url or body)[:60]!r}."
             )
-        if not body and not url:
+        if need_text and not body and not url:
             raise RatingImportError(
-                f"{where}: story {story_id!r} has neither text nor a link; write its text "
-                "(field 'text') or its web address."
+                f"{where}: story {story_id!r} has neither text nor a link, and raters must "
+                "read it; write its text (field 'text') or its web address, or leave it out."
             )
         stories.append(
             Story(

@@ -5,22 +5,19 @@ Who may come in and resume is the rule of every study kind (:mod:`cyoa.web.parti
 the rater's id lives only in the signed cookie, and a platform id in the link resumes in
 another browser only with the platform session recorded when the rater started.
 Answers come as JSON with a custom header, which a page on another site cannot send without
-the browser asking this server first (CORS).
+the browser asking this server first (CORS). While the database cannot be reached, every
+page and answer here is answered "send again" (:mod:`cyoa.web.outage`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import logging
 import math
 from typing import Any
 
-import sqlalchemy as sa
 from flask import (
     Blueprint,
     abort,
     jsonify,
-    make_response,
     redirect,
     render_template,
     request,
@@ -30,23 +27,18 @@ from flask import (
 from cyoa.rating.blind import from_rater, rater_item_ids
 from cyoa.rating.flow import Phase, RuleError
 from cyoa.rating.importing import is_unicode
+from cyoa.rating.instruments import rater_credit
 from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
-from cyoa.web import participants
+from cyoa.web import outage, participants
 from cyoa.web.completion import completion_address, shown_code
 
-log = logging.getLogger(__name__)
 bp = Blueprint("rating", __name__)
+outage.answer_retry(bp)
 TOO_FAST_MESSAGE = (
     "Your answers are arriving faster than the server saves them. They are kept on this page "
     "and will be sent again in a moment."
 )
-BUSY_MESSAGE = (
-    "The server is busy saving other answers. Yours are kept on this page and will be sent "
-    "again in a moment."
-)
-BUSY_RETRY_SECONDS = 2
-BUSY_START_MESSAGE = "The server is busy saving answers. Please wait a moment and start again."
 ACTION_HEADER = "X-CYOA-Action"
 COMPLETION_REDIRECT_SECONDS = 15
 # The first segment of a rater's link, and what a rater resumes by it.
@@ -127,9 +119,6 @@ def start(exp_id: str):
         rater_id = _ratings().open_rater(exp, entry.participant, user_agent)
     except AlreadyStarted:
         return _refused(exp)
-    except sa.exc.OperationalError as error:
-        log.warning("database busy when a rater of %s started: %s", exp_id, error)
-        return _consent_page(exp, entry.link, BUSY_START_MESSAGE, 503)
     if rater_id is None:
         return render_template("full.html", experiment=exp), 403
     DOOR.remember(exp_id, rater_id)
@@ -148,13 +137,7 @@ def rate(exp_id: str):
         return redirect(url_for("rating.done", exp_id=exp_id))
     if not task.shown:
         # Time on task counts from here: the server's clock, when the story is first sent.
-        try:
-            state = _ratings().act(exp, rater_id, "story_shown", {"story": task.story_id}).state
-        except sa.exc.OperationalError as error:
-            log.warning("database busy when a rater of %s was shown a story: %s", exp_id, error)
-            response = make_response(render_template("busy.html", experiment=exp), 503)
-            response.headers["Retry-After"] = str(BUSY_RETRY_SECONDS)
-            return response
+        state = _ratings().act(exp, rater_id, "story_shown", {"story": task.story_id}).state
         task = state.current
     shown_ids = {q: q for q in task.questions} | rater_item_ids(exp, task.story_id)
     return render_template(
@@ -169,16 +152,9 @@ def rate(exp_id: str):
         total=len(state.tasks),
         required=sorted(shown_ids[q] for q in exp.questions.required() & set(task.questions)),
         first=state.position == 1,
-        attribution=exp.questions.instrument.attribution,
-        rater_key=storage_key(rater_id),
+        credit=rater_credit(exp.questions.instrument),
+        rater_key=participants.storage_key(rater_id),
     )
-
-
-def storage_key(rater_id: str) -> str:
-    """The name the rater's page keeps its drafts and unsent answers under in the browser:
-    one per rater, so a second rater in the same browser never sends the first one's answers,
-    and not the rater's id itself, which stays on the server's side."""
-    return hashlib.sha256(rater_id.encode()).hexdigest()[:16]
 
 
 def answer_view(answer: Any) -> dict[str, Any]:
@@ -215,9 +191,9 @@ def _all_unicode(data: Any) -> bool:
 def action(exp_id: str):
     """One rater action as JSON ``{action_id, type, payload}``; answers ``{ok: true, …}``
     once it is stored, or ``{ok: false, error}`` with a sentence to show. An action sent
-    faster than the rater's rate limit (HTTP 429) or while the database stays locked (503)
-    is not stored and gets ``retry: true`` and ``Retry-After``: the page sends it again with
-    the same ``action_id``."""
+    faster than the rater's rate limit (HTTP 429) or while the database cannot be reached
+    (503, :mod:`cyoa.web.outage`) is not stored and gets ``retry: true`` and ``Retry-After``:
+    the page sends it again with the same ``action_id``."""
     if request.headers.get(ACTION_HEADER) != "1":
         return jsonify(ok=False, error="Please reload the page."), 400
     # Checked before any database work, so a flood of actions costs the server nothing.
@@ -245,10 +221,6 @@ def action(exp_id: str):
         )
     except RuleError as error:
         return jsonify(ok=False, error=str(error)), 409
-    except sa.exc.OperationalError as error:
-        # The database stayed locked past the busy timeout: nothing was recorded.
-        log.warning("database busy for rater %s of %s: %s", rater_id, exp_id, error)
-        return _retry(BUSY_MESSAGE, 503, BUSY_RETRY_SECONDS)
     state = outcome.state
     body: dict[str, Any] = {"ok": True, "duplicate": outcome.duplicate}
     if outcome.event.type == "story_finished" or state.phase == Phase.DONE:
@@ -271,12 +243,7 @@ def seen(exp_id: str):
         return jsonify(ok=False, error="Please use your study link again."), 403
     if wait := rating_parts().rater_limiter.take(f"{exp_id}/{held}"):
         return _retry(TOO_FAST_MESSAGE, 429, wait)
-    try:
-        kept = _ratings().seen(exp_id, held)
-    except sa.exc.OperationalError as error:
-        log.warning("database busy for rater %s of %s: %s", held, exp_id, error)
-        return _retry(BUSY_MESSAGE, 503, BUSY_RETRY_SECONDS)
-    return jsonify(ok=kept)
+    return jsonify(ok=_ratings().seen(exp_id, held))
 
 
 def _retry(message: str, status: int, wait: float):

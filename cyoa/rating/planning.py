@@ -249,13 +249,27 @@ def simulated_power(
     )  # fmt: skip
 
 
-def estimate_pilot(ratings: pd.DataFrame, pair: tuple[str, str] | None = None) -> RatingAssumptions:
-    """The assumptions a pilot gives: the SDs of the crossed model's variance components (the
-    rater × source SD 0 where the pilot's model leaves that component out) and
-    the absolute difference of ``pair`` (default: the first pair of sources in sorted order),
-    from :func:`~cyoa.rating.analysis.mixed.source_model` of ``ratings`` (``story_id``,
-    ``source``, ``rater_id``, ``score``). :class:`ValueError` with a sentence when the
-    model cannot be fitted to the pilot."""
+@dataclass(frozen=True)
+class PilotEstimate:
+    """What a rating pilot gives: the SDs of the crossed model's variance components (score
+    units), its ``sources``, and the absolute ``difference`` of the pair compared (None when
+    the pilot's stories come from one source: there is no comparison to estimate)."""
+
+    story_sd: float
+    rater_sd: float
+    residual_sd: float
+    rater_source_sd: float
+    sources: tuple[str, ...]
+    difference: float | None
+
+
+def estimate_pilot(ratings: pd.DataFrame, pair: tuple[str, str] | None = None) -> PilotEstimate:
+    """The estimates a pilot gives: the SDs of the crossed model's variance components (the
+    rater × source SD 0 where the pilot's model leaves that component out) and the absolute
+    difference of ``pair`` (default: the first pair of sources in sorted order; none with one
+    source), from :func:`~cyoa.rating.analysis.mixed.source_model` of ``ratings``
+    (``story_id``, ``source``, ``rater_id``, ``score``). :class:`ValueError` with a sentence
+    when the model cannot be fitted to the pilot."""
     model = source_model(ratings, "score")  # fitted on one BLAS thread (source_model)
     if model is None:
         raise ValueError("The pilot has no ratings to plan from.")
@@ -267,9 +281,12 @@ def estimate_pilot(ratings: pd.DataFrame, pair: tuple[str, str] | None = None) -
     differences = {(d.first, d.second): d.difference for d in model.differences}
     if pair is not None and tuple(sorted(pair)) not in differences:
         raise ValueError(f"The pilot has no sources {pair[0]} and {pair[1]} to compare.")
-    difference = differences[tuple(sorted(pair))] if pair else model.differences[0].difference
+    difference = None
+    if model.differences:
+        difference = differences[tuple(sorted(pair))] if pair else model.differences[0].difference
     parts = model.components
-    return RatingAssumptions(
-        abs(difference), math.sqrt(parts.story), math.sqrt(parts.rater),
-        math.sqrt(parts.residual), math.sqrt(parts.rater_source or 0.0),
+    return PilotEstimate(
+        math.sqrt(parts.story), math.sqrt(parts.rater), math.sqrt(parts.residual),
+        math.sqrt(parts.rater_source or 0.0), tuple(sorted(ratings["source"].astype(str).unique())),
+        None if difference is None else abs(difference),
     )  # fmt: skip

@@ -386,6 +386,19 @@ def _fresh(table: str, stamp: str) -> dict[str, Any]:
     return {"created_at": stamp, "alias": story_alias()} if table == "stories" else {}
 
 
+def unreadable_stories(db: Db, exp_id: str) -> list[str]:
+    """The ids of the rating experiment's stories with neither text nor link, in their
+    order: a rater could not read them (an imported story whose text was not released, kept
+    by a clone of the import)."""
+    rows = db.query(
+        "SELECT story_id FROM stories WHERE experiment_id = ?"
+        " AND coalesce(text, '') = '' AND coalesce(url, '') = ''"
+        " ORDER BY position, story_id",
+        [exp_id],
+    )
+    return [row["story_id"] for row in rows]
+
+
 def rating_edit_refusal(db: Db, exp_id: str) -> str:
     """Why the rating experiment ``exp_id`` cannot be edited now, as a sentence, or "" if it
     can: a rater has started (what a rater was given stays as it was), or it is open (no

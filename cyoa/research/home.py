@@ -114,12 +114,14 @@ def experiments():
     rows = []
     with web.db() as db:
         lifecycle.sync_from_db(db, study.experiments, shared_parts().cards)
-        for exp in sorted(study.experiments.values(), key=lambda e: e.id):
+        unserved = lifecycle.unserved_experiments(db, study.experiments, shared_parts().cards)
+        for exp in sorted([*study.experiments.values(), *unserved], key=lambda e: e.id):
             rows.append(
                 {
                     "experiment": exp,
                     "progress": progress_payload(db, exp),
                     "links": participant_links(base_url, exp.id, START_PATH, WORK),
+                    "open_refusal": lifecycle.open_refusal(exp),
                 }
             )
         ratings = rating_summaries(db)

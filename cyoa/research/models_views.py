@@ -1,7 +1,9 @@
 """The researcher's Models page (``/research/models``): every model card with its state
 (loaded, loading, failed with the reason, not loaded), the time and memory its loading took,
 which experiments use it, buttons to load or unload it while the app runs, and a "Try" box
-that shows three suggestions for a typed story (:func:`cyoa.generation.trial.try_model`).
+that shows three suggestions for a typed story (:func:`cyoa.generation.trial.try_model`)
+and, for a model on a server, each setting the server does not sample with as the card
+says (:func:`cyoa.generation.trial.sampling_problems`).
 
 Thin: the pool (:class:`cyoa.generation.pool.ModelPool`) loads and unloads; a model an open
 experiment uses cannot be unloaded. The page reads the models folder again each time it is
@@ -13,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import (
-    current_app,
     flash,
     jsonify,
     redirect,
@@ -22,10 +23,10 @@ from flask import (
     url_for,
 )
 
-from cyoa import store
-from cyoa.cowriting.parts import parts as cowriting_parts
+from cyoa.generation.openai_backend import ModelServerError
 from cyoa.generation.pool import ModelNotAvailable
-from cyoa.generation.trial import DEFAULT_STORY, STORY_MAX_CHARS, try_model
+from cyoa.generation.trial import DEFAULT_STORY, STORY_MAX_CHARS, sampling_problems, try_model
+from cyoa.kinds import KINDS
 from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.parts import shared as shared_parts
@@ -35,21 +36,8 @@ TRIALS = 3
 
 
 def experiments_using(model: str) -> list[dict[str, str]]:
-    """The co-writing experiments whose systems use ``model``: ``id`` and ``status``."""
-    study = cowriting_parts().study
-    db = store.connect(current_app.config["DATABASE"])
-    try:
-        statuses = {
-            row["id"]: row["status"]
-            for row in db.query("SELECT id, status FROM experiments WHERE kind = 'cowriting'")
-        }
-    finally:
-        db.close()
-    return [
-        {"id": exp.id, "status": statuses.get(exp.id, "")}
-        for exp in sorted(study.experiments.values(), key=lambda e: e.id)
-        if any(system.model.name == model for system in exp.systems)
-    ]
+    """The experiments of every kind that use ``model``: ``id`` and ``status``."""
+    return [e for kind in KINDS.values() for e in kind.experiments_using(model)]
 
 
 def model_rows() -> list[dict[str, Any]]:
@@ -118,12 +106,7 @@ def load(name: str):
 def unload(name: str):
     if not _known(name):
         return redirect(url_for("research_models.models"))
-    needed = [e["id"] for e in experiments_using(name) if e["status"] == "open"]
-    needed += [
-        e["id"]
-        for e in experiments_using(name)
-        if e["status"] != "open" and name in cowriting_parts().openings.waiting_for(e["id"])
-    ]
+    needed = [exp_id for kind in KINDS.values() for exp_id in kind.experiments_needing(name)]
     if needed:
         flash(
             f"{name} is used by the experiment(s) {', '.join(needed)}, open or opening: "
@@ -156,8 +139,10 @@ def try_(name: str):
         return _page(trial, 409)
     try:
         backend = shared_parts().pool.get(name, timeout=0)
-        trial["draws"] = try_model(backend, shared_parts().cards[name], story, n=TRIALS)
-    except (ModelNotAvailable, ValueError) as exc:
+        card = shared_parts().cards[name]
+        trial["problems"] = sampling_problems(backend, card, story)
+        trial["draws"] = try_model(backend, card, story, n=TRIALS)
+    except (ModelNotAvailable, ModelServerError, ValueError) as exc:
         trial["error"] = str(exc)
         return _page(trial, 400)
     return _page(trial)

@@ -19,9 +19,11 @@ from typing import Any
 
 from flask import Flask, abort, current_app, redirect, render_template, request, url_for
 
-from cyoa import store
+from cyoa import kinds, store
 from cyoa.errors import AnalysisError
-from cyoa.research.planning import KEYS, Options, PlanInputError, make_plan, parse_assumptions
+from cyoa.planning_record import Planner
+from cyoa.research import plan_bounds
+from cyoa.research.planning import Options, PlanInputError, make_plan, parse_assumptions
 from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.realtime import socketio
@@ -32,16 +34,17 @@ bp = web.blueprint("research_plan", __name__, "/research/plan")
 REFRESH_SECONDS = 2
 # Plans being made or made in this process, kept for their progress pages (oldest forgotten).
 JOBS_KEPT = 20
-# The form's numbers: field → (label, lowest, highest, whole number).
+# The form's numbers: field → (label, its option in cyoa.research.plan_bounds.OPTIONS; the
+# effect's bounds are its kind's planner's).
 FIELDS = {
-    "target_power": ("Target power", 0.01, 0.99, False),
-    "alpha": ("α", 0.001, 0.5, False),
-    "effect": ("Effect to detect", -100.0, 100.0, False),
-    "hourly_rate": ("Hourly rate", 0.0, 10_000.0, False),
-    "fee": ("Platform fee", 0.0, 10.0, False),
-    "seed": ("Seed", 0, 2**31 - 1, True),
-    "simulations": ("Simulations per cell", 100, 20_000, True),
-    "alpha_width": ("Width of α's and κ's interval", 0.01, 2.0, False),
+    "target_power": ("Target power", "target"),
+    "alpha": ("α", "alpha"),
+    "effect": ("Effect to detect", "effect"),
+    "hourly_rate": ("Hourly rate", "hourly_rate"),
+    "fee": ("Platform fee", "fee"),
+    "seed": ("Seed", "seed"),
+    "simulations": ("Simulations per cell", "simulations"),
+    "alpha_width": ("Width of α's and κ's interval", "alpha_width"),
 }
 DEFAULTS = {"target_power": "0.8", "alpha": "0.05", "hourly_rate": "12", "fee": "0.33",
             "seed": "0", "simulations": "2000", "alpha_width": "0.2"}  # fmt: skip
@@ -59,6 +62,8 @@ class PlanJob:
     state: str = "running"
     error: str = ""
     plan_id: int | None = None
+    # The form as it was sent, so the page shows the values this plan uses.
+    values: dict[str, str] = field(default_factory=dict)
 
     def advance(self, done: int, total: int) -> None:
         self.done, self.total = done, total
@@ -100,24 +105,32 @@ def _experiment_or_404(exp_id: str) -> dict[str, Any]:
     return row
 
 
-def _dashboard_url(row: dict[str, Any]) -> str:
-    if row["kind"] == "rating":
-        return url_for("research_ratings.rating_experiment", exp_id=row["id"])
-    return url_for("research_cowriting.experiment", exp_id=row["id"])
+def _latest_values(latest: dict[str, Any] | None) -> dict[str, str]:
+    """The form's fields as the latest stored plan used them (a co-writing plan's
+    simulations per cell are those of its curve), so the form starts from the plan shown
+    above it."""
+    record = latest["record"] if latest else {}
+    names = ("target_power", "alpha", "hourly_rate", "fee", "seed", "effect")
+    values = {name: f"{record[name]:g}" for name in names if record.get(name) is not None}
+    simulations = {cell.get("simulations") for cell in record.get("curve") or ()}
+    if len(simulations) == 1 and None not in simulations:
+        values["simulations"] = str(simulations.pop())
+    return values
 
 
 def _page(row: dict[str, Any], error: str = "", status: int = 200, job: PlanJob | None = None):
+    form = {name: value for name, value in request.form.items() if name != "csrf_token"}
     with web.db() as db:
         latest = store.latest_plan(db, row["id"])
     page = render_template(
         "research/plan.html",
         experiment=row,
-        dashboard_url=_dashboard_url(row),
-        keys=sorted(KEYS[row["kind"]]),
+        dashboard_url=url_for(kinds.KINDS[row["kind"]].dashboard, exp_id=row["id"]),
+        keys=sorted(kinds.KINDS[row["kind"]].planner.keys),
         latest=latest,
         job=job.to_dict() if job else None,
         error=error,
-        values={**DEFAULTS, **request.form},
+        values={**DEFAULTS, **_latest_values(latest), **(job.values if job else {}), **form},
         refresh=REFRESH_SECONDS if job and job.state == "running" else None,
     )
     return page, status
@@ -129,42 +142,45 @@ def plan_page(exp_id: str):
     return _page(_experiment_or_404(exp_id))
 
 
-def _number(name: str) -> float | int | None:
-    """The form's field ``name`` as a number (None when left blank); ValueError naming the
-    field when it is not one in its range."""
-    label, low, high, whole = FIELDS[name]
+def _number(name: str, planner: Planner) -> float | int | None:
+    """The form's field ``name`` as a number (None when left blank); :class:`PlanInputError`
+    naming the field when it is not one within its bounds (a ``planner``'s plan's)."""
+    label, option = FIELDS[name]
+    if option == "effect":
+        bound = plan_bounds.ASSUMPTIONS[planner.effect]
+    else:
+        bound = plan_bounds.OPTIONS[option]
     raw = request.form.get(name, "").strip()
     if not raw:
         return None
     try:
-        value = int(raw) if whole else float(raw)
+        value = int(raw) if bound.whole else float(raw)
     except ValueError:
         value = None
-    if value is None or not low <= value <= high:
-        kind = "a whole number" if whole else "a number"
-        raise PlanInputError(f"{label}: {kind} from {low:g} to {high:g}, or empty.")
+    if value is None or not bound.holds(value):
+        raise PlanInputError(f"{label}: {bound.describe()}, or empty.")
     return value
 
 
 def _options(job: PlanJob) -> tuple[Options, dict[str, float]]:
     """The plan the form asks for: its options and typed overrides."""
-    given = {name: _number(name) for name in FIELDS}
+    planner = job_planner(job)
+    given = {name: _number(name, planner) for name in FIELDS}
     values = {name: float(DEFAULTS[name]) for name in DEFAULTS} | {
         name: value for name, value in given.items() if value is not None
     }
-    if not 0 < values["target_power"] < 1 or not 0 < values["alpha"] < 1:
-        raise PlanInputError("Target power and α: fractions strictly between 0 and 1.")
     options = Options(
         values["target_power"], values["alpha"], values["hourly_rate"], values["fee"],
         int(values["seed"]), given["effect"], job.advance, int(values["simulations"]),
-        values["alpha_width"],
+        values["alpha_width"], current_app.config["CURRENCY"],
     )  # fmt: skip
-    return options, parse_assumptions(request.form.get("assume", ""), KEYS[job_kind(job)])
+    return options, parse_assumptions(request.form.get("assume", ""), planner.keys)
 
 
-def job_kind(job: PlanJob) -> str:
+def job_planner(job: PlanJob) -> Planner:
+    """The planner of the job's experiment's kind (its assumptions, its effect)."""
     with web.db() as db:
-        return store.experiment_row(db, job.experiment)["kind"]
+        return kinds.kind_of(db, job.experiment).planner
 
 
 @bp.post("/<exp_id>")
@@ -174,6 +190,7 @@ def start_plan(exp_id: str):
     fix when it cannot start."""
     row = _experiment_or_404(exp_id)
     job = PlanJob(secrets.token_urlsafe(8), row["id"])
+    job.values = {name: request.form[name] for name in (*FIELDS, "assume") if name in request.form}
     try:
         options, typed = _options(job)
     except PlanInputError as error:

@@ -40,12 +40,20 @@ COLUMNS = (
         "approve (finished), reject (excluded for failing 2 or more attention checks), review "
         "(excluded by another rule: decide by hand on Prolific), or '' (not finished)",
     ),
-    Column("reason", "string", "why: 'finished', or the rules broken"),
+    Column(
+        "reason",
+        "string",
+        "why: 'finished'; for a rejection, what happened ('failed 2 of 2 attention checks'); "
+        "for a review, the study's rules broken, with the attention checks failed",
+    ),
 )
 # Prolific lets a researcher reject a submission on attention checks only when it failed at
 # least two of them; any other exclusion is the researcher's call, made on Prolific by hand.
 REJECT_AT_FAILED_CHECKS = 2
 STATUSES = ("started", "finished", "returned or timed out", "excluded")
+# A status as the page's counts name it: "started" is who is still at work, and the counts
+# begin with everyone who started.
+COUNT_LABELS = {"started": "in progress"}
 
 
 def status(finished: bool, excluded: bool, last_seen: datetime, now: datetime, timeout: timedelta):
@@ -58,18 +66,29 @@ def status(finished: bool, excluded: bool, last_seen: datetime, now: datetime, t
     return "returned or timed out" if now - last_seen > timeout else "started"
 
 
-def decision(state: str, excluded_because: str, failed_checks: int) -> tuple[str, str]:
+def decision(
+    state: str, excluded_because: str, failed_checks: int, checks: int = 0
+) -> tuple[str, str]:
     """The proposed decision on a submission and its reason: approve who finished; reject
-    an excluded participant who failed at least :data:`REJECT_AT_FAILED_CHECKS` attention
-    checks (what Prolific allows), review by hand one excluded by any other rule (the reason
-    is the rules they broke); none for who did not finish (Prolific marks them returned or
-    timed out itself)."""
+    an excluded participant who failed at least :data:`REJECT_AT_FAILED_CHECKS` of their
+    ``checks`` attention checks (Prolific's rule, apart from the study's own exclusion
+    rules), the reason saying what happened ("failed 2 of 2 attention checks"); review by
+    hand one excluded otherwise, the reason being the study's rules they broke (and the checks
+    they failed, too few for Prolific); none for who did not finish (Prolific marks them
+    returned or timed out itself)."""
     if state == "finished":
         return "approve", "finished"
-    if state == "excluded":
-        verdict = "reject" if failed_checks >= REJECT_AT_FAILED_CHECKS else "review"
-        return verdict, excluded_because
-    return "", ""
+    if state != "excluded":
+        return "", ""
+    failed = f"failed {failed_checks} of {checks} attention check{'s' if checks != 1 else ''}"
+    if failed_checks >= REJECT_AT_FAILED_CHECKS:
+        return "reject", failed
+    if failed_checks:
+        return "review", (
+            f"{excluded_because} ({failed}: Prolific rejects on attention checks only at "
+            f"{REJECT_AT_FAILED_CHECKS} or more failed)"
+        )
+    return "review", excluded_because
 
 
 def platform_id(external_id: str | None, id_source: str) -> str:
@@ -81,9 +100,9 @@ def parse_time(stamp: str | None) -> datetime | None:
 
 
 def row_for(
-    row: dict[str, Any], state: str, excluded_because: str, failed_checks: int
+    row: dict[str, Any], state: str, excluded_because: str, failed_checks: int, checks: int = 0
 ) -> dict[str, Any]:
-    verdict, reason = decision(state, excluded_because, failed_checks)
+    verdict, reason = decision(state, excluded_because, failed_checks, checks)
     # Only who finished was shown a code; a code beside anyone else reads as owed payment.
     shown = state in ("finished", "excluded")
     return {
@@ -121,7 +140,10 @@ def page(exp_id: str, rows: list[dict[str, Any]], back_url: str, csv_url: str) -
         csv_url=csv_url,
         rows=rows,
         columns=[column.name for column in COLUMNS],
-        counts={name: sum(1 for row in rows if row["status"] == name) for name in STATUSES},
+        counts={
+            COUNT_LABELS.get(name, name): sum(1 for row in rows if row["status"] == name)
+            for name in STATUSES
+        },
         approve=prolific_ids(rows, "approve"),
         reject=prolific_ids(rows, "reject"),
         review=[row for row in rows if row["decision"] == "review"],

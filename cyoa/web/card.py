@@ -3,9 +3,11 @@ researcher's free text quoted as Markdown, and the planned sample size."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
+
+from cyoa.planning_cost import money
 
 
 def header(title: str, exp_id: str, now: datetime) -> list[str]:
@@ -28,19 +30,12 @@ def quote(text: str) -> list[str]:
     return [f"> {line}" if line.strip() else ">" for line in lines]
 
 
-def _design(record: Mapping[str, Any]) -> str:
-    chosen = record["chosen"]
-    if record["kind"] == "rating":
-        return (
-            f"{chosen['stories']} stories per source × {chosen['raters_per_story']} raters per "
-            f"story ({chosen['raters']} raters, {chosen['ratings']} ratings)"
-        )
-    return f"{chosen['writers']} writers × {chosen['rounds']} counted rounds each"
-
-
-def planned_sample_size(plan: Mapping[str, Any] | None, exp_id: str) -> list[str]:
+def planned_sample_size(
+    plan: Mapping[str, Any] | None, exp_id: str, design: Callable[[Mapping[str, Any]], str]
+) -> list[str]:
     """The card's "Planned sample size" section: the latest stored plan (``plan`` as
-    :func:`cyoa.store.latest_plan` returns it) with its inputs, seed, target, chosen design,
+    :func:`cyoa.store.latest_plan` returns it) with its inputs, seed, target, chosen design
+    (in words: ``design(record)``, the kind's :attr:`cyoa.planning_record.Planner.design`),
     power and cost, and when it was made, so a paper can report the sample size as planned
     in advance (Card et al. 2020, "With Little Power Comes Great Responsibility", EMNLP);
     without a plan, how to make one."""
@@ -68,7 +63,7 @@ def planned_sample_size(plan: Mapping[str, Any] | None, exp_id: str) -> list[str
             lines.append("- Chosen design: none of the grid reached the target power.")
         else:
             power = record["chosen"]["power"]
-            lines.append(f"- Chosen design: {_design(record)}, power {power:.3f}.")
+            lines.append(f"- Chosen design: {design(record)}, power {power:.3f}.")
     lines += [
         f"- {section['title']}: {section['summary']}"
         for section in record.get("sections", [])
@@ -78,7 +73,14 @@ def planned_sample_size(plan: Mapping[str, Any] | None, exp_id: str) -> list[str
     if cost:
         lines.append(
             f"- Cost: recruit {cost['recruit']} (for {cost['kept']} kept) × "
-            f"{cost['minutes']:.1f} min × {cost['hourly_rate']:g}/h, + {cost['fee_rate']:.0%} "
-            f"fee = {cost['total']:.2f}."
+            f"{cost['minutes']:.1f} min × {_money(cost, 'hourly_rate')}/h, + "
+            f"{cost['fee_rate']:.0%} fee = {_money(cost, 'total')}."
         )
     return [*lines, ""]
+
+
+def _money(cost: Mapping[str, Any], field: str) -> str:
+    """A stored plan's amount in its currency; a plan stored before plans named one gives
+    the number alone."""
+    currency = cost.get("currency")
+    return money(cost[field], currency) if currency else f"{cost[field]:.2f}"

@@ -17,6 +17,7 @@ consent page's and the start form's rules, the same for writers and raters.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import secrets
@@ -43,6 +44,14 @@ class ResumeRefused(Exception):
 def new_token() -> str:
     """An unguessable identifier (128 bits, URL-safe)."""
     return secrets.token_urlsafe(16)
+
+
+def storage_key(participant_id: str) -> str:
+    """The name a participant's page keeps its drafts and unsent actions under in the
+    browser: one per writer's session or rater, so a second participant in the same browser
+    never sends the first one's work, and not the id itself, which stays on the server's
+    side (it is what the signed cookie holds)."""
+    return hashlib.sha256(participant_id.encode()).hexdigest()[:16]
 
 
 def new_completion_code() -> str:

@@ -8,6 +8,11 @@ CSRF tokens for every form, and spreadsheet-formula neutralisation of exported t
   arrives without the cookie.
 - **Formulas**: a text cell that a spreadsheet would run as a formula gets a leading ``'``
   (:func:`neutralize_cell`; OWASP, "CSV Injection").
+- **Direction controls**: in a CSV cell or a page title, a bidirectional embedding, override
+  or isolate control is written as its code point (:func:`visible_controls`), so that an id
+  or text a participant sent cannot reorder what is shown after it (Boucher & Anderson 2021,
+  "Trojan Source"); on a page, templates and scripts isolate ids instead (``<bdi>``, or
+  ``dir="auto"`` on the link or cell that holds one).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +36,17 @@ CSP = (
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_SESSION_KEY = "csrf"
+# A cell starting with one of these is run as a formula (OWASP, "CSV Injection")...
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# ... and so is one whose first visible character is one of these signs, after spaces or
+# invisible format characters, or as its full-width form (＝ ＋ － ＠, which NFKC makes ASCII).
+FORMULA_SIGNS = frozenset("=+-@")
+# The controls that embed, override or isolate a run of text's direction (U+202A–U+202E,
+# U+2066–U+2069): one left open reverses everything after it on the line. Marks (U+200E,
+# U+200F, U+061C) are kept: they change no more than the characters beside them.
+BIDI_CONTROLS = {
+    code: f"<U+{code:04X}>" for code in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+}
 
 
 def csrf_token() -> str:
@@ -63,11 +79,34 @@ def csrf_valid() -> bool:
 
 
 def neutralize_cell(value: Any) -> Any:
-    """A text cell that a spreadsheet would run as a formula (starting with = + - @, a tab
-    or a carriage return) gets a leading single quote; anything else is returned as is."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
+    """A text cell as a spreadsheet may safely open it. One it would run as a formula gets a
+    leading single quote: starting with = + - @, a tab or a carriage return, or with one of
+    the four signs (or its full-width form ＝ ＋ － ＠) after spaces or invisible format
+    characters (zero-width space, byte-order mark, bidirectional controls). Each bidirectional
+    embedding, override or isolate control is then written as its code point (``<U+202E>``),
+    visible and inert. Anything but text is returned as is."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith(FORMULA_STARTS) or _starts_with_formula_sign(value):
+        value = "'" + value
+    return visible_controls(value)
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with each bidirectional embedding, override or isolate control written as its
+    code point (``<U+202E>``): for plain text that no ``<bdi>`` can isolate (a CSV cell, a
+    page's ``<title>``, as the template filter ``visible_controls``)."""
+    return text.translate(BIDI_CONTROLS)
+
+
+def _starts_with_formula_sign(text: str) -> bool:
+    """Whether the first character of ``text`` that is neither a space nor an invisible format
+    character (Unicode category Cf) is a formula sign, in ASCII or its NFKC-equivalent form."""
+    for character in text:
+        if character.isspace() or unicodedata.category(character) == "Cf":
+            continue
+        return unicodedata.normalize("NFKC", character) in FORMULA_SIGNS
+    return False
 
 
 def init_app(app: Flask) -> None:
@@ -82,6 +121,7 @@ def init_app(app: Flask) -> None:
     else:
         app.before_request(_warn_of_an_unused_proxy())
     app.jinja_env.globals["csrf_token"] = csrf_token
+    app.jinja_env.filters["visible_controls"] = visible_controls
 
     @app.after_request
     def _headers(response: Response) -> Response:

@@ -37,7 +37,7 @@
   const timers = new Map(); // item id → the pending debounced save
   let queue = []; // {id, type, payload, tried, failures}: oldest first, not yet stored
   let sending = false;
-  let link = "ok"; // "ok", "offline" or "retrying": how the last attempt went
+  let link = "ok"; // "ok", "offline", "reconnecting" (503) or "retrying": how the last attempt went
   let retryDelay = FIRST_RETRY_MS;
   let retryTimer = null;
   let leaving = false;
@@ -140,10 +140,15 @@
 
   function badgeText(open) {
     if (preview) return ["Preview — nothing you answer is saved", ""];
-    if (open === 0 && queue.length === 0) return ["All answers saved", "ok"];
+    if (open === 0 && queue.length === 0) {
+      return saved.size ? ["All answers saved", "ok"] : ["No answers yet", "ok"];
+    }
     const count = open === 0 ? "Not saved yet"
       : open === 1 ? "1 answer not saved yet" : open + " answers not saved yet";
     if (link === "offline") return [count + " — offline; kept in this browser until you are back", "lost"];
+    if (link === "reconnecting") {
+      return [count + " — the study is reconnecting; kept in this browser until it is back", "lost"];
+    }
     if (link === "retrying") return [count + " — trying again", "lost"];
     const waiting = unsaved().filter((box) => !queuedAnswer(box.dataset.item)).length;
     if (queue.length && waiting === 0) return ["Saving…", ""];
@@ -177,14 +182,14 @@
     return seconds > 0 ? Math.min(seconds * 1000, 60000) : backoff();
   }
 
-  // The reply as {body} when the server answered for good, or {wait, offline, failed} when
-  // the action must be sent again: offline, busy (429/503 with retry: tried for as long as it
-  // takes), or failed (a 5xx or any reply that is not our JSON, such as a proxy's HTML error
+  // The reply as {body} when the server answered for good, or {wait, offline, reconnecting,
+  // failed} when the action must be sent again: offline, busy (429 with retry) or reconnecting
+  // to its database (503 with retry), both tried for as long as it takes, or failed (a 5xx or any reply that is not our JSON, such as a proxy's HTML error
   // page: tried MAX_FAILURES times). Such a reply never counts as saved.
   function post(action) {
     return fetch(endpoint, {
       method: "POST",
-      headers: { "Content-Type": "application/json", "X-CYOA-Action": "1" },
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CYOA-Action": "1" },
       credentials: "same-origin",
       body: JSON.stringify({ action_id: action.id, type: action.type, payload: action.payload }),
     }).then(
@@ -192,7 +197,9 @@
         (body) => {
           const ours = body !== null && typeof body === "object" && typeof body.ok === "boolean";
           if (ours && body.ok) return { body: body };
-          if (ours && body.retry) return { wait: retryAfter(response) };
+          if (ours && body.retry) {
+            return { wait: retryAfter(response), reconnecting: response.status === 503 };
+          }
           if (!ours || response.status >= 500) return { wait: retryAfter(response), failed: true };
           return { body: body };
         },
@@ -225,7 +232,7 @@
         return;
       }
       if (reply.wait !== undefined) {
-        link = reply.offline ? "offline" : "retrying";
+        link = reply.offline ? "offline" : reply.reconnecting ? "reconnecting" : "retrying";
         refresh();
         retryTimer = setTimeout(send, reply.wait);
         return;
@@ -383,7 +390,7 @@
     if (preview || leaving || document.visibilityState !== "visible") return;
     fetch(seenEndpoint, {
       method: "POST",
-      headers: { "X-CYOA-Action": "1" },
+      headers: { Accept: "application/json", "X-CYOA-Action": "1" },
       credentials: "same-origin",
     }).catch(() => {});
   }

@@ -3,7 +3,14 @@
 // action counts as saved only when the server acknowledges it (after its database commit).
 // Text typed but not yet sent is kept in localStorage so a reload or crash loses nothing.
 // Actions wait in an outbox until the connection has joined the story, so a click made while
-// the server is down is sent once it is back; nothing too large for one message is sent.
+// the server is down is sent once it is back; one answered "retry" (the server reconnecting to
+// its database, say) is sent again, with its action id, until it is acknowledged; nothing too
+// large for one message is sent. The outbox is kept in localStorage too (each action under its
+// own key, written before the page shows it as queued, removed when the server answers it), so
+// a reload, offline or not, sends what was queued again, oldest first, before anything new:
+// the server records an action id once. A choice, a switch and a draft are shown at once (the
+// writer can go on editing offline); what only the server can answer (the suggestions, the
+// next round, the completion code) holds the page until it is acknowledged.
 (function () {
   "use strict";
 
@@ -30,11 +37,11 @@
   const boxMax = app.dataset.boxMax;
   const CUT_MESSAGE = `What you pasted was cut: a box here takes at most ${Number(boxMax).toLocaleString("en")} characters.`;
 
-  let view = null;
+  let confirmed = null; // the state as the server last sent it
+  let view = null; // what the page shows: `confirmed` with this round's queued choices and drafts
   let shownRound = null;
   const drafts = {}; // slot -> text being edited, for the current round
   let draftTimer = null;
-  let busy = false;
 
   // --- helpers -------------------------------------------------------------------------
 
@@ -91,6 +98,95 @@
     return node;
   }
 
+  // --- the outbox, kept in the browser --------------------------------------------------
+
+  // One key per queued action, named so that sorting the keys gives the order the actions
+  // were made in; the tabs of one story never overwrite each other's (and the server stores
+  // an action id once, whichever tab sends it). Per writer's session (data-outbox), so a second
+  // participant in this browser never sends the first one's actions.
+  const OUTBOX_PREFIX = `cyoa:outbox:${app.dataset.outbox}:`;
+  const MOVED_ON = "Your story had gone on in another tab or window, so this page now shows it "
+    + "as it is saved. Nothing saved was lost.";
+  const storage = (() => {
+    try {
+      localStorage.setItem("cyoa:probe", "1");
+      localStorage.removeItem("cyoa:probe");
+      return localStorage;
+    } catch (e) {
+      return null; // private mode or storage switched off: the outbox lives in this page only
+    }
+  })();
+  let keptCount = 0;
+  let keptAt = 0; // never earlier than the last key's time, even if the clock is set back
+
+  function keep(item) {
+    if (!storage) return;
+    if (!item.key) {
+      keptCount += 1;
+      keptAt = Math.max(keptAt, Date.now());
+      item.key = OUTBOX_PREFIX + String(keptAt).padStart(15, "0") + "-"
+        + String(keptCount).padStart(6, "0") + "-" + item.data.action_id;
+    }
+    const kept = { data: item.data, message: item.message, made: item.made };
+    try { storage.setItem(item.key, JSON.stringify(kept)); } catch (e) { /* full: this page only */ }
+  }
+
+  function forget(item) {
+    if (!storage || !item.key) return;
+    try { storage.removeItem(item.key); } catch (e) { /* ignore */ }
+  }
+
+  function queued(data, message, made, key) {
+    const item = { data, message, made, key, sent: Boolean(key) };
+    item.promise = new Promise((resolve) => { item.resolve = resolve; });
+    return item;
+  }
+
+  // What an earlier visit of this page queued and the server has not answered, oldest first.
+  // Each is taken as sent once already, so its payload never changes again.
+  function keptItems() {
+    if (!storage) return [];
+    const keys = [];
+    for (let i = 0; i < storage.length; i += 1) {
+      const key = storage.key(i);
+      if (key && key.startsWith(OUTBOX_PREFIX)) keys.push(key);
+    }
+    const items = [];
+    for (const key of keys.sort()) {
+      let kept = null;
+      try { kept = JSON.parse(storage.getItem(key)); } catch (e) { /* not ours */ }
+      const data = kept && kept.data;
+      if (data && typeof data.type === "string" && typeof data.action_id === "string"
+        && data.payload && typeof data.payload === "object") {
+        items.push(queued(data, kept.message, kept.made || null, key));
+      }
+    }
+    return items;
+  }
+
+  // The server's state with this round's queued choices and drafts shown on it, as the rules
+  // apply them (a choice opens its suggestion's draft, at first the suggestion itself), so the
+  // writer can edit while offline; everything else is shown only once the server has it.
+  function projected(state) {
+    if (state.phase !== "choosing") return state;
+    const mine = outbox.filter((item) => item.data.payload.round === state.round
+      && (item.data.type === "suggestion_chosen" || item.data.type === "draft_saved"));
+    if (!mine.length) return state;
+    const current = { ...state.current, drafts: { ...state.current.drafts } };
+    for (const { data } of mine) {
+      const slot = data.payload.slot;
+      const shown = current.suggestions.find((s) => s.slot === slot && s.status === "done");
+      if (!shown) continue;
+      if (data.type === "suggestion_chosen") {
+        current.chosen_slot = slot;
+        if (current.drafts[String(slot)] === undefined) current.drafts[String(slot)] = shown.text;
+      } else {
+        current.drafts[String(slot)] = data.payload.text;
+      }
+    }
+    return { ...state, current };
+  }
+
   // --- talking to the server -----------------------------------------------------------
 
   const socket = io({ transports: ["websocket", "polling"] });
@@ -98,18 +194,47 @@
   // restarts), so actions are sent on a joined connection only, oldest first, one at a time.
   let joined = false;
   let connection = 0; // counts connections, so a late join reply for an old one is ignored
-  const outbox = []; // {data, message, sent, promise, resolve}: not yet acknowledged
+  // {data, message, made: {round, phase}, key, sent, promise, resolve}: not yet answered
+  const outbox = keptItems();
   let sending = false;
   // A draft is saved quietly; the writer waits for any other action.
   const writerWaits = () => outbox.some((item) => item.data.type !== "draft_saved");
+  // Actions whose outcome only the server knows: the page waits for their answer.
+  const HOLDING = new Set(["line_submitted", "turn_submitted", "survey_submitted", "suggestions_retried"]);
+  const busy = () => outbox.some((item) => HOLDING.has(item.data.type));
 
+  // Queues an action made in the round on show (the server refuses it in any other round)
+  // and keeps it in the browser before anything shows it as queued.
   function send(type, payload, message) {
-    const item = { data: { type, payload, action_id: actionId() }, message, sent: false };
-    item.promise = new Promise((resolve) => { item.resolve = resolve; });
+    const data = { type, payload: { ...payload, round: view.round }, action_id: actionId() };
+    const item = queued(data, message, { round: view.round, phase: view.phase }, null);
+    keep(item);
     outbox.push(item);
     if (!joined && writerWaits()) notice(OFFLINE_MESSAGE, "warn", true);
     sendOutbox();
     return item.promise;
+  }
+
+  // Whether the story had gone on (in another tab) from where the page was when it queued
+  // the action, so the server's refusal means the stored story wins, not a mistake to fix.
+  const behind = (item, state) => Boolean(item.made)
+    && (state.round !== item.made.round || state.phase !== item.made.phase);
+
+  function answered(item, reply) {
+    const { type, payload } = item.data;
+    if (reply.ok && type === "draft_saved") {
+      confirmed = reply.state; // drawn as it is: the writer may be typing in the box
+      view = projected(confirmed);
+      return;
+    }
+    if (reply.ok && type === "turn_submitted") forgetRoundOf(payload.round);
+    if (reply.state) render(reply.state);
+    if (reply.ok) {
+      if (item.message) notice(""); // its "Saving…" said, even after a reload
+      return;
+    }
+    if (reply.state && behind(item, reply.state)) notice(MOVED_ON, "warn");
+    else notice(reply.error, "error");
   }
 
   function emitAction(data) {
@@ -136,25 +261,31 @@
         continue;
       }
       if (reply.retry) {
-        notice(reply.error, "warn");
+        // Nothing was stored (the server is saving too fast, or reconnecting to its
+        // database): the same action goes again, and the outbox keeps the ones behind it.
+        notice(reply.error, "warn", true);
         await pause(BUSY_RETRY_MS);
         continue;
       }
-      outbox.shift();
+      const at = outbox.indexOf(item);
+      if (at >= 0) outbox.splice(at, 1);
+      forget(item);
+      if (noticeAboutConnection) notice("");
+      answered(item, reply);
       item.resolve(reply);
     }
     sending = false;
   }
 
-  async function act(type, payload, message) {
+  // Sends an action the page waits for (HOLDING): its buttons wait for the answer.
+  function act(type, payload, message) {
     if (!fitsInOneMessage({ type, payload })) {
       const error = "This is too long to send. Please shorten your text and try again.";
       notice(error, "error");
-      return { ok: false, error };
+      return Promise.resolve({ ok: false, error });
     }
-    const reply = await send(type, payload, message);
-    if (reply.state) render(reply.state);
-    if (!reply.ok) notice(reply.error, "error");
+    const reply = send(type, payload, message);
+    render(confirmed);
     return reply;
   }
 
@@ -167,7 +298,13 @@
     socket.timeout(ACK_TIMEOUT_MS).emit("join", { experiment }, (err, reply) => {
       if (ofConnection !== connection || !socket.connected) return; // the next connect joins
       if (err) { join(ofConnection); return; }
-      if (reply.retry) { setTimeout(() => join(ofConnection), BUSY_RETRY_MS); return; }
+      if (reply.retry) {
+        // The server cannot reach its database yet: join again, keeping the outbox.
+        connectionBadge("Reconnecting… your text is kept", false);
+        notice(reply.error, "warn", true);
+        setTimeout(() => join(ofConnection), BUSY_RETRY_MS);
+        return;
+      }
       if (!reply.ok) {
         // The story cannot be joined: answer what was waiting rather than leave it waiting.
         connectionBadge("Not connected", false);
@@ -205,8 +342,10 @@
 
   // --- drawing the state ---------------------------------------------------------------
 
-  function render(state) {
-    view = state;
+  function render(server) {
+    confirmed = server;
+    view = projected(server);
+    const state = view;
     if (state.phase === "done") {
       forgetRoundOf(state.round);
       window.location.assign(doneUrl);
@@ -269,7 +408,7 @@
       const chosen = current.chosen_slot === s.slot;
       const label = chosen ? "Chosen" : current.chosen_slot ? "Switch to this one" : "Choose this one";
       const button = el("button", { class: chosen ? "chosen" : "primary", id: `choose-${s.slot}` }, label);
-      button.disabled = chosen || s.status !== "done" || view.phase !== "choosing" || busy;
+      button.disabled = chosen || s.status !== "done" || view.phase !== "choosing" || busy();
       button.addEventListener("click", () => choose(s.slot));
       card.appendChild(button);
       if (chosen) card.classList.add("is-chosen");
@@ -298,7 +437,7 @@
     $(`${which}-counter`).textContent = `${n} / ${view.limits.max}`;
     const problem = lengthProblem(text);
     $(`${which}-message`).textContent = n > 0 ? problem : "";
-    $(`${which}-submit`).disabled = Boolean(problem) || busy;
+    $(`${which}-submit`).disabled = Boolean(problem) || busy();
   }
 
   function renderSurvey() {
@@ -327,10 +466,8 @@
   // --- the writer's actions ------------------------------------------------------------
 
   async function withBusy(fn) {
-    if (busy) return;
-    busy = true;
-    if (view) render(view); // disable the buttons until the action is answered
-    try { return await fn(); } finally { busy = false; if (view) render(view); }
+    if (busy()) return;
+    try { return await fn(); } finally { if (confirmed) render(confirmed); }
   }
 
   // Said before the browser cuts the paste to the box's maxlength, which it does silently.
@@ -356,6 +493,7 @@
   async function saveDraft(slot) {
     clearTimeout(draftTimer);
     if (!view || view.phase !== "choosing" || drafts[slot] === undefined) return;
+    if (outbox.some((item) => item.data.type === "turn_submitted")) return; // it carries the text
     const text = drafts[slot];
     if (view.current.drafts[String(slot)] === text) return;
     const payload = { slot, text };
@@ -366,7 +504,10 @@
     // While the connection is down, the newest text replaces a draft still waiting to go.
     const waiting = outbox.find((item) => !item.sent && item.data.type === "draft_saved"
       && item.data.payload.slot === slot);
-    if (waiting) waiting.data.payload.text = text;
+    if (waiting) {
+      waiting.data.payload.text = text;
+      keep(waiting);
+    }
     const reply = await (waiting ? waiting.promise : send("draft_saved", payload));
     if (reply.ok) {
       view.current.drafts[String(slot)] = reply.state.current.drafts[String(slot)];
@@ -381,24 +522,23 @@
   $("line-submit").addEventListener("click", () => withBusy(async () => {
     const text = $("line").value;
     if (lengthProblem(text)) { updateCounter("line"); return; }
-    const reply = await act("line_submitted", { text: text.trim() }, "Saving your sentence…");
-    if (reply.ok) notice("");
+    await act("line_submitted", { text: text.trim() }, "Saving your sentence…");
   }));
 
+  // Shown at once, answered or not: the writer edits the chosen suggestion meanwhile.
   function choose(slot) {
-    return withBusy(async () => {
-      const previous = view.current.chosen_slot;
-      if (previous) saveDraft(previous); // queued ahead of the choice, so saved first
-      await act("suggestion_chosen", { slot });
-    });
+    if (busy() || !view) return;
+    const previous = view.current.chosen_slot;
+    if (previous) saveDraft(previous); // queued ahead of the choice, so saved first
+    send("suggestion_chosen", { slot });
+    render(confirmed);
   }
 
   $("edit-submit").addEventListener("click", () => withBusy(async () => {
     const text = drafts[view.current.chosen_slot];
-    const round = view.round;
     if (lengthProblem(text)) { updateCounter("edit"); return; }
-    const reply = await act("turn_submitted", { text: text.trim() }, "Adding to your story…");
-    if (reply.ok) { forgetRoundOf(round); notice(""); }
+    clearTimeout(draftTimer); // the turn carries the text
+    await act("turn_submitted", { text: text.trim() }, "Adding to your story…");
   }));
 
   function forgetRoundOf(round) {

@@ -91,7 +91,9 @@ class StudyData:
     ``likert_items``: Likert item ids in the spec's order (or the order first answered), with
     their question texts. ``rounds_per_story``: the spec's ``rounds`` (5 by default).
     ``slot_order_recorded``: False for data imported without it (see
-    ``cyoa.cowriting.analysis.tsv``).
+    ``cyoa.cowriting.analysis.tsv``). ``completed``: the sessions whose every round was
+    submitted, in the order their last turn was submitted (ties: the order they started), the
+    order in which a study watched as it runs sees writers finish.
     """
 
     experiment: str
@@ -104,6 +106,7 @@ class StudyData:
     survey: tuple[SurveyAnswer, ...]
     likert_items: dict[str, str]
     slot_order_recorded: bool = True
+    completed: tuple[str, ...] = ()
 
 
 def _spec(row: dict[str, Any]) -> dict[str, Any]:
@@ -207,17 +210,19 @@ def load_study(
     with_rounds = {r.session_id for r in rounds}
     writers = {sid: external for sid, external in writers.items() if sid in with_rounds}
     survey = _survey_answers(db, scope, writers)
+    rounds_per_story = int(spec.get("rounds", 5))
     return StudyData(
         experiment=experiment,
         title=row["title"],
         systems=systems,
-        rounds_per_story=int(spec.get("rounds", 5)),
+        rounds_per_story=rounds_per_story,
         rounds=tuple(rounds),
         writers=writers,
         finished=frozenset(finished & set(writers)),
         survey=tuple(survey),
         likert_items=_likert_items(spec, survey),
         slot_order_recorded=bool(spec.get("import", {}).get("slot_order_recorded", True)),
+        completed=_completed(db, scope, writers, rounds_per_story),
     )
 
 
@@ -274,6 +279,26 @@ def _writers(db: Db, scope: _Scope) -> tuple[dict[str, str], set[str]]:
         if phase == "done":
             finished.add(sid)
     return writers, finished
+
+
+def _completed(
+    db: Db, scope: _Scope, writers: dict[str, str], rounds_per_story: int
+) -> tuple[str, ...]:
+    """The sessions of ``writers`` with ``rounds_per_story`` submitted rounds, in the order
+    their last turn was submitted (ties in the order they started)."""
+    order = {sid: index for index, sid in enumerate(writers)}
+    last_turns = [
+        (last, order[sid], sid)
+        for sid, last, count in db.execute(
+            "SELECT r.session_id, MAX(r.turn_submitted_at), COUNT(*) FROM rounds r"
+            " JOIN sessions s ON s.id = r.session_id"
+            " WHERE s.experiment_id = :experiment AND r.turn_submitted_at IS NOT NULL"
+            f"{scope.session_filter} GROUP BY r.session_id",
+            scope.params,
+        ).fetchall()
+        if sid in order and count >= rounds_per_story
+    ]
+    return tuple(sid for _, _, sid in sorted(last_turns))
 
 
 def _submitted_rounds(

@@ -8,6 +8,12 @@ Markdown, CSV or JSON.
   scripts.
 - ``json``: a list with one object per pair holding every field of the dataclasses, at full
   precision; NaN and undefined values are ``null``.
+
+In CYOA's own mode the writer-level analysis leads (the headline row, the within-writer edit
+tests, the confidence sequence and the study-status line) and the paper's tests follow,
+labelled as Clark & Smith's. ``--compat cyoa-2021`` prints what it always printed: the
+original script's numbers, nothing of the writer-level analysis (``writer_level`` is left out
+of its JSON).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from cyoa.cowriting.analysis.results import OVERALL, Analysis, Mean, ShareRow
+from cyoa.cowriting.analysis.results import OVERALL, Analysis, Mean, ShareRow, WriterLevel
 
 Format = Literal["markdown", "csv", "json"]
 FORMATS: tuple[Format, ...] = ("markdown", "csv", "json")
@@ -53,7 +59,12 @@ def _plain(value: Any) -> Any:
 def to_json(analyses: Sequence[Analysis]) -> str:
     """A JSON list with every field of each analysis (integer keys such as round numbers
     become strings)."""
-    plain = [_plain(dataclasses.asdict(analysis)) for analysis in analyses]
+    plain = []
+    for analysis in analyses:
+        entry = _plain(dataclasses.asdict(analysis))
+        if analysis.compat is not None:
+            del entry["writer_level"]
+        plain.append(entry)
     return json.dumps(plain, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -64,8 +75,47 @@ def to_json(analyses: Sequence[Analysis]) -> str:
 SHARE_FIELDS = ("chosen", "total", "share", "p_value", "alternative", "ci_low", "ci_high")
 
 
+def _writer_csv_rows(level: WriterLevel) -> list[tuple[str, str, str, Any]]:
+    rows: list[tuple[str, str, str, Any]] = []
+    if level.headline is not None:
+        for field in SHARE_FIELDS:
+            rows.append(("preference_writers", "headline", field, getattr(level.headline, field)))
+        rows.append(("preference_writers", "headline", "writers", level.writers))
+    for number, p in level.round_p_holm.items():
+        rows.append(("preference", f"Round {number}", "p_holm_rounds", p))
+    for row in level.edits:
+        for field, value in dataclasses.asdict(row.test).items():
+            rows.append(("edits_writers", row.metric, field, value))
+        rows.append(("edits_writers", row.metric, "p_holm", row.p_holm))
+    watch = level.monitoring
+    sequence = watch.sequence
+    fields = {
+        "writers": watch.writers,
+        "planned_writers": watch.planned_writers,
+        "alpha": watch.alpha,
+        "mean": sequence.mean if sequence else None,
+        "low": sequence.low if sequence else None,
+        "high": sequence.high if sequence else None,
+        "p_value": sequence.p_value if sequence else None,
+        "decisive": watch.decisive,
+        "status": watch.status,
+        "fixed_sample": watch.fixed_sample,
+    }
+    rows += [("monitoring", "sequence", field, value) for field, value in fields.items()]
+    if sequence is not None:
+        for look, (low, high, p) in enumerate(
+            zip(sequence.lows, sequence.highs, sequence.p_values, strict=True), start=1
+        ):
+            rows.append(("monitoring_looks", f"writer {look}", "low", low))
+            rows.append(("monitoring_looks", f"writer {look}", "high", high))
+            rows.append(("monitoring_looks", f"writer {look}", "p_value", p))
+    return rows
+
+
 def _csv_rows(analysis: Analysis) -> list[tuple[str, str, str, Any]]:
     rows: list[tuple[str, str, str, Any]] = []
+    if analysis.writer_level is not None:
+        rows += _writer_csv_rows(analysis.writer_level)
     preference = analysis.preference
     if preference is not None:
         for share in preference.rows:
@@ -154,22 +204,72 @@ def _interval(row: ShareRow) -> str:
     return f"{_pct(row.ci_low)} – {_pct(row.ci_high)}"
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _span(low: float | None, high: float | None) -> str:
+    if low is None or high is None or not math.isfinite(low) or not math.isfinite(high):
+        return "–"
+    return f"{_num(low)} – {_num(high)}"
+
+
+def _headline_lines(table_system: str, level: WriterLevel) -> list[str]:
+    """CYOA's headline: the writers' shares, the confidence sequence and the status line."""
+    lines = []
+    row = level.headline
+    watch = level.monitoring
+    if row is not None:
+        lines.append(
+            f"**Headline (writers as the unit, {level.writers} writers):** the mean writer chose "
+            f"{table_system} in {_pct(row.share)} of their rounds, 95% t interval "
+            f"{_interval(row)}, p = {_p(row.p_value)} ({row.alternative}; one-sample t-test of "
+            f"the writers' shares against 0.5). {_sentence(watch.fixed_sample)}."
+        )
+        lines.append("")
+    sequence = watch.sequence
+    if sequence is not None:
+        lines.append(
+            f"**Anytime-valid, valid at every look ({sequence.n} complete stories, in the order "
+            f"they were completed):** 95% confidence sequence {_pct(sequence.low)} – "
+            f"{_pct(sequence.high)} of the mean writer share, anytime-valid p = "
+            f"{_p(sequence.p_value)} (two-sided, against 0.5; betting confidence sequence, "
+            "Waudby-Smith & Ramdas 2023)."
+        )
+        lines.append("")
+    lines += [f"**Study status:** {watch.status}.", ""]
+    return lines
+
+
 def _preference_lines(analysis: Analysis) -> list[str]:
     table = analysis.preference
     if table is None:
         return ["## Tables 1/4: % chosen", "", "No round to count.", ""]
+    level = analysis.writer_level
     lines = [f"## Tables 1/4: % of rounds in which {table.system} was chosen over {table.other}"]
-    lines += ["", f"Test: {table.method}.", ""]
+    lines.append("")
+    if level is not None:
+        lines += _headline_lines(table.system, level)
+        lines += [
+            "Clark & Smith's pooled binomial (every round counted as independent; the paper's "
+            "test, kept for comparison with it): per-round p-values Holm-adjusted across the "
+            f"{len(level.round_p_holm)} rounds.",
+            "",
+        ]
+    lines += [f"Test: {table.method}.", ""]
     has_interval = any(row.ci_low is not None for row in table.rows)
     head = ["", "chosen / rounds", "% chosen"]
     head += ["95% CI"] if has_interval else []
     alternative = table.rows[0].alternative or ""
     head.append(f"p ({alternative})")
+    head += ["p (Holm, rounds)"] if level is not None else []
     body = []
     for row in table.rows:
         cells = [row.label, f"{row.chosen} / {row.total}", _pct(row.share)]
         cells += [_interval(row)] if has_interval else []
         cells.append(_p(row.p_value))
+        if level is not None:
+            cells.append("–" if row.round is None else _p(level.round_p_holm.get(row.round)))
         body.append(cells)
     lines += _table(head, body)
     if table.excluded_rounds:
@@ -202,6 +302,12 @@ def _edit_lines(analysis: Analysis) -> list[str]:
         return ["## Tables 2/5: edits of accepted suggestions", "", "No round to score.", ""]
     first, second = table.systems
     lines = ["## Tables 2/5: edits of accepted suggestions (mean (n))", ""]
+    if analysis.writer_level is not None:
+        lines += [
+            "Clark & Smith's test, rounds counted as independent (the paper's; the within-writer "
+            "test below is CYOA's):",
+            "",
+        ]
     lines += [f"Test: {table.method}.", ""]
     alternative = next((row.test.alternative for row in table.rows if row.test), "")
     head = ["Metric", first, second, OVERALL, "U", f"p ({alternative})"]
@@ -221,7 +327,12 @@ def _edit_lines(analysis: Analysis) -> list[str]:
             cells.append(_num(test.rank_biserial) if test else "–")
         body.append(cells)
     lines += _table(head, body)
-    lines += ["## Tables 7/8: edit metrics by round (mean (n); Overall = all rounds)", ""]
+    if analysis.writer_level is not None:
+        lines += _writer_edit_lines(analysis.writer_level)
+    title = "## Tables 7/8: edit metrics by round (mean (n); Overall = all rounds)"
+    if analysis.writer_level is not None:
+        title += "\n\nDescriptive: no test is made per round (read any difference as exploratory)."
+    lines += [title, ""]
     for row in table.rows:
         numbers = list(row.by_round)
         lines += [f"### {row.label}", ""]
@@ -232,6 +343,29 @@ def _edit_lines(analysis: Analysis) -> list[str]:
         ]
         lines += _table(head, body)
     return lines
+
+
+def _writer_edit_lines(level: WriterLevel) -> list[str]:
+    if not level.edits:
+        return []
+    alternative = level.edits[0].test.alternative
+    lines = ["### Within writers (CYOA's test of the edit metrics)", ""]
+    lines += [f"Test: {level.edits_method}.", ""]
+    head = ["Metric", "difference", "95% CI", "d_z", "writers (left out)"]
+    head += [f"p ({alternative})", "p (Holm)"]
+    body = [
+        [
+            row.label,
+            _num(row.test.difference),
+            _span(row.test.ci_low, row.test.ci_high),
+            _num(row.test.dz),
+            f"{row.test.writers} ({row.test.left_out})",
+            _p(row.test.p_value),
+            _p(row.p_holm),
+        ]
+        for row in level.edits
+    ]
+    return lines + _table(head, body)
 
 
 def _text_lines(analysis: Analysis) -> list[str]:

@@ -1,7 +1,10 @@
 """The ``analyze`` verb's text for a co-writing experiment: the paper's tables with their
 tests, one set per pair of systems that writers compared (:mod:`.tables`, :mod:`.render`),
 each followed by the judges of the writers' choices (:mod:`cyoa.cowriting.judges.report`):
-a Markdown section, ``judges`` rows in CSV, a ``judges`` list in each pair's JSON object."""
+a Markdown section, ``judges`` rows in CSV, a ``judges`` list in each pair's JSON object.
+With more than two systems (and neither ``--pair`` nor ``--compat``) the ranking of all
+systems follows, plain and at equal style (:mod:`.rankings`): a Markdown section, CSV rows
+under the pair ``all systems``, and a last JSON object ``{"ranking": ...}``."""
 
 from __future__ import annotations
 
@@ -9,7 +12,11 @@ import csv
 import io
 import json
 
-from cyoa.cowriting.analysis.data import experiment_pairs, load_study
+from cyoa import store
+from cyoa.cowriting import store as cowriting_store
+from cyoa.cowriting.analysis import rankings as ranking_report
+from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems, load_study
+from cyoa.cowriting.analysis.monitoring import planned_writers
 from cyoa.cowriting.analysis.render import render, to_markdown
 from cyoa.cowriting.analysis.results import Analysis
 from cyoa.cowriting.analysis.tables import analyze
@@ -31,18 +38,44 @@ def report(
 ) -> str:
     """The tables of ``experiment`` in ``fmt`` (markdown, csv or json): of one ``pair`` of
     systems, or of every pair writers compared; ``compat`` and ``alternative`` as
-    :func:`~cyoa.cowriting.analysis.tables.analyze` takes them. :class:`AnalysisError` when
-    no writer has started."""
+    :func:`~cyoa.cowriting.analysis.tables.analyze` takes them; the planned N of the
+    study-status line is the latest stored plan's (:func:`cyoa.store.latest_plan`).
+    :class:`AnalysisError` when no writer has started."""
     pairs = [tuple(pair)] if pair else experiment_pairs(db, experiment)
     studies = [load_study(db, experiment, p) for p in pairs]
     if not studies:
         raise AnalysisError(f"No writer of experiment '{experiment}' has started yet.")
     cache = SentenceTagCache(db)
+    planned = planned_writers(store.latest_plan(db, experiment))
     analyses = [
-        analyze(data, compat=compat, alternative=alternative, cache=cache) for data in studies
+        analyze(data, compat=compat, alternative=alternative, cache=cache, planned_writers=planned)
+        for data in studies
     ]
     judges = [judges_report.study_judges(db, data) for data in studies]
-    return with_judges(analyses, judges, fmt)
+    text = with_judges(analyses, judges, fmt)
+    systems = experiment_systems(db, experiment)
+    if pair is None and compat is None and len(systems) > 2:
+        probabilities = cowriting_store.pair_probabilities(db, experiment)
+        ranked = ranking_report.rank_systems(studies, systems, probabilities)
+        text = with_ranking(text, ranked, experiment, fmt)
+    return text
+
+
+def with_ranking(
+    text: str, rankings: ranking_report.SystemRankings, experiment: str, fmt: str
+) -> str:
+    """``text`` (the pairs' tables in ``fmt``) followed by the ranking of all systems."""
+    if fmt == "json":
+        plain = json.loads(text)
+        plain.append({"ranking": ranking_report.to_dict(rankings)})
+        return json.dumps(plain, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "markdown":
+        return text + "\n" + "\n".join(ranking_report.markdown_lines(rankings, experiment))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for table, row, column, value in ranking_report.csv_rows(rankings):
+        writer.writerow(("all systems", table, row, column, "" if value is None else value))
+    return text + out.getvalue()
 
 
 def with_judges(analyses: list[Analysis], judges: list[list[WriterAgreement]], fmt: str) -> str:

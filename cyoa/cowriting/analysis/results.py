@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cyoa.stats import ClusteredPreference, LikertSummary, MannWhitney
+from cyoa.sequential import ConfidenceSequence
+from cyoa.stats import ClusteredPreference, LikertSummary, MannWhitney, WriterDifference
 
 OVERALL = "Overall"
 HUMAN = "Human"
@@ -122,11 +123,66 @@ class LikertRow:
 
 
 @dataclass(frozen=True)
+class WriterEditRow:
+    """One edit metric compared between the systems within writers: ``test`` is
+    :func:`~cyoa.stats.writer_difference` of each writer's mean for the first system minus
+    their mean for the second (in the metric's unit, see ``label``); ``p_holm`` its
+    Holm-adjusted p across the table's metrics."""
+
+    metric: str
+    label: str
+    test: WriterDifference
+    p_holm: float | None
+
+
+@dataclass(frozen=True)
+class Monitoring:
+    """The study watched as it runs (:mod:`cyoa.cowriting.analysis.monitoring`).
+
+    ``sequence``: the confidence sequence of the writers' shares of the first system, one
+    value per writer whose story is complete, in the order they completed it (``None``
+    before the first); ``writers``: how many. ``planned_writers``: the latest stored plan's
+    writers (``None`` without a plan). ``decisive``: the anytime-valid p is at most
+    ``alpha``. ``status``: the study-status line; ``fixed_sample``: what the fixed-sample
+    p-values mean at this size.
+    """
+
+    sequence: ConfidenceSequence | None
+    writers: int
+    planned_writers: int | None
+    alpha: float
+    decisive: bool
+    status: str
+    fixed_sample: str
+
+
+@dataclass(frozen=True)
+class WriterLevel:
+    """CYOA's own analysis with the writer as the unit (absent in ``--compat`` mode).
+
+    ``headline``: the preference row of the writers' shares (share = the mean writer share,
+    interval = its t interval, p = the t-test against 0.5; :func:`~cyoa.stats.
+    clustered_preference`), ``None`` with fewer than two writers. ``round_p_holm``: the
+    per-round binomial p-values of the preference table Holm-adjusted across the rounds.
+    ``edits``: the within-writer edit tests. ``monitoring``: the anytime-valid view.
+    """
+
+    headline: ShareRow | None
+    writers: int
+    round_p_holm: dict[int, float]
+    edits: tuple[WriterEditRow, ...]
+    edits_method: str
+    monitoring: Monitoring
+
+
+@dataclass(frozen=True)
 class Analysis:
     """Every table of the paper for one experiment, with the notes that say how.
 
     ``compat`` is ``None`` for this project's analysis or ``"cyoa-2021"`` for the original
-    script's. ``writers`` and ``rounds`` count what was analysed.
+    script's. ``writers`` and ``rounds`` count what was analysed. ``writer_level``: the
+    analysis with writers as the unit and the anytime-valid monitoring (``None`` in compat
+    mode, whose output is the script's).
     """
 
     experiment: str
@@ -140,3 +196,4 @@ class Analysis:
     text: TextTable | None
     likert: tuple[LikertRow, ...]
     notes: tuple[str, ...]
+    writer_level: WriterLevel | None = None

@@ -16,6 +16,12 @@
   (accepted or not) and one of the writer's own lines; sentence length, distinct-n and
   concreteness computed per text, then averaged over writers; plus corpus-level distinct-n.
 - Likert items (:func:`likert_rows`): counts per level, mean and median, per pair of systems.
+- Writers as the unit (:func:`writer_level`), CYOA's own headline: the preference of the
+  mean writer with the t-test and t interval of the writers' shares (the binomial above is
+  kept beside it as Clark & Smith's, whose rounds it treats as independent); the per-round
+  binomial p-values Holm-adjusted across rounds; each edit metric compared within writers
+  (:func:`~cyoa.stats.writer_difference`, Holm across the metrics; the Mann–Whitney above is
+  the paper's); and the anytime-valid monitoring (:mod:`.monitoring`).
 
 ``analyze(..., compat="cyoa-2021")`` instead computes what the original evaluation script did
 (:mod:`cyoa.cowriting.analysis.compat`).
@@ -31,6 +37,7 @@ from dataclasses import replace
 from typing import Literal
 
 from cyoa.cowriting.analysis.data import RoundRecord, StudyData
+from cyoa.cowriting.analysis.monitoring import monitoring
 from cyoa.cowriting.analysis.results import (
     HUMAN,
     OVERALL,
@@ -43,6 +50,8 @@ from cyoa.cowriting.analysis.results import (
     ShareRow,
     TextMetricRow,
     TextTable,
+    WriterEditRow,
+    WriterLevel,
 )
 from cyoa.metrics.edit import Variant, edit_metrics_many
 from cyoa.metrics.text import LemmaCache, TextProfile, corpus_distinct_n, text_profiles
@@ -56,6 +65,7 @@ from cyoa.stats import (
     mann_whitney,
     position_bias,
     preference,
+    writer_difference,
 )
 
 Compat = Literal["cyoa-2021"]
@@ -170,11 +180,20 @@ def _preference_of(rounds: list[RoundRecord], system: str, alternative: Alternat
     return preference(chosen, len(rounds), alternative)
 
 
+def edit_scores(data: StudyData, variant: Variant = "cyoa-2021", workers: int = 1) -> list[dict]:
+    """:func:`~cyoa.metrics.edit.edit_metrics` of each round's ``(chosen_suggestion,
+    final_text)``, in the order of ``data.rounds``."""
+    return edit_metrics_many(
+        [(r.chosen_suggestion, r.final_text) for r in data.rounds], variant, n_process=workers
+    )
+
+
 def edit_table(
     data: StudyData,
     alternative: Alternative = "two-sided",
     variant: Variant = "cyoa-2021",
     workers: int = 1,
+    scores: list[dict] | None = None,
 ) -> EditTable | None:
     """Tables 2/5 and 7/8: edit metrics of accepted suggestions (``None`` without rounds).
 
@@ -183,13 +202,13 @@ def edit_table(
     USER ``variant``. :data:`OVERALL` pools both systems' values. The test per metric is
     :func:`~cyoa.stats.mann_whitney` with x = first system, y = second system and
     ``alternative``; the p-values of the metrics with a test are Holm-adjusted together.
+    ``scores``: :func:`edit_scores` of ``data`` when already computed.
     """
     if not data.rounds:
         return None
     first, second = data.systems
-    scores = edit_metrics_many(
-        [(r.chosen_suggestion, r.final_text) for r in data.rounds], variant, n_process=workers
-    )
+    if scores is None:
+        scores = edit_scores(data, variant, workers)
     rows: list[EditMetricRow] = []
     for metric, label in edit_metric_labels(variant):
         values: dict[str, list[float]] = {first: [], second: []}
@@ -224,6 +243,80 @@ def edit_table(
             f"rank-biserial r = 2U/(n_x·n_y) − 1 (positive: {first} larger); Holm across "
             f"{len(tested)} metrics"
         ),
+    )
+
+
+def writer_edit_rows(
+    data: StudyData,
+    scores: list[dict],
+    alternative: Alternative = "two-sided",
+    variant: Variant = "cyoa-2021",
+) -> tuple[WriterEditRow, ...]:
+    """Each edit metric compared within writers: per writer, the values of the suggestions
+    they accepted from the first system and from the second (``scores`` as
+    :func:`edit_scores` gives them), tested by :func:`~cyoa.stats.writer_difference`
+    (first minus second, ``alternative``); Holm across the metrics with a p-value."""
+    first, second = data.systems
+    rows = []
+    for metric, label in edit_metric_labels(variant):
+        per_writer: dict[str, tuple[list[float], list[float]]] = {}
+        for record, score in zip(data.rounds, scores, strict=True):
+            if record.chosen_system in (first, second):
+                of_first, of_second = per_writer.setdefault(record.session_id, ([], []))
+                (of_first if record.chosen_system == first else of_second).append(score[metric])
+        test = writer_difference(per_writer.values(), alternative)
+        rows.append(WriterEditRow(metric, label, test, None))
+    tested = [i for i, row in enumerate(rows) if not math.isnan(row.test.p_value)]
+    for i, p in zip(tested, holm([rows[i].test.p_value for i in tested]), strict=True):
+        rows[i] = replace(rows[i], p_holm=p)
+    return tuple(rows)
+
+
+def writer_level(
+    data: StudyData,
+    preference_result: PreferenceTable | None,
+    scores: list[dict],
+    alternative: Alternative = "two-sided",
+    variant: Variant = "cyoa-2021",
+    planned_writers: int | None = None,
+) -> WriterLevel:
+    """The analysis with the writer as the unit (see the module docstring): the headline
+    preference row from the writers' t-test and t interval, the per-round p-values
+    Holm-adjusted across rounds, the within-writer edit tests, and the monitoring against the
+    ``planned_writers``."""
+    headline = None
+    writers = 0
+    round_p_holm: dict[int, float] = {}
+    if preference_result is not None:
+        clustered = preference_result.clustered
+        if clustered is not None:
+            writers = clustered.writers
+            headline = ShareRow(
+                label="Writers (headline)",
+                round=None,
+                chosen=clustered.chosen,
+                total=clustered.total,
+                share=clustered.mean_writer_share,
+                p_value=clustered.p_value,
+                alternative=clustered.alternative,
+                ci_low=clustered.t_low,
+                ci_high=clustered.t_high,
+            )
+        per_round = [row for row in preference_result.rows if row.round is not None]
+        adjusted = holm([row.p_value for row in per_round if row.p_value is not None])
+        round_p_holm = {row.round: p for row, p in zip(per_round, adjusted, strict=True)}
+    return WriterLevel(
+        headline=headline,
+        writers=writers,
+        round_p_holm=round_p_holm,
+        edits=writer_edit_rows(data, scores, alternative, variant) if data.rounds else (),
+        edits_method=(
+            f"paired t-test of writer-level differences (cyoa.stats.writer_difference): per "
+            f"writer who accepted suggestions of both, their mean for {data.systems[0]} minus "
+            f"their mean for {data.systems[1]}; mean difference with its 95% t interval, "
+            f"{alternative}; d_z = mean ÷ SD of the differences; Holm across the metrics"
+        ),
+        monitoring=monitoring(data, planned_writers),
     )
 
 
@@ -382,6 +475,7 @@ def analyze(
     seed: int = 0,
     workers: int | None = None,
     cache: LemmaCache | None = None,
+    planned_writers: int | None = None,
 ) -> Analysis:
     """Every table for ``data``: this project's analysis, or with ``compat="cyoa-2021"`` the
     original evaluation script's (which has its own fixed tests: ``alternative``,
@@ -390,7 +484,8 @@ def analyze(
     ``workers``: processes for the slow metrics (tagging, USER); by default all CPUs from
     :data:`PARALLEL_FROM_WRITERS` writers on, else 1. ``cache``: where tagged sentences are
     kept between analyses (:class:`~cyoa.cowriting.analysis.tag_cache.SentenceTagCache`). Results
-    depend on neither.
+    depend on neither. ``planned_writers``: the planned N of the study-status line (the
+    latest stored plan's writers; ``None`` without a plan).
     """
     if alternative not in ALTERNATIVES:
         raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}.")
@@ -422,7 +517,8 @@ def analyze(
             )
     if not data.slot_order_recorded:
         notes.append("Position bias: not computed, the slot order was not recorded.")
-    edits = edit_table(data, alternative, variant, processes)
+    scores = edit_scores(data, variant, processes)
+    edits = edit_table(data, alternative, variant, processes, scores)
     notes.append(
         f"Edit metrics: accepted suggestions (model text vs final text), USER variant {variant}; "
         "Overall pools every accepted suggestion (the acceptance-weighted mean of the two)."
@@ -444,4 +540,7 @@ def analyze(
         text=text,
         likert=likert_rows(data),
         notes=tuple(notes),
+        writer_level=writer_level(
+            data, preference_result, scores, alternative, variant, planned_writers
+        ),
     )

@@ -19,13 +19,13 @@ taken for a choice.
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from cyoa.cowriting.analysis.data import RoundRecord
 from cyoa.generation.text import clean_text
+from cyoa.judging.templates import TemplateError, placeholders
 
 TEMPLATE = (
     "Here is the beginning of a story:\n\n{story}\n\n"
@@ -56,19 +56,12 @@ class RoundPrompt:
 
 def check_template(text: str) -> None:
     """Raise :class:`RoundPromptError` unless ``text`` is a template naming ``{story}``,
-    ``{a}`` and ``{b}`` and no other placeholder."""
+    ``{a}`` and ``{b}``, each written plainly, and no other placeholder
+    (:func:`cyoa.judging.templates.placeholders`)."""
     try:
-        names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
-    except ValueError as error:
-        raise RoundPromptError(
-            f"The template is not a template ({error}); write a literal brace as {{{{ or }}}}."
-        ) from None
-    unknown = sorted(names - set(PLACEHOLDERS))
-    if unknown:
-        raise RoundPromptError(
-            f"The template has placeholder(s) {', '.join('{' + n + '}' for n in unknown)}; "
-            "use only {story}, {a} and {b}."
-        )
+        names = placeholders(text, PLACEHOLDERS)
+    except TemplateError as error:
+        raise RoundPromptError(str(error)) from None
     missing = [name for name in PLACEHOLDERS if name not in names]
     if missing:
         raise RoundPromptError(

@@ -8,15 +8,15 @@ in its own transaction as soon as it is answered (a verdict already stored under
 table's key stays).
 Starting a run that exists resumes it: the prompts already answered are skipped, so a run
 stopped, failed or killed in the middle loses no verdict and repeats none. Each prompt is
-sampled with the run's sampling and its own seed (:func:`verdict_seed`), one at a time.
+sampled with the run's sampling and its own seed (:func:`verdict_seed`), one at a time. The
+loop, resume and Stop are the shared run machinery's (:mod:`cyoa.judging.runs`); this module
+gives it the rounds' prompts and how a choice is read and stored.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
-from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +33,12 @@ from cyoa.cowriting.judges.prompts import (
 from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 from cyoa.generation.types import Backend, ModelCard, Sampling
-from cyoa.web.workers import worker_gone
+from cyoa.judging import runs as judging
+from cyoa.judging.runs import RUNNING, Answer
 
 # Room for the letter and a few sentences of reasons.
 DEFAULT_MAX_NEW_TOKENS = 128
-RUNNING, DONE, STOPPED, FAILED, INTERRUPTED = "running", "done", "stopped", "failed", "interrupted"
+TABLE = judging.RunTable("round_judge_runs", "round_limit")
 
 
 class RoundJudgeError(RuntimeError):
@@ -85,8 +86,7 @@ class RoundJudgeRequest:
 def verdict_seed(seed: int, session_id: str, round_number: int, order: str) -> int:
     """The seed of one verdict: a hash of the run's ``seed``, the round and the order (31
     bits, as the study's seeds)."""
-    key = f"{seed}:{session_id}:{round_number}:{order}".encode()
-    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") >> 1
+    return judging.prompt_seed(seed, session_id, round_number, order)
 
 
 def experiment_rounds(db: Db, experiment: str) -> list[RoundRecord]:
@@ -130,35 +130,24 @@ def _row_to_run(row: dict[str, Any]) -> RoundJudgeRun:
 
 
 def _read_run(db: Db, experiment: str, judge: str) -> RoundJudgeRun | None:
-    rows = list(
-        db.query(
-            "SELECT * FROM round_judge_runs WHERE experiment_id = ? AND judge = ?",
-            [experiment, judge],
-        )
-    )
-    return _row_to_run(rows[0]) if rows else None
+    row = judging.read_row(db, TABLE, experiment, judge)
+    return _row_to_run(row) if row else None
 
 
 def stored_round_run(db: Db, experiment: str, judge: str) -> RoundJudgeRun | None:
     """The run of ``judge`` as stored; one recorded as running whose process is gone is
     marked interrupted first."""
-    run = _read_run(db, experiment, judge)
-    if run is not None and run.state == RUNNING and worker_gone(run.worker):
-        _set_state(db, run, INTERRUPTED, "The process running it stopped; start it again.")
-        run = _read_run(db, experiment, judge)
-    return run
+    row = judging.stored_row(db, TABLE, experiment, judge)
+    return _row_to_run(row) if row else None
 
 
 def experiment_round_runs(db: Db, experiment: str) -> list[RoundJudgeRun]:
     """Every judge run of ``experiment``'s rounds, by judge name."""
-    names = [
-        row[0]
-        for row in db.execute(
-            "SELECT judge FROM round_judge_runs WHERE experiment_id = ? ORDER BY judge",
-            [experiment],
-        )
+    return [
+        run
+        for name in judging.judges(db, TABLE, experiment)
+        if (run := stored_round_run(db, experiment, name))
     ]
-    return [run for name in names if (run := stored_round_run(db, experiment, name))]
 
 
 def prepare_run(db: Db, request: RoundJudgeRequest, worker: str) -> RoundJudgeRun:
@@ -181,21 +170,12 @@ def prepare_run(db: Db, request: RoundJudgeRequest, worker: str) -> RoundJudgeRu
 
 
 def _resume(db: Db, run: RoundJudgeRun, request: RoundJudgeRequest, worker: str) -> None:
-    if run.model != request.card.name:
-        raise RoundJudgeError(
-            f"'{run.experiment}' already has a judge '{run.judge}' run by model {run.model!r}; "
-            "give this one another name (--judge)."
-        )
-    if run.state == RUNNING:
-        raise RoundJudgeError(
-            f"The judge '{run.judge}' of '{run.experiment}' is running now; wait for it."
-        )
+    row = judging.read_row(db, TABLE, run.experiment, run.judge)
+    refusal = judging.resume_refusal(row, request.card.name)
+    if refusal:
+        raise RoundJudgeError(refusal)
     limit = run.round_limit if request.round_limit is None else request.round_limit
-    db.execute(
-        "UPDATE round_judge_runs SET state = ?, error = '', worker = ?, round_limit = ?,"
-        " updated_at = ? WHERE experiment_id = ? AND judge = ?",
-        [RUNNING, worker, limit, store.now(), run.experiment, run.judge],
-    )
+    judging.resume(db, TABLE, row, limit, worker)
 
 
 def _insert_run(db: Db, request: RoundJudgeRequest, worker: str) -> None:
@@ -231,12 +211,11 @@ def answered(db: Db, run: RoundJudgeRun) -> set[tuple[str, int, str]]:
     }
 
 
-def store_verdict(
-    db: Db, run: RoundJudgeRun, prompt: RoundPrompt, response: str, asked_at: str
-) -> None:
-    """One verdict, in its own transaction: the slot read from ``response``
+def store_verdict(db: Db, run: RoundJudgeRun, prompt: RoundPrompt, answer: Answer) -> None:
+    """One verdict, in its own transaction: the slot read from the answer's response
     (:func:`~cyoa.cowriting.judges.prompts.parse_choice`; NULL when unparsed), the system
     in it, the response as the rationale. A verdict stored already stays."""
+    response = answer.response
     slot = parse_choice(response)
     system = {"A": prompt.slot_a_system, "B": prompt.slot_b_system}.get(slot or "")
     with store.write_transaction(db):
@@ -246,57 +225,30 @@ def store_verdict(
              "session_id": prompt.session_id, "round": prompt.round, "shown_order": prompt.order,
              "slot_a_system": prompt.slot_a_system, "slot_b_system": prompt.slot_b_system,
              "chosen_slot": slot, "chosen_system": system, "response": response,
-             "asked_at": asked_at, "answered_at": store.now(), "recorded_at": store.now()},
+             "asked_at": answer.asked_at, "answered_at": answer.answered_at,
+             "recorded_at": store.now()},
             on_conflict="ignore",
         )  # fmt: skip
-
-
-def ask(backend: Backend, prompt: str, sampling: Sampling, seed: int) -> str:
-    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``)."""
-    with closing(backend.stream(prompt, sampling, seed)) as pieces:
-        return "".join(pieces).strip()
 
 
 def run_judge(
     db: Db, run: RoundJudgeRun, backend: Backend, stop: Callable[[], bool] = lambda: False
 ) -> str:
     """Ask every prompt of ``run`` not answered yet, one at a time, storing each verdict as
-    it comes; returns how the run ended, also stored: ``done``, ``stopped`` (``stop()`` was
-    true: asked before each prompt) or ``failed`` (the model failed: the error is stored,
-    the verdicts so far are kept)."""
+    it comes (:func:`cyoa.judging.runs.ask_all`); returns how the run ended, also stored:
+    ``done``, ``stopped`` (``stop()`` was true: asked before each prompt and while one is
+    asked, which then ends without a verdict) or ``failed`` (the model failed: the error is
+    stored, the verdicts so far are kept, and nothing for the prompt that failed, so a
+    resume asks it again)."""
     done = answered(db, run)
     todo = [p for p in run_prompts(db, run) if (p.session_id, p.round, p.order) not in done]
-    for prompt in todo:
-        if stop():
-            _set_state(db, run, STOPPED)
-            return STOPPED
-        asked = store.now()
-        seed = verdict_seed(run.seed, prompt.session_id, prompt.round, prompt.order)
-        try:
-            response = ask(backend, prompt.text, run.sampling, seed)
-        except Exception as failure:  # noqa: BLE001 - the run records any failure
-            _set_state(db, run, FAILED, _failure(run, prompt, failure))
-            return FAILED
-        store_verdict(db, run, prompt, response, asked)
-    _set_state(db, run, DONE)
-    return DONE
-
-
-def _failure(run: RoundJudgeRun, prompt: RoundPrompt, failure: Exception) -> str:
-    return (
-        f"Model {run.model!r} failed on round {prompt.round} of session {prompt.session_id!r} "
-        f"({type(failure).__name__}: {failure}). The verdicts so far are kept: fix the cause "
-        "and start the run again to resume."
+    asking = judging.Asking(
+        text=lambda p: p.text,
+        seed=lambda p: verdict_seed(run.seed, p.session_id, p.round, p.order),
+        place=lambda p: f"round {p.round} of session {p.session_id!r}",
+        store=lambda p, answer: store_verdict(db, run, p, answer),
     )
-
-
-def _set_state(db: Db, run: RoundJudgeRun, state: str, error: str = "") -> None:
-    with store.write_transaction(db):
-        db.execute(
-            "UPDATE round_judge_runs SET state = ?, error = ?, updated_at = ?"
-            " WHERE experiment_id = ? AND judge = ?",
-            [state, error, store.now(), run.experiment, run.judge],
-        )
+    return judging.ask_all(db, TABLE, run, todo, asking, backend, 1, stop)
 
 
 def judge_rounds(

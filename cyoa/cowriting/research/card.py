@@ -12,12 +12,20 @@ references were shown, the pay, and the time on task. The card has one section f
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from cyoa.cowriting import planner
+from cyoa.cowriting.analysis import rankings as ranking_report
+from cyoa.cowriting.analysis.data import StudyData
+from cyoa.cowriting.analysis.monitoring import planned_writers
+from cyoa.cowriting.analysis.tables import edit_scores, edit_table, preference_table, writer_level
+from cyoa.cowriting.research.lifecycle import models_without_card
 from cyoa.cowriting.spec import Experiment
+from cyoa.generation.types import System
 from cyoa.web.card import header, planned_sample_size, quote
 from cyoa.web.research import format_seconds
 
@@ -48,18 +56,23 @@ def evaluation_card(
     rounds: Sequence[dict[str, Any]],
     now: datetime,
     plan: dict[str, Any] | None = None,
+    studies: Sequence[StudyData] = (),
 ) -> str:
     """The card as Markdown. ``sessions`` and ``rounds`` are the rows of the ``sessions`` and
     ``preference`` export tables; ``details`` the researcher's entries (``pay``,
-    ``qualifications``); ``plan`` the latest stored plan (:func:`cyoa.store.latest_plan`)."""
+    ``qualifications``); ``plan`` the latest stored plan (:func:`cyoa.store.latest_plan`);
+    ``studies`` each pair's data (:func:`cyoa.cowriting.analysis.data.load_study`) for the
+    results section."""
     lines = [
         *_task(exp, now),
         *_rated_text(exp, rounds),
         *_attributes_and_scale(exp),
         *_instructions_and_quality(exp, details),
         *_number_of_items(exp, sessions, rounds),
-        *_systems_and_raters(exp),
-        *planned_sample_size(plan, exp.id),
+        *_systems_and_raters(exp, rounds),
+        *planned_sample_size(plan, exp.id, planner.design),
+        *_results(studies, planned_writers(plan)),
+        *_ranking(exp, sessions, studies),
         *_pay_and_time(details, sessions, rounds),
         *_files(),
     ]
@@ -182,9 +195,18 @@ def _number_of_items(
     ]
 
 
-def _systems_and_raters(exp: Experiment) -> list[str]:
-    """The systems compared (model card, version, weights, sampling), the raters per item
-    and whether human references were shown."""
+def _sampling(system: System, without_card: list[str]) -> str:
+    """The system's sampling as JSON; "not recorded" for a model with no card here (imported
+    data: the stand-in's sampling is not the study's)."""
+    if system.model.name in without_card:
+        return "not recorded"
+    return json.dumps(system.sampling.to_dict(), sort_keys=True)
+
+
+def _systems_and_raters(exp: Experiment, rounds: Sequence[dict[str, Any]]) -> list[str]:
+    """The systems compared (model card, version, weights, sampling; for a served model what
+    its server was sent), the raters per item and whether human references were shown."""
+    without_card = models_without_card(exp)
     return [
         "## Systems",
         "",
@@ -192,11 +214,11 @@ def _systems_and_raters(exp: Experiment) -> list[str]:
         "|---|---|---|---|---|---|",
         *(
             f"| {s.name} | {s.model.name} | {s.model.display_name} | {s.model.version or '–'} "
-            f"| {s.model.weights_file or '–'} | "
-            f"{json.dumps(s.sampling.to_dict(), sort_keys=True)} |"
+            f"| {s.model.weights_file or '–'} | {_sampling(s, without_card)} |"
             for s in exp.systems
         ),
         "",
+        *_sent_settings(rounds),
         "## Raters per item",
         "",
         "One. Each writer judges only the suggestions made for their own story, so every "
@@ -209,6 +231,129 @@ def _systems_and_raters(exp: Experiment) -> list[str]:
         "lines.",
         "",
     ]
+
+
+def _sent_settings(rounds: Sequence[dict[str, Any]]) -> list[str]:
+    """Each served system's settings as its model server was sent them (the suggestions'
+    ``sent_settings``, the seed left out: it is each suggestion's own), so the card says
+    what sampled, not only what the model card asked; nothing when no system was served."""
+    sent: dict[str, set[str]] = {}
+    for row in rounds:
+        for slot in (1, 2):
+            settings = row.get(f"slot{slot}_sent_settings")
+            if settings:
+                shown = {k: v for k, v in json.loads(settings).items() if k != "seed"}
+                sent.setdefault(row[f"slot{slot}_system"], set()).add(
+                    json.dumps(shown, sort_keys=True)
+                )
+    if not sent:
+        return []
+    return [
+        "Sent to the model servers of served systems (backend `openai`, recorded with each "
+        "suggestion; each suggestion's own seed left out):",
+        "",
+        *(f"- {system}: `{each}`" for system in sorted(sent) for each in sorted(sent[system])),
+        "",
+    ]
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{100 * value:.1f}%"
+
+
+def _p(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:.3g}"
+
+
+def _num(value: float) -> str:
+    return "–" if not math.isfinite(value) else f"{value:.2f}"
+
+
+# Bootstrap replicates of the writer-clustered interval the card's analysis computes.
+CARD_RESAMPLES = 2000
+
+
+def _results(studies: Sequence[StudyData], planned: int | None) -> list[str]:
+    """The results with writers as the unit, per pair of systems: the headline, the paper's
+    pooled binomial (labelled), the per-round p-values Holm-adjusted across rounds, the
+    anytime-valid confidence sequence with the study status, and the within-writer edit
+    tests beside the paper's Mann–Whitney; per-round edit means are descriptive."""
+    lines = ["## Results (writers as the unit)", ""]
+    analysed = [data for data in studies if data.rounds]
+    if not analysed:
+        return [*lines, "No submitted round yet.", ""]
+    lines += [
+        "Each writer is one independent unit: their rounds are not. Fixed-sample p-values hold "
+        "at the planned N; the confidence sequence holds at every look (docs/analysis.md, "
+        '"Watching a study as it runs").',
+        "",
+    ]
+    for data in analysed:
+        first, second = data.systems
+        table = preference_table(data, resamples=CARD_RESAMPLES)
+        scores = edit_scores(data)
+        level = writer_level(data, table, scores, planned_writers=planned)
+        edits = edit_table(data, scores=scores)
+        lines += [f"### {first} vs {second}", ""]
+        if level.headline is not None:
+            row = level.headline
+            lines.append(
+                f"- Headline: the mean writer chose {first} in {_pct(row.share)} of their rounds "
+                f"({level.writers} writers), 95% t interval {_pct(row.ci_low)} – "
+                f"{_pct(row.ci_high)}, p = {_p(row.p_value)} (t-test of the writers' shares "
+                f"against 0.5); {level.monitoring.fixed_sample}."
+            )
+        if table is not None:
+            pooled = table.rows[0]
+            lines.append(
+                f"- Clark & Smith's pooled binomial (rounds as independent): {pooled.chosen} / "
+                f"{pooled.total} rounds ({_pct(pooled.share)}), 95% CI {_pct(pooled.ci_low)} – "
+                f"{_pct(pooled.ci_high)}, p = {_p(pooled.p_value)}."
+            )
+            lines.append(
+                "- Per round, binomial p (Holm across the rounds): "
+                + ", ".join(f"round {number} {_p(p)}" for number, p in level.round_p_holm.items())
+                + "."
+            )
+        sequence = level.monitoring.sequence
+        if sequence is not None:
+            lines.append(
+                f"- Anytime-valid: 95% confidence sequence {_pct(sequence.low)} – "
+                f"{_pct(sequence.high)} after {sequence.n} complete stories, p = "
+                f"{_p(sequence.p_value)} (Waudby-Smith & Ramdas 2023)."
+            )
+        lines.append(f"- Study status: {level.monitoring.status}.")
+        mann_whitney = {row.metric: row for row in edits.rows} if edits else {}
+        for row in level.edits:
+            test, paper = row.test, mann_whitney.get(row.metric)
+            paper_p = _p(paper.test.p_value) if paper and paper.test else "–"
+            lines.append(
+                f"- Edits, {row.label}: within writers {first} − {second} = "
+                f"{_num(test.difference)} "
+                f"(95% CI {_num(test.ci_low)} – {_num(test.ci_high)}, {test.writers} writers), "
+                f"p (Holm across metrics) = {_p(row.p_holm)}; Clark & Smith's Mann–Whitney "
+                f"(rounds as independent) p = {paper_p}."
+            )
+        lines += ["- Per-round edit means are descriptive: no test is made per round.", ""]
+    return lines
+
+
+def _ranking(
+    exp: Experiment, sessions: Sequence[dict[str, Any]], studies: Sequence[StudyData]
+) -> list[str]:
+    """With more than two systems: the ranking of all systems, plain and at equal style
+    (:mod:`cyoa.cowriting.analysis.rankings`), weighted under adaptive pairing."""
+    systems = [s.name for s in exp.systems]
+    if len(systems) < 3 or not any(data.rounds for data in studies):
+        return []
+    probabilities = {
+        row["session_id"]: float(row["pair_probability"])
+        for row in sessions
+        if row.get("pair_probability") is not None
+    }
+    ranked = ranking_report.rank_systems(studies, systems, probabilities)
+    lines = ranking_report.markdown_lines(ranked, exp.id)
+    return ["## Ranking of all systems (writers as clusters)", "", *lines[2:]]
 
 
 def _pay_and_time(

@@ -6,8 +6,14 @@ display tables and the data for its charts, computed off the request path
 - More than two: the same analysis per pair of systems that writers compared (each writer
   compares one pair; :func:`cyoa.cowriting.analysis.data.experiment_pairs`), plus
   a Bradley–Terry ranking of all systems from every counted choice, with writer-level
-  bootstrap intervals (:mod:`cyoa.cowriting.analysis.bradley_terry`).
+  bootstrap intervals (:mod:`cyoa.cowriting.analysis.bradley_terry`), and beside it the
+  ranking at equal style, weighted under adaptive pairing, with writer-clustered intervals
+  (:mod:`cyoa.cowriting.analysis.rankings`).
 - Likert answers per pair of systems, both orientations of the pair pooled.
+- Per pair, the preference with writers as the unit first (the writers' t-test and t
+  interval), the confidence sequence with its anytime-valid p, and the study-status line
+  against the latest stored plan's N; Clark & Smith's pooled binomial follows, labelled, its
+  per-round p-values Holm-adjusted across the rounds.
 """
 
 from __future__ import annotations
@@ -17,10 +23,22 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from cyoa import store
 from cyoa.analyses.jobs import Step
+from cyoa.cowriting import store as cowriting_store
+from cyoa.cowriting.analysis import rankings as ranking_report
 from cyoa.cowriting.analysis.bradley_terry import NotEstimable, Ranking, rank
 from cyoa.cowriting.analysis.data import StudyData, experiment_pairs, load_study
-from cyoa.cowriting.analysis.results import OVERALL, Analysis, LikertRow, Mean, ShareRow
+from cyoa.cowriting.analysis.monitoring import planned_writers
+from cyoa.cowriting.analysis.results import (
+    OVERALL,
+    Analysis,
+    LikertRow,
+    Mean,
+    Monitoring,
+    PreferenceTable,
+    ShareRow,
+)
 from cyoa.cowriting.analysis.tables import analyze, likert_rows
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
 from cyoa.cowriting.judges import report as judges_report
@@ -28,6 +46,7 @@ from cyoa.cowriting.spec import Experiment
 from cyoa.db.facade import Db
 from cyoa.metrics.edit import edit_metrics_many
 from cyoa.web.charts import CHART_LOCK
+from cyoa.words import counted
 
 RESAMPLES = 2000
 # The stored analysis' kind (``analyses.kind``).
@@ -119,26 +138,82 @@ def _interval(row: ShareRow) -> str:
 
 def _preference_table(analysis: Analysis) -> Table | None:
     table = analysis.preference
-    if table is None:
+    level = analysis.writer_level
+    if table is None or level is None:
         return None
     alternative = table.rows[0].alternative or "two-sided"
-    rows = [
-        (
-            row.label,
-            f"{row.chosen} / {row.total}",
-            pct(row.share),
-            _interval(row),
-            pvalue(row.p_value),
+    watch = level.monitoring
+    rows = []
+    if level.headline is not None:
+        row = level.headline
+        rows.append(
+            (
+                f"Writers (headline, {level.writers} writers)",
+                f"{row.chosen} / {row.total}",
+                pct(row.share),
+                _interval(row),
+                pvalue(row.p_value),
+                "–",
+            )
         )
-        for row in table.rows
+    if watch.sequence is not None:
+        sequence = watch.sequence
+        rows.append(
+            (
+                f"Anytime-valid ({sequence.n} complete stories)",
+                "–",
+                pct(sequence.mean),
+                f"{pct(sequence.low)} – {pct(sequence.high)}",
+                pvalue(sequence.p_value),
+                "–",
+            )
+        )
+    for row in table.rows:
+        label = "Clark & Smith's binomial, all rounds" if row.round is None else row.label
+        holm = "–" if row.round is None else pvalue(level.round_p_holm.get(row.round))
+        rows.append(
+            (label, f"{row.chosen} / {row.total}", pct(row.share), _interval(row),
+             pvalue(row.p_value), holm)
+        )  # fmt: skip
+    notes = _preference_notes(table, watch)
+    return Table(
+        key=f"preference:{table.system}:{table.other}",
+        title=f"Preference: % of rounds in which {table.system} was chosen over {table.other}",
+        columns=(
+            "",
+            "chosen / rounds",
+            "% chosen",
+            "95% CI",
+            f"p ({alternative})",
+            "p (Holm, rounds)",
+        ),
+        rows=tuple(rows),
+        notes=tuple(notes),
+    )
+
+
+def _preference_notes(table: PreferenceTable, watch: Monitoring) -> list[str]:
+    """The preference table's notes: the study status, what each row rests on, the rounds
+    left out, the writer-clustered bootstrap and the position bias."""
+    notes = [
+        f"Study status: {watch.status}.",
+        f"Headline: the mean writer share with the one-sample t-test of the writers' shares "
+        f"against 0.5 and its 95% t interval (writers as the unit). {watch.fixed_sample}.",
+        "Anytime-valid: the 95% betting confidence sequence of the mean writer share over the "
+        "writers whose story is complete, in the order they completed it, and its p-value "
+        "against 0.5 (two-sided); valid however often this page is looked at.",
+        f"Clark & Smith's rows (the paper's test, every round counted as independent): "
+        f"{table.method}; per-round p-values Holm-adjusted across the rounds.",
     ]
-    notes = [f"Test: {table.method}."]
     if table.excluded_rounds:
-        notes.append(f"{table.excluded_rounds} rounds with one suggestion only are left out.")
+        verb = "is" if table.excluded_rounds == 1 else "are"
+        rounds = counted(table.excluded_rounds, "round")
+        notes.append(f"{rounds} with one suggestion only {verb} left out.")
     if table.clustered is not None:
         c = table.clustered
         notes.append(
-            f"Writer-clustered ({c.writers} writers): bootstrap {int(c.confidence * 100)}% CI "
+            f"Writer-clustered ({counted(c.writers, 'writer')}): "
+            f"bootstrap {int(c.confidence * 100)}% CI "
             f"{pct(c.bootstrap_low)} – {pct(c.bootstrap_high)} ({c.resamples:,} resamples); "
             f"mean writer share {pct(c.mean_writer_share)}, t({c.df}) = {num(c.t_statistic)}, "
             f"p = {pvalue(c.p_value)}."
@@ -149,29 +224,32 @@ def _preference_table(analysis: Analysis) -> Table | None:
             f"Position bias: slot 1 chosen in {p.chosen} / {p.total} rounds ({pct(p.share)}, "
             f"95% CI {_interval(p)}), p = {pvalue(p.p_value)}."
         )
-    return Table(
-        key=f"preference:{table.system}:{table.other}",
-        title=f"Preference: % of rounds in which {table.system} was chosen over {table.other}",
-        columns=("", "chosen / rounds", "% chosen", "95% CI", f"p ({alternative})"),
-        rows=tuple(rows),
-        notes=tuple(notes),
-    )
+    return notes
 
 
 def _edit_table(analysis: Analysis) -> Table | None:
     table = analysis.edits
-    if table is None:
+    level = analysis.writer_level
+    if table is None or level is None:
         return None
     first, second = table.systems
+    within = {row.metric: row for row in level.edits}
     rows = []
     for row in table.rows:
         test = row.test
+        writer_row = within.get(row.metric)
+        paired = writer_row.test if writer_row else None
+        span = "–"
+        if paired is not None and math.isfinite(paired.ci_low):
+            span = f"{num(paired.difference)} ({num(paired.ci_low)} – {num(paired.ci_high)})"
         rows.append(
             (
                 row.label,
                 _mean(row.overall[first]),
                 _mean(row.overall[second]),
                 _mean(row.overall[OVERALL]),
+                span,
+                pvalue(writer_row.p_holm) if writer_row else "–",
                 pvalue(test.p_value) if test else "–",
                 pvalue(row.p_holm),
                 num(test.rank_biserial) if test else "–",
@@ -180,9 +258,24 @@ def _edit_table(analysis: Analysis) -> Table | None:
     return Table(
         key=f"edits:{first}:{second}",
         title=f"Edits of accepted suggestions: mean per system ({first} vs {second})",
-        columns=("Metric", first, second, OVERALL, "p", "p (Holm)", "rank-biserial r"),
+        columns=(
+            "Metric",
+            first,
+            second,
+            OVERALL,
+            f"within writers: {first} − {second} (95% CI)",
+            "p within writers (Holm)",
+            "Mann–Whitney p (Clark & Smith)",
+            "p (Holm)",
+            "rank-biserial r",
+        ),  # fmt: skip
         rows=tuple(rows),
-        notes=(f"Test: {table.method}.",),
+        notes=(
+            f"Within writers (CYOA's test): {level.edits_method}.",
+            f"Clark & Smith's test (rounds counted as independent): {table.method}.",
+            "Per-round edit means (the analysis' Tables 7/8) are descriptive: no test is made "
+            "per round.",
+        ),
     )
 
 
@@ -269,11 +362,26 @@ def _ranking_table(ranking: Ranking) -> Table:
         ),
         rows=rows,
         notes=(
-            f"Maximum likelihood (MM algorithm, Hunter 2004) from {ranking.choices} choices of "
-            f"{ranking.writers} writers; intervals: percentile bootstrap over writers "
+            f"Maximum likelihood (MM algorithm, Hunter 2004) from "
+            f"{counted(ranking.choices, 'choice')} of {counted(ranking.writers, 'writer')}; "
+            "intervals: percentile bootstrap over writers "
             f"({used:,} of {ranking.resamples:,} resamples had an estimate, seed "
             f"{ranking.seed}). Pairs never compared add nothing.",
         ),
+    )
+
+
+def _style_ranking_table(rankings: ranking_report.SystemRankings) -> Table:
+    coefficients = tuple(
+        f"Style coefficient, {text}: {estimate} log-odds (95% CI {span})."
+        for text, estimate, span in ranking_report.coefficient_rows(rankings)
+    )
+    return Table(
+        key="ranking-style",
+        title="Ranking of all systems at equal style (Bradley–Terry with style covariates)",
+        columns=ranking_report.COLUMNS,
+        rows=tuple(ranking_report.display_rows(rankings)),
+        notes=(*coefficients, *ranking_report.notes(rankings)),
     )
 
 
@@ -319,8 +427,9 @@ def compute_results(
     names = [s.name for s in exp.systems]
     studies = [load_study(db, exp.id, pair) for pair in experiment_pairs(db, exp.id)]
     cache = SentenceTagCache(db)
+    planned = planned_writers(store.latest_plan(db, exp.id))
     analyses = [
-        analyze(data, resamples=resamples, workers=1, cache=cache)
+        analyze(data, resamples=resamples, workers=1, cache=cache, planned_writers=planned)
         for data in studies
         if data.rounds
     ]
@@ -333,6 +442,9 @@ def compute_results(
             tables.append(_ranking_table(ranking))
         except NotEstimable as exc:
             ranking_error = str(exc)
+        probabilities = cowriting_store.pair_probabilities(db, exp.id)
+        ranked = ranking_report.rank_systems(studies, names, probabilities)
+        tables.append(_style_ranking_table(ranked))
     for analysis in analyses:
         tables += [t for t in (_preference_table(analysis),) if t]
     for analysis in analyses:
@@ -356,8 +468,9 @@ def compute_results(
     rounds = sum(len(data.rounds) for data in studies)
     finished = sum(len(data.finished) for data in studies)
     notes = [
-        f"{writers} writers with a submitted round, {rounds} submitted rounds, {finished} "
-        "finished surveys. Unfinished stories count with their submitted rounds."
+        f"{counted(writers, 'writer')} with a submitted round, "
+        f"{counted(rounds, 'submitted round')}, {counted(finished, 'finished survey')}. "
+        "Unfinished stories count with their submitted rounds."
     ]
     return Results(
         experiment=exp.id,
@@ -403,7 +516,8 @@ def _draw(charts, results: Results, name: str) -> bytes:
 
 
 def data_version(db: Db, exp_id: str) -> str:
-    """Changes whenever an event of the experiment or a judge's verdict is recorded."""
+    """Changes whenever an event of the experiment, a judge's verdict or a plan (whose N the
+    study-status line reads) is recorded."""
     count, last = db.execute(
         "SELECT count(*), max(e.server_time) FROM events e JOIN sessions s ON s.id = e.session_id"
         " WHERE s.experiment_id = ?",
@@ -412,7 +526,8 @@ def data_version(db: Db, exp_id: str) -> str:
     verdicts, judged = db.execute(
         "SELECT count(*), max(recorded_at) FROM round_verdicts WHERE experiment_id = ?", [exp_id]
     ).fetchone()
-    return f"{count}-{last or ''}-{verdicts}-{judged or ''}"
+    plan = db.execute("SELECT max(id) FROM plans WHERE experiment_id = ?", [exp_id]).fetchone()[0]
+    return f"{count}-{last or ''}-{verdicts}-{judged or ''}-{plan or ''}"
 
 
 def any_round(db: Db, exp_id: str) -> bool:

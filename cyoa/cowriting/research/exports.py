@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cyoa import store
-from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems
+from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems, load_study
 from cyoa.cowriting.analysis.tsv import export_cyoa_tsv
 from cyoa.cowriting.research.card import evaluation_card
 from cyoa.cowriting.research.progress import DROPOUT_MINUTES, seconds_between, session_status
@@ -62,6 +62,11 @@ def _slot_columns(slot: int) -> list[Column]:
         ),
         Column(f"slot{slot}_sampling", "string", f"sampling settings as JSON ({s})"),
         Column(f"slot{slot}_seed", "int", f"sampling seed ({s})"),
+        Column(
+            f"slot{slot}_sent_settings",
+            "string",
+            f"sampling settings sent to the model server as JSON; null in-process ({s})",
+        ),
         Column(
             f"slot{slot}_generation_seconds", "float", f"seconds to generate the suggestion ({s})"
         ),
@@ -125,6 +130,11 @@ SESSION_COLUMNS: tuple[Column, ...] = (
     Column("platform_session_id", "string", "Prolific SESSION_ID from the link"),
     Column("system_a", "string", "first system of the writer's pair"),
     Column("system_b", "string", "second system of the writer's pair"),
+    Column(
+        "pair_probability",
+        "float",
+        "adaptive pairing: the probability the writer's pair was drawn with (null: balanced)",
+    ),
     Column("phase", "string", "writing, suggesting, choosing, survey or done"),
     Column("status", "string", "finished, dropped or in_progress (at export time)"),
     Column("current_round", "int", "round the writer is in"),
@@ -227,6 +237,7 @@ def preference_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
                     f"slot{slot}_attempts": g.get("attempts", 0),
                     f"slot{slot}_sampling": g.get("sampling"),
                     f"slot{slot}_seed": g.get("seed"),
+                    f"slot{slot}_sent_settings": g.get("sent_settings"),
                     f"slot{slot}_generation_seconds": g.get("generation_seconds"),
                     f"slot{slot}_token_count": g.get("token_count"),
                     f"slot{slot}_waited_seconds": g.get("waited_seconds"),
@@ -411,9 +422,22 @@ def bundle(db: Db, exp: Experiment, details: dict[str, Any], now: datetime | Non
         archive.writestr(
             "experiment-spec.json", json.dumps(exp.source, indent=2, ensure_ascii=False) + "\n"
         )
-        card = evaluation_card(
-            exp, details, tables["sessions"], tables["preference"], now,
-            store.latest_plan(db, exp.id),
-        )  # fmt: skip
+        card = card_text(db, exp, details, now, tables["sessions"], tables["preference"])
         archive.writestr("evaluation-card.md", card)
     return out.getvalue()
+
+
+def card_text(
+    db: Db,
+    exp: Experiment,
+    details: dict[str, Any],
+    now: datetime,
+    sessions: list[dict[str, Any]],
+    rounds: list[dict[str, Any]],
+) -> str:
+    """The evaluation card of ``exp``: ``sessions`` and ``rounds`` (the ``sessions`` and
+    ``preference`` tables' rows), the researcher's ``details``, the latest stored plan, and
+    each pair's data for the results section."""
+    studies = [load_study(db, exp.id, pair) for pair in experiment_pairs(db, exp.id)]
+    plan = store.latest_plan(db, exp.id)
+    return evaluation_card(exp, details, sessions, rounds, now, plan, studies)

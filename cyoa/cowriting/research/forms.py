@@ -8,7 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cyoa.cowriting.spec import DEFAULT_LIKERT, DEFAULT_OPEN, MAX_SYSTEMS, SLOT_ORDERS, SpecError
+from cyoa.cowriting.spec import (
+    DEFAULT_LIKERT,
+    DEFAULT_OPEN,
+    MAX_SYSTEMS,
+    PAIRINGS,
+    SLOT_ORDERS,
+    SpecError,
+)
 
 FORM_SYSTEM_ROWS = 4
 MAX_SYSTEM_ROWS = MAX_SYSTEMS
@@ -50,6 +57,7 @@ def form_from_spec(spec: Mapping[str, Any]) -> dict[str, str]:
         "completion_code": spec.get("completion_code", ""),
         "target_writers": str(spec.get("target_writers", 0)),
         "slot_order": spec.get("slot_order", "coin"),
+        "pairing": spec.get("pairing", "balanced"),
         "likert": _survey_text(survey, "likert", DEFAULT_LIKERT),
         "open": _survey_text(survey, "open", DEFAULT_OPEN),
         "system_rows": str(max(FORM_SYSTEM_ROWS, len(systems))),
@@ -130,6 +138,11 @@ def spec_from_form(form: Mapping[str, str]) -> dict[str, Any]:
     if slot_order not in SLOT_ORDERS:
         raise SpecError(f"Slot order: choose one of {', '.join(SLOT_ORDERS)}.")
     spec["slot_order"] = slot_order
+    pairing = form.get("pairing") or "balanced"
+    if pairing not in PAIRINGS:
+        raise SpecError(f"Pairing: choose one of {', '.join(PAIRINGS)}.")
+    if pairing != "balanced":
+        spec["pairing"] = pairing
     completion_code = (form.get("completion_code") or "").strip()
     if completion_code:
         spec["completion_code"] = completion_code

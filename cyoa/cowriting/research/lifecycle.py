@@ -11,6 +11,12 @@ An experiment can be cloned whatever its status (:func:`clone_experiment`: a new
 stored spec copied, paused), and edited while no writer has started it
 (:func:`edit_refusal`, :func:`edit_experiment`): once a session exists, its stories must keep
 the design they began with.
+
+A stored experiment whose systems name models no card here describes (an imported study:
+``import-tsv`` of the original CYOA TSV names ``model`` and ``baseline``) is not served to
+writers, but its research pages show its data: :func:`stored_experiment` gives it with a
+stand-in card for each such model (:func:`stand_in_card`), and it is never opened
+(:func:`open_refusal`).
 """
 
 from __future__ import annotations
@@ -24,8 +30,12 @@ from cyoa import store
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.spec import Experiment, SpecError, experiment_from_dict
 from cyoa.db.facade import Db
-from cyoa.generation.types import ModelCard
+from cyoa.generation.types import ModelCard, Sampling
 from cyoa.web.experiments import LifecycleError
+
+# The backend of a stand-in card: no backend has this name, so nothing can load it.
+NO_CARD_BACKEND = "none"
+NO_CARD = "no model card here"
 
 
 def require_writer_texts(exp: Experiment, where: str) -> None:
@@ -159,6 +169,67 @@ def models_not_ready(exp: Experiment, pool_status: dict[str, dict[str, Any]]) ->
         if pool_status.get(name, {}).get("state") != "ready" and name not in missing:
             missing.append(name)
     return missing
+
+
+def stand_in_card(model: str) -> ModelCard:
+    """A card for the model ``model`` that a stored experiment names but no card here
+    describes: enough to show the experiment's stored data. It loads nothing, and its
+    sampling is not the study's (the data do not record it): pages and the evaluation card
+    say so (:func:`models_without_card`)."""
+    return ModelCard(name=model, display_name=NO_CARD, backend=NO_CARD_BACKEND, sampling=Sampling())
+
+
+def models_without_card(exp: Experiment) -> list[str]:
+    """The models of ``exp`` that are stand-ins (:func:`stand_in_card`), in spec order."""
+    names = (s.model.name for s in exp.systems if s.model.backend == NO_CARD_BACKEND)
+    return list(dict.fromkeys(names))
+
+
+def open_refusal(exp: Experiment) -> str:
+    """Why ``exp`` cannot be opened to writers, as a sentence, or "" if it can (as far as its
+    cards go): a model of it has no card here, so no writer could get its suggestions."""
+    missing = models_without_card(exp)
+    if not missing:
+        return ""
+    return (
+        f"'{exp.id}' cannot be opened: its systems' models ({', '.join(missing)}) have no "
+        "model card here (its data were imported). Its pages show the stored data; to run "
+        "such a study, create a new experiment with a model card for each system."
+    )
+
+
+def stored_experiment(db: Db, exp_id: str, cards: dict[str, ModelCard]) -> Experiment | None:
+    """The stored co-writing experiment ``exp_id`` as its research pages show it: its systems
+    resolved against ``cards``, with a stand-in card for each model no card describes. None
+    when no co-writing experiment has that id or its stored spec is not a valid one."""
+    row = store.get_experiment(db, exp_id)
+    if row is None or row["kind"] != "cowriting":
+        return None
+    try:
+        raw = json.loads(row["spec"])
+    except json.JSONDecodeError:
+        return None
+    systems = raw.get("systems") if isinstance(raw, dict) else None
+    named = (
+        [s.get("model") for s in systems if isinstance(s, dict)]
+        if isinstance(systems, list)
+        else []
+    )
+    stand_ins = {m: stand_in_card(m) for m in named if isinstance(m, str) and m not in cards}
+    try:
+        return experiment_from_dict(raw, {**cards, **stand_ins}, where=exp_id)
+    except SpecError:
+        return None
+
+
+def unserved_experiments(
+    db: Db, served: dict[str, Experiment], cards: dict[str, ModelCard]
+) -> list[Experiment]:
+    """The stored co-writing experiments the app does not serve that its research pages can
+    show (:func:`stored_experiment`), by id."""
+    rows = db.query("SELECT id FROM experiments WHERE kind = 'cowriting' ORDER BY id")
+    found = (stored_experiment(db, row["id"], cards) for row in rows if row["id"] not in served)
+    return [exp for exp in found if exp is not None]
 
 
 def sync_from_db(db: Db, experiments: dict[str, Experiment], cards) -> list[str]:

@@ -7,10 +7,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from flask import abort, url_for
+from flask import url_for
 
 from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.research.exports import session_rows
+from cyoa.cowriting.research.views import experiment_or_404
 from cyoa.db.facade import Db
 from cyoa.web import approvals, auth
 from cyoa.web import research as web
@@ -38,8 +39,7 @@ def cowriting_participants(
 
 
 def _rows(exp_id: str) -> list[dict[str, Any]]:
-    if cowriting_parts().study.experiment(exp_id) is None:
-        abort(404)
+    experiment_or_404(exp_id)
     timeout = timedelta(minutes=cowriting_parts().dropout_minutes)
     with web.db() as db:
         return cowriting_participants(db, exp_id, timeout, datetime.now(UTC))

@@ -21,8 +21,10 @@ from flask import Flask
 from flask_socketio import SocketIO, join_room
 
 from cyoa.cowriting.parts import parts as cowriting_parts
+from cyoa.cowriting.research.lifecycle import stored_experiment
 from cyoa.cowriting.research.progress import progress_payload
 from cyoa.web.auth import current_researcher
+from cyoa.web.parts import shared as shared_parts
 from cyoa.web.realtime import socketio
 
 log = logging.getLogger(__name__)
@@ -42,13 +44,16 @@ def on_join(data: Any) -> dict[str, Any]:
     if current_researcher() is None:
         return {"ok": False, "error": "Please log in as a researcher and reload the page."}
     exp_id = data.get("experiment") if isinstance(data, dict) else None
-    study = cowriting_parts().study
-    exp = study.experiment(exp_id) if isinstance(exp_id, str) else None
-    if exp is None:
+    if not isinstance(exp_id, str):
         return {"ok": False, "error": "This experiment does not exist."}
-    join_room(room(exp.id))
+    study = cowriting_parts().study
     db = study.db()
     try:
+        # An imported study the app does not serve (no model cards) has a dashboard too.
+        exp = study.experiment(exp_id) or stored_experiment(db, exp_id, shared_parts().cards)
+        if exp is None:
+            return {"ok": False, "error": "This experiment does not exist."}
+        join_room(room(exp.id))
         return {"ok": True, "progress": progress_payload(db, exp)}
     finally:
         db.close()

@@ -75,12 +75,18 @@ def _spec_folder() -> Path:
     return Path(current_app.config["EXPERIMENTS_DIR"])
 
 
-def _experiment(exp_id: str):
+def experiment_or_404(exp_id: str):
+    """The co-writing experiment ``exp_id`` as the researcher's pages show it: the one the
+    app serves, else the stored one with stand-ins for the model cards it lacks (an imported
+    study, :func:`~cyoa.cowriting.research.lifecycle.stored_experiment`); 404 if none."""
     study = cowriting_parts().study
-    if exp_id not in study.experiments:
+    exp = study.experiment(exp_id)
+    if exp is None:
         with web.db() as db:
             lifecycle.sync_from_db(db, study.experiments, shared_parts().cards)
-    exp = study.experiment(exp_id)
+            exp = study.experiment(exp_id) or lifecycle.stored_experiment(
+                db, exp_id, shared_parts().cards
+            )
     if exp is None:
         abort(404)
     return exp
@@ -197,7 +203,7 @@ def upload_experiment():
 @bp.post("/experiments/<exp_id>/clone")
 @auth.login_required
 def clone_experiment(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     try:
         with web.db() as db:
             copy = lifecycle.clone_experiment(
@@ -219,7 +225,7 @@ def _edit_refused(exp_id: str, message: str):
 @bp.route("/experiments/<exp_id>/edit", methods=["GET", "POST"])
 @auth.login_required
 def edit_experiment(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         refusal = lifecycle.edit_refusal(db, exp.id, _spec_folder())
         if refusal:
@@ -291,7 +297,7 @@ def _results(db, exp) -> dict[str, Any]:
 @bp.get("/experiments/<exp_id>")
 @auth.login_required
 def experiment(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         progress = progress_payload(db, exp)
         results = _results(db, exp)
@@ -311,6 +317,8 @@ def experiment(exp_id: str):
         links=participant_links(web.public_url(), exp.id, START_PATH, WORK),
         naming_warning=naming_warning(exp.id, exp.title, shared_parts().cards.values()),
         models=_model_states(exp),
+        open_refusal=lifecycle.open_refusal(exp),
+        without_card=lifecycle.models_without_card(exp),
         opening=cowriting_parts().openings.waiting_for(exp.id),
         opening_failure=cowriting_parts().openings.failure(exp.id),
         tables=exports.TABLES,
@@ -321,8 +329,11 @@ def experiment(exp_id: str):
 @bp.post("/experiments/<exp_id>/status")
 @auth.login_required
 def set_status(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     status = request.form.get("status", "")
+    if status == "open" and (refusal := lifecycle.open_refusal(exp)):
+        flash(refusal, "error")
+        return redirect(url_for("research_cowriting.experiment", exp_id=exp.id))
     openings = cowriting_parts().openings
     openings.cancel(exp.id)
     missing = lifecycle.models_not_ready(exp, shared_parts().pool.status())
@@ -368,7 +379,7 @@ def _model_states(exp) -> list[dict[str, str]]:
 @bp.post("/experiments/<exp_id>/details")
 @auth.login_required
 def save_details(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     try:
         details = web.evaluation_details(request.form)
     except ValueError as exc:
@@ -383,7 +394,7 @@ def save_details(exp_id: str):
 @bp.get("/experiments/<exp_id>/progress.json")
 @auth.login_required
 def progress_json(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         return jsonify(progress_payload(db, exp))
 
@@ -411,7 +422,7 @@ def writer_rows(db, exp) -> list[dict[str, Any]]:
 @bp.get("/experiments/<exp_id>/writers.json")
 @auth.login_required
 def writers_json(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         return jsonify(writer_rows(db, exp))
 
@@ -419,7 +430,7 @@ def writers_json(exp_id: str):
 @bp.get("/experiments/<exp_id>/results.json")
 @auth.login_required
 def results_json(exp_id: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         results = _results(db, exp)
     return jsonify({key: value for key, value in results.items() if key != "svg"})
@@ -428,7 +439,7 @@ def results_json(exp_id: str):
 @bp.get("/experiments/<exp_id>/charts/<name>.svg")
 @auth.login_required
 def chart(exp_id: str, name: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         if dashboard.any_round(db, exp.id):
             results = _results(db, exp)
@@ -454,7 +465,7 @@ def chart(exp_id: str, name: str):
 @bp.get("/experiments/<exp_id>/writers/<int:participant_id>")
 @auth.login_required
 def replay(exp_id: str, participant_id: int):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     with web.db() as db:
         rows = list(
             db.query(
@@ -479,7 +490,7 @@ def replay(exp_id: str, participant_id: int):
 @bp.get("/experiments/<exp_id>/download/<name>")
 @auth.login_required
 def download(exp_id: str, name: str):
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     now = datetime.now(UTC)
     stem, _, extension = name.rpartition(".")
     if name in ("bundle.zip", "cyoa.tsv"):
@@ -508,16 +519,15 @@ def download(exp_id: str, name: str):
 @bp.get("/experiments/<exp_id>/evaluation-card.md")
 @auth.login_required
 def evaluation_card(exp_id: str):
-    from cyoa.cowriting.research.card import evaluation_card as card
-
-    exp = _experiment(exp_id)
+    exp = experiment_or_404(exp_id)
     now = datetime.now(UTC)
     with web.db() as db:
-        text = card(
+        text = exports.card_text(
+            db,
             exp,
             store.get_evaluation_details(db, exp.id),
+            now,
             exports.session_rows(db, exp.id, now, cowriting_parts().dropout_minutes),
             exports.preference_rows(db, exp.id),
-            now,
         )
     return current_app.response_class(text, mimetype="text/markdown")

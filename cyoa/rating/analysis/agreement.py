@@ -54,6 +54,7 @@ from statsmodels.stats import inter_rater
 
 from cyoa.rating.analysis.scales import coded_values
 from cyoa.rating.instruments.types import Instrument, Item
+from cyoa.words import counted
 
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
@@ -66,6 +67,9 @@ NOMINAL_KINDS = ("yes_no", "true_false")
 # coverage falls short of the nominal with few clusters (Field & Welsh 2007); below 10 the
 # interval says more about the few stories drawn than about the population of stories.
 MIN_STORIES = 10
+# Replicates of α this close are the same value: the same ratings' pattern resampled gives
+# the same α up to rounding in the last bits.
+SAME_VALUE = 1e-12
 # Krippendorff's (2004, §11.4) smallest α for tentative conclusions: q(α < ALPHA_MIN) is
 # reported with every α (Hayes & Krippendorff 2007).
 ALPHA_MIN = 0.667
@@ -125,8 +129,8 @@ class GwetAC1:
 @dataclass(frozen=True)
 class Icc:
     """ICC(2,k) of a Likert item (see :func:`icc_2k`) over ``stories`` rated by the same
-    ``raters``, with its F-based 95% interval; ``note`` says which stories were used,
-    ``reason`` why ``icc`` is ``None``."""
+    ``raters`` (k), of the ``rated`` stories with any rating, with its F-based 95% interval;
+    ``note`` says which stories were used, ``reason`` why ``icc`` is ``None``."""
 
     icc: float | None
     ci_low: float | None
@@ -135,6 +139,14 @@ class Icc:
     raters: int
     note: str = ""
     reason: str | None = None
+    rated: int = 0
+
+
+# Why an experiment whose rater ids are positions has no rater-based coefficient.
+POSITIONAL_RATERS = (
+    "rater ids are positions within each story (import-ratings --rater-ids positions), not "
+    "people: ICC(2,k) needs the same raters across stories"
+)
 
 
 @dataclass(frozen=True)
@@ -249,14 +261,24 @@ def _bootstrap(
     return np.asarray([value for value in values if value is not None], dtype=float)
 
 
-def _thin_interval(stories: int, bootstrap: int, valid: int) -> tuple[str, ...]:
+def _thin_interval(
+    stories: int, bootstrap: int, valid: int, spread: float | None = None
+) -> tuple[str, ...]:
     """The warnings of an interval over ``stories`` with ``valid`` of ``bootstrap`` replicates
-    defined."""
+    defined, whose values span ``spread`` (largest − smallest; None when unknown): an
+    interval whose replicates all agree (within :data:`SAME_VALUE`) has no width, and its
+    bounds are equal because nothing varied between resamples, not because α is precise."""
     found = []
     if stories < MIN_STORIES:
         found.append(
-            f"The interval rests on {stories} stories (fewer than {MIN_STORIES}): it shows "
-            f"little of how the coefficient varies between stories; collect more stories."
+            f"The interval rests on {counted(stories, 'story')} (fewer than {MIN_STORIES}): it "
+            f"shows little of how the coefficient varies between stories; collect more stories."
+        )
+    if valid and spread is not None and spread <= SAME_VALUE:
+        found.append(
+            f"All {valid:,} bootstrap replicates gave the same α, so its interval has no width: "
+            f"every resample of the stories gave the same ratings' pattern (e.g. one story, or "
+            f"stories rated alike); it says nothing of α's uncertainty."
         )
     if valid < bootstrap:
         found.append(
@@ -337,7 +359,8 @@ def krippendorff_alpha(
         bootstrap,
         seed,
     )
-    thin = _thin_interval(story_count, bootstrap, replicates.size)
+    spread = float(np.ptp(replicates)) if replicates.size else None
+    thin = _thin_interval(story_count, bootstrap, replicates.size, spread)
     base = replace(base, alpha=alpha, valid_resamples=replicates.size, warnings=thin)
     if not replicates.size:
         return replace(base, reason="no bootstrap replicate had two different values")
@@ -491,7 +514,7 @@ def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:
     complete = wide.dropna().to_numpy(dtype=float)
     stories = int(complete.shape[0])
     if raters < 2:
-        return Icc(None, None, None, stories, raters, reason="fewer than 2 raters")
+        return Icc(None, None, None, stories, raters, reason="fewer than 2 raters", rated=total)
     if stories < 2:
         return Icc(
             None,
@@ -501,6 +524,7 @@ def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:
             raters,
             reason=f"fewer than 2 stories were rated by all {raters} raters: ICC(2,k) needs "
             "every rater to rate every story (a crossed design)",
+            rated=total,
         )
     note = (
         f"all {total} stories, each rated by the same {raters} raters"
@@ -508,12 +532,12 @@ def icc_2k(rows: pd.DataFrame, confidence: float = 0.95) -> Icc:
         else f"{stories} of {total} stories (those rated by all {raters} raters)"
     )
     if np.all(complete == complete[0, 0]):
-        return Icc(None, None, None, stories, raters, note, "every rating is the same")
+        return Icc(None, None, None, stories, raters, note, "every rating is the same", total)
     icc, low, high = _icc_2k_of(complete, confidence)
     if icc is None:
         why = "the stories' and raters' mean ratings hardly differ: no variance to compare"
-        return Icc(None, None, None, stories, raters, note, why)
-    return Icc(icc, low, high, stories, raters, note)
+        return Icc(None, None, None, stories, raters, note, why, total)
+    return Icc(icc, low, high, stories, raters, note, rated=total)
 
 
 def fleiss_kappa(units: Sequence[Sequence[float]], categories: Sequence[float]) -> Fleiss:
@@ -571,11 +595,13 @@ def _domain(item: Item) -> list[float]:
 
 @dataclass(frozen=True)
 class _Settings:
-    """How :func:`agreement_table` computes each row."""
+    """How :func:`agreement_table` computes each row; ``raters_known`` False when rater ids
+    are positions (no ICC)."""
 
     likert_level: Level
     bootstrap: int
     seed: int
+    raters_known: bool = True
 
 
 def _agreement(
@@ -599,10 +625,18 @@ def _agreement(
         fleiss=fleiss_kappa(units, domain) if categorical else None,
         exact=exact_agreement(units),
         ac1=gwet_ac1(units, domain, **resampling) if categorical else None,
-        icc=None
-        if categorical or pooled
-        else icc_2k(rows[["story_id", "rater_id", "coded"]].rename(columns={"coded": "value"})),
+        icc=None if categorical or pooled else _icc(rows, how.raters_known),
     )
+
+
+def _icc(rows: pd.DataFrame, raters_known: bool) -> Icc:
+    """ICC(2,k) of an item's coded answers, or none (with the reason) where rater ids are
+    positions: "rater 1" of two stories need not be one person, so a rater column of the
+    story × rater matrix would not be a rater."""
+    if not raters_known:
+        stories = int(rows["story_id"].nunique())
+        return Icc(None, None, None, 0, 0, reason=POSITIONAL_RATERS, rated=stories)
+    return icc_2k(rows[["story_id", "rater_id", "coded"]].rename(columns={"coded": "value"}))
 
 
 def agreement_table(
@@ -612,6 +646,7 @@ def agreement_table(
     bootstrap: int = 1000,
     seed: int = 0,
     likert_level: Level = "ordinal",
+    raters_known: bool = True,
 ) -> tuple[ItemAgreement, ...]:
     """Agreement on each scored item, over all stories and, with several sources, per source.
 
@@ -623,7 +658,8 @@ def agreement_table(
     spaced) for Likert items; Fleiss' κ is computed for yes/no and true/false items only.
 
     Gwet's AC1 is computed beside κ for yes/no and true/false items, ICC(2,k) for each
-    Likert item (:func:`icc_2k`).
+    Likert item (:func:`icc_2k`) unless ``raters_known`` is False (rater ids are positions
+    within each story, not people: no ICC, with :data:`POSITIONAL_RATERS` as its reason).
 
     When all scored items share one kind and scale, a last row per scope (item
     :data:`ALL_ITEMS`) pools every story × item as a unit: the agreement over the whole
@@ -636,7 +672,7 @@ def agreement_table(
     judgements = judgements.assign(coded=coded_values(instrument, judgements))
     if likert_level not in LEVELS:
         raise ValueError(f"likert_level must be one of {', '.join(LEVELS)}, got {likert_level!r}.")
-    how = _Settings(likert_level, bootstrap, seed)
+    how = _Settings(likert_level, bootstrap, seed, raters_known)
     sources = sorted(judgements["source"].unique())
     scopes = [ALL_SOURCES] + (sources if len(sources) > 1 else [])
     rows: list[ItemAgreement] = []

@@ -285,8 +285,13 @@ def analyze_ratings(
         tests=analyze_tests(instrument, scored, raters_known) if "yes_no" in kinds else None,
         fei=analyze_fei(instrument, scored, bootstrap=bootstrap, seed=seed) if has_fei else None,
         agreement=agreement_table(
-            instrument, scored, bootstrap=bootstrap, seed=seed, likert_level=likert_level
-        ),
+            instrument,
+            scored,
+            bootstrap=bootstrap,
+            seed=seed,
+            likert_level=likert_level,
+            raters_known=raters_known,
+        ),  # fmt: skip
         text_answers=text_answers,
         bootstrap=bootstrap,
         seed=seed,

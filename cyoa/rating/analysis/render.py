@@ -17,11 +17,18 @@ import json
 import math
 from typing import Any, Literal
 
-from cyoa.rating.analysis.agreement import ALPHA_MIN, MIN_STORIES, ItemAgreement
+from cyoa.rating.analysis.agreement import ALPHA_MIN, MIN_STORIES, Icc, ItemAgreement
 from cyoa.rating.analysis.fei import EntropyMean, FeiAnalysis, PairedComparison
 from cyoa.rating.analysis.mixed import ModelEstimate, SourceMean
 from cyoa.rating.analysis.ratings import RatingAnalysis
-from cyoa.rating.analysis.scales import MeanInterval, PairComparison, ScaleAnalysis, SourceTest
+from cyoa.rating.analysis.scales import (
+    NESTED_RATERS_NOTE,
+    NESTED_RATERS_REASON,
+    MeanInterval,
+    PairComparison,
+    ScaleAnalysis,
+    SourceTest,
+)
 from cyoa.rating.analysis.ttcw import TtcwAnalysis
 
 Format = Literal["markdown", "csv", "json"]
@@ -219,7 +226,8 @@ def _agreement_rows(agreement: tuple[ItemAgreement, ...]) -> list[tuple]:
                 column = "gwet ac1" if field == "ac1" else f"ac1 {field}"
                 rows.append(("agreement", row, column, getattr(entry.ac1, field)))
         if entry.icc is not None:
-            for field in ("icc", "ci_low", "ci_high", "stories", "raters", "note", "reason"):
+            fields = ("icc", "ci_low", "ci_high", "stories", "rated", "raters", "note", "reason")
+            for field in fields:
                 column = "icc_2k" if field == "icc" else f"icc {field}"
                 rows.append(("agreement", row, column, getattr(entry.icc, field)))
         rows.append(("agreement", row, "exact agreement", entry.exact.share))
@@ -352,6 +360,8 @@ def _effect_cell(test: SourceTest) -> str:
 def _test_cells(test: SourceTest | None) -> list[str]:
     if test is None:
         return ["–", "–", "–", "–"]
+    if test.p_value is None and test.statistic is not None:
+        return [_num(test.statistic, 1), f"– ({test.reason})", "–", _effect_cell(test)]
     if test.p_value is None:
         return [test.reason or "–", "–", "–", "–"]
     return [_num(test.statistic, 1), _p(test.p_value), _p(test.p_holm), _effect_cell(test)]
@@ -525,6 +535,8 @@ def _scale_lines(analysis: RatingAnalysis, scales: ScaleAnalysis) -> list[str]:
         for factor in factors
     ]
     lines += _table(head, body) + _test_method(list(scales.tests))
+    if any(test.reason == NESTED_RATERS_REASON for test in scales.tests):
+        lines += [NESTED_RATERS_NOTE, ""]
     lines += _pair_lines(list(scales.tests), "factor")
     lines += _reliability_lines(scales)
     lines += [
@@ -707,12 +719,18 @@ def _fei_lines(analysis: RatingAnalysis, fei: FeiAnalysis) -> list[str]:
 def alpha_cell(entry: ItemAgreement) -> str:
     """Krippendorff's α of ``entry`` to 2 decimals with its 95% bootstrap interval in
     brackets when there is one, e.g. ``0.41 [0.12, 0.63]``, and :data:`WARNED` when it comes
-    with a warning (:func:`agreement_warnings`); ``– (why)`` when α is undefined."""
+    with a warning (:func:`agreement_warnings`); ``– (why)`` when α is undefined. An interval
+    from fewer replicates than were drawn says so beside it, ``(635 of 1,000 replicates)``:
+    the dropped ones (a single value, no α) are the draws of the most unanimous stories, so
+    the interval leans away from them, and a reader must see that where the number is."""
     alpha = entry.alpha
     if alpha.alpha is None:
         return f"– ({alpha.reason})"
     mark = WARNED if alpha.warnings else ""
-    return _num(alpha.alpha) + _interval(alpha.ci_low, alpha.ci_high) + mark
+    cell = _num(alpha.alpha) + _interval(alpha.ci_low, alpha.ci_high) + mark
+    if alpha.ci_low is not None and alpha.valid_resamples < alpha.resamples:
+        cell += f" ({alpha.valid_resamples:,} of {alpha.resamples:,} replicates)"
+    return cell
 
 
 def agreement_warnings(agreement: tuple[ItemAgreement, ...]) -> list[str]:
@@ -731,6 +749,24 @@ def _coefficient(value: float | None, low: float | None, high: float | None, why
     return _num(value) + _interval(low, high)
 
 
+def icc_cell(value: Icc | None) -> str:
+    """ICC(2,k) with its interval and what it rests on, n stories × k raters, with "of N"
+    when only the stories rated by every rater could be used:
+    ``0.62 [0.41, 0.77] (113 of 1,073 stories × 10 raters)``; ``– (why)`` without one. The
+    row's own story count is α's, over every story, so the ICC's must be beside it."""
+    if value is None:
+        return "–"
+    if value.icc is None:
+        return f"– ({value.reason})" if value.reason else "–"
+    share = (
+        f"{value.stories:,}"
+        if value.stories == value.rated
+        else f"{value.stories:,} of {value.rated:,}"
+    )
+    basis = f" ({share} stories × {value.raters} raters)"
+    return _num(value.icc) + _interval(value.ci_low, value.ci_high) + basis
+
+
 def _agreement_cells(entry: ItemAgreement, kappa: bool, icc: bool) -> list[str]:
     alpha = entry.alpha
     cells = [entry.item_id, entry.scope, alpha.level, alpha_cell(entry), _num(alpha.q_below_min)]
@@ -743,12 +779,7 @@ def _agreement_cells(entry: ItemAgreement, kappa: bool, icc: bool) -> list[str]:
             "–" if ac1 is None else _coefficient(ac1.ac1, ac1.ci_low, ac1.ci_high, ac1.reason or "")
         )
     if icc:
-        value = entry.icc
-        cells.append(
-            "–"
-            if value is None
-            else _coefficient(value.icc, value.ci_low, value.ci_high, value.reason or "")
-        )
+        cells.append(icc_cell(entry.icc))
     return cells + [_pct(entry.exact.share), str(alpha.units), str(alpha.stories)]
 
 

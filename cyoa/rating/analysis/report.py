@@ -109,8 +109,13 @@ def rating_report(
     """Quality control and the analysis of the stored rating experiment ``experiment``'s
     human panel, and with ``judges`` each judge panel calibrated against it, with its bias
     card. ``bootstrap``: the replicates of every bootstrap interval (agreement, FEI, the
-    judges' κ and τ)."""
+    judges' κ and τ). :class:`AnalysisError` with a sentence while no rater has answered."""
     data = load_ratings(db, experiment)
+    if data.judgements.empty:
+        raise AnalysisError(
+            f"Rating experiment '{experiment}' has no ratings yet: analyse it once raters "
+            "have answered."
+        )
     review = review_raters(db, experiment, data)
     known = raters_known(data.spec)
     everyone = analyze_ratings(

@@ -18,6 +18,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from cyoa.rating.instruments import aiss, ttcw
 from cyoa.rating.instruments.aiss import load_aiss
 from cyoa.rating.instruments.custom import instrument_from_spec
 from cyoa.rating.instruments.fei import FeiQuestion, fei_instrument
@@ -27,6 +28,7 @@ from cyoa.rating.instruments.types import Instrument, InstrumentError, Item
 AISS_V1: Instrument = load_aiss()
 TTCW: Instrument = load_ttcw()
 BUILT_IN: dict[str, Instrument] = {AISS_V1.id: AISS_V1, TTCW.id: TTCW}
+RATER_CREDITS: dict[str, str] = {AISS_V1.id: aiss.RATER_CREDIT, TTCW.id: ttcw.RATER_CREDIT}
 
 __all__ = [
     "AISS_V1",
@@ -39,7 +41,15 @@ __all__ = [
     "fei_instrument",
     "instrument_from_spec",
     "load_instrument",
+    "rater_credit",
 ]
+
+
+def rater_credit(instrument: Instrument) -> str:
+    """The licence credit raters are shown beside ``instrument``'s items: for a built-in
+    one, its licence's credit without the instrument's name or scoring (which could prime
+    them); for any other, its ``attribution`` as its author wrote it ("" for none)."""
+    return RATER_CREDITS.get(instrument.id, instrument.attribution)
 
 
 def load_instrument(name_or_path: str) -> Instrument:

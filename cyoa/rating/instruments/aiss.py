@@ -29,6 +29,12 @@ ATTRIBUTION = (
     "licensed under CC BY-SA 4.0 (https://creativecommons.org/licenses/by-sa/4.0/). "
     "Item wording unchanged; CYOA also reverse-codes item 9 when scoring."
 )
+# What raters read beside the items: the licence's credit without the scale's name or its
+# scoring, which could prime them (the whole ATTRIBUTION is in the preview, card and exports).
+RATER_CREDIT = (
+    "Questions by M. Wiechmann, licensed under CC BY-SA 4.0 "
+    "(https://creativecommons.org/licenses/by-sa/4.0/)."
+)
 REFERENCE = (
     "Wiechmann, M. The AI Story Scale (AISS): building a psychometric questionnaire for "
     "AI-generated stories, Study 1. https://github.com/MWiechmann/ai_story_scale"

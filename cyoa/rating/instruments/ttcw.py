@@ -27,6 +27,8 @@ ATTRIBUTION = (
     "TTCW tests from salesforce/creativity_eval (Chakrabarty et al., CHI 2024), "
     "Copyright (c) 2023, Salesforce, BSD-3-Clause."
 )
+# What raters read beside the tests: the licence's credit without the battery's name.
+RATER_CREDIT = "Questions Copyright (c) 2023, Salesforce, BSD-3-Clause."
 REFERENCE = (
     "Chakrabarty, T., Laban, P., Agarwal, D., Muresan, S. and Wu, C.-S. (2024). Art or "
     "Artifice? Large Language Models and the False Promise of Creativity. CHI."

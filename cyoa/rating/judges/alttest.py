@@ -16,9 +16,13 @@ for being cheaper and faster; the authors suggest 0.2 for expert raters, 0.15 fo
 passes when it is at least 0.5. The *advantage probability* is the mean over raters of the
 judge's indicator: how often it is as good as or better than a rater, to compare judges.
 
-Here the procedure is run per item (criterion) and over all items pooled; the per-item
-hypotheses of one judge are corrected together across every criterion (one family), so that
-testing fourteen TTCW criteria does not make fourteen chances to pass.
+Here the procedure is run per item (criterion) and over all items pooled. Which p-values are
+corrected together (the *family*) is a choice: ``"criterion"`` (the default) corrects each
+criterion's raters on their own, as the authors' code does (nitaytech/AltTest, one call of its
+test per dataset), so that a verdict can be compared with theirs; ``"judge"`` corrects every
+criterion's raters of one judge together, which asks more of each criterion (the threshold of
+fourteen TTCW criteria × three experts is stricter than that of three) and keeps the share of
+false passes across the criteria at q, not per criterion.
 
 References:
     Calderon, N., Reichart, R. and Dror, R. (2025). The Alternative Annotator Test for
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -39,6 +43,8 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 Score = Literal["accuracy", "neg_rmse"]
+Family = Literal["criterion", "judge"]
+FAMILIES: tuple[Family, ...] = ("criterion", "judge")
 EPSILON = 0.2  # the authors' suggestion for expert raters
 Q = 0.05
 MIN_INSTANCES = 30  # the authors' least number of instances per rater
@@ -63,7 +69,8 @@ class RaterTest:
 
 @dataclass(frozen=True)
 class AltTest:
-    """The alternative annotator test of one judge on one criterion (see the module)."""
+    """The alternative annotator test of one judge on one criterion (see the module);
+    ``family``: which p-values the Benjamini–Yekutieli correction took together."""
 
     epsilon: float
     q: float
@@ -74,6 +81,7 @@ class AltTest:
     advantage_probability: float | None
     passed: bool | None
     reason: str | None
+    family: Family = "criterion"
 
 
 def alignment(answer: float, others: list[float], score: Score) -> float:
@@ -127,10 +135,15 @@ def alt_tests(
     epsilon: float = EPSILON,
     q: float = Q,
     min_instances: int = MIN_INSTANCES,
+    family: Family = "criterion",
 ) -> dict[str, AltTest]:
     """The alternative annotator test of one judge on each criterion (name → the human
-    raters' answers and the judge's, and ``score[name]``), the p-values of every criterion's
-    raters corrected together by Benjamini–Yekutieli (statsmodels ``fdr_by``) at ``q``."""
+    raters' answers and the judge's, and ``score[name]``), the raters' p-values corrected by
+    Benjamini–Yekutieli (statsmodels ``fdr_by``) at ``q``: each criterion's on their own
+    (``family="criterion"``, the authors' code) or every criterion's together
+    (``family="judge"``)."""
+    if family not in FAMILIES:
+        raise ValueError(f"The family must be one of {', '.join(FAMILIES)}, got {family!r}.")
     found: dict[str, list[tuple[str, int, float, float]]] = {}
     skipped: dict[str, list[str]] = {}
     for name, (humans, judge) in criteria.items():
@@ -141,19 +154,33 @@ def alt_tests(
                 skipped[name].append(rater)
             else:
                 found[name].append((rater, instances, advantage, p))
-    p_values = [p for tests in found.values() for *_, p in tests]
-    rejected, adjusted = (
-        multipletests(p_values, alpha=q, method="fdr_by")[:2] if p_values else ([], [])
-    )
-    results, at = {}, 0
-    for name, tests in found.items():
-        rows = tuple(
-            RaterTest(rater, n, advantage, p, float(adjusted[at + k]), bool(rejected[at + k]))
-            for k, (rater, n, advantage, p) in enumerate(tests)
-        )
-        at += len(tests)
-        results[name] = _summary(rows, tuple(skipped[name]), epsilon, q, min_instances)
+    families = [list(found)] if family == "judge" else [[name] for name in found]
+    results = {}
+    for names in families:
+        p_values = [p for name in names for *_, p in found[name]]
+        rejected, adjusted = by_correction(p_values, q)
+        at = 0
+        for name in names:
+            rows = tuple(
+                RaterTest(rater, n, advantage, p, adjusted[at + k], rejected[at + k])
+                for k, (rater, n, advantage, p) in enumerate(found[name])
+            )
+            at += len(rows)
+            summary = _summary(rows, tuple(skipped[name]), epsilon, q, min_instances)
+            results[name] = replace(summary, family=family)
     return results
+
+
+def by_correction(p_values: list[float], q: float) -> tuple[list[bool], list[float]]:
+    """Benjamini–Yekutieli's step-up procedure at ``q`` over ``p_values``: with m p-values
+    sorted p₍₁₎ ≤ … ≤ p₍ₘ₎ and c(m) = Σᵢ₌₁ᵐ 1/i, the adjusted p₍ᵢ₎ is
+    min over j ≥ i of min(1, m·c(m)·p₍ⱼ₎ / j), and a hypothesis is rejected when its adjusted
+    p ≤ q (statsmodels ``multipletests(method="fdr_by")``). Valid under any dependence
+    between the tests. Reference: Benjamini & Yekutieli (2001), Theorem 1.1."""
+    if not p_values:
+        return [], []
+    rejected, adjusted = multipletests(p_values, alpha=q, method="fdr_by")[:2]
+    return [bool(r) for r in rejected], [float(a) for a in adjusted]
 
 
 def _summary(

@@ -36,7 +36,8 @@ References:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, replace
 
 import krippendorff
 import numpy as np
@@ -44,7 +45,14 @@ import pandas as pd
 from scipy import stats
 
 from cyoa.rating.instruments.types import Instrument, Item
-from cyoa.rating.judges.alttest import EPSILON, MIN_INSTANCES, AltTest, Score, alt_tests
+from cyoa.rating.judges.alttest import (
+    EPSILON,
+    MIN_INSTANCES,
+    AltTest,
+    Family,
+    Score,
+    alt_tests,
+)
 from cyoa.rating.judges.measures import (
     BinaryScores,
     Kappa,
@@ -57,6 +65,14 @@ from cyoa.rating.judges.measures import (
 )
 
 ALL_ITEMS = "all items"
+# Below this many sources the system level gives Kendall's τ with its exact permutation p and
+# no bootstrap interval: τ of n sources takes at most n(n − 1)/2 + 1 values, and resampling
+# stories shows how stable the ranking of these few sources is, not how far τ could fall
+# (with 4 sources τ = 0.67 came with [0.67, 1.0] while its exact p is 0.33).
+MIN_SOURCES_FOR_INTERVAL = 10
+# Up to this many sources the permutation p enumerates every ordering (8! = 40,320).
+EXACT_PERMUTATION_SOURCES = 8
+MONTE_CARLO_PERMUTATIONS = 10_000
 BINARY_KINDS = ("yes_no", "true_false")
 LIKERT_WEIGHTS: Weights = "quadratic"
 
@@ -79,7 +95,9 @@ class ItemCalibration:
     """The judge against the reference on one item (or :data:`ALL_ITEMS`); ``kind`` is
     ``binary`` or ``likert``; ``unparsed`` the judge's answers without a value, ``missing``
     the reference's units the judge did not answer, ``ties`` units whose reference majority
-    is tied (left out)."""
+    is tied (left out). ``alt_test``: the alternative annotator test with the family asked
+    for; ``alt_test_other_family`` the same test corrected with the other family (None for
+    the pooled row, a family of its own either way)."""
 
     item: str
     label: str
@@ -94,6 +112,7 @@ class ItemCalibration:
     ceiling: Ceiling
     ceiling_per_rater: tuple[Ceiling, ...]
     alt_test: AltTest | None
+    alt_test_other_family: AltTest | None = None
 
 
 @dataclass(frozen=True)
@@ -108,8 +127,10 @@ class SystemRow:
 class SystemLevel:
     """The sources by the humans and by the judge: ``measure`` says what the values are
     (``pass rate``: share of Yes; ``mean score``: mean coded points), ``tau`` Kendall's τ-b
-    between the two columns with a percentile bootstrap interval over stories (drawn within
-    each source)."""
+    between the two columns; ``p_value`` its two-sided permutation p over the sources
+    (:func:`tau_permutation_p`, ``p_method`` says exact or Monte Carlo); from
+    :data:`MIN_SOURCES_FOR_INTERVAL` sources on, a percentile bootstrap interval over stories
+    (drawn within each source), below it none (``interval_reason`` says why)."""
 
     measure: str
     rows: tuple[SystemRow, ...]
@@ -117,6 +138,9 @@ class SystemLevel:
     ci_low: float | None
     ci_high: float | None
     reason: str | None
+    p_value: float | None = None
+    p_method: str | None = None
+    interval_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +156,10 @@ class Disagreement:
 
 @dataclass(frozen=True)
 class JudgeCalibration:
-    """Everything :func:`calibrate` finds about one judge (see the module)."""
+    """Everything :func:`calibrate` finds about one judge (see the module). ``notebook``:
+    for Yes/No instruments, the TTCW release notebook's table over all items (balanced
+    accuracy, precision, recall, F1 and correlation, every unparsed or missing verdict
+    counted as No, whatever ``unparsed_rule`` the rest follows)."""
 
     judge: str
     reference: str
@@ -141,6 +168,7 @@ class JudgeCalibration:
     overall: ItemCalibration | None
     system: SystemLevel
     disagreements: tuple[Disagreement, ...]
+    notebook: BinaryScores | None = None
 
 
 Unit = tuple[str, str]  # (story_id, item)
@@ -332,13 +360,15 @@ def calibrate(
     as_no: bool = False,
     epsilon: float = EPSILON,
     min_instances: int = MIN_INSTANCES,
+    family: Family = "criterion",
     bootstrap: int = 1000,
     seed: int = 0,
 ) -> JudgeCalibration:
     """The judge ``judge`` (its verdicts ``candidate``) against the ``reference`` panel on
     ``instrument``'s scored items (see the module). Both frames have one row per rater ×
     story × item: ``story_id``, ``source``, ``rater_id``, ``item``, ``value`` (NaN for an
-    unparsed answer) and ``rationale``."""
+    unparsed answer) and ``rationale``. ``family``: the alternative annotator test's
+    correction family (:func:`~cyoa.rating.judges.alttest.alt_tests`)."""
     items = _scored_items(instrument)
     per_item: dict[str, _Units] = {}
     for item in items:
@@ -352,15 +382,18 @@ def calibrate(
     scores: dict[str, Score] = {
         item.id: "accuracy" if _kind(item) == "binary" else "neg_rmse" for item in items
     }
-    options = {"epsilon": epsilon, "min_instances": min_instances}
-    alts = alt_tests(
-        {name: _alt_inputs(units, True) for name, units in per_item.items()}, scores, **options
-    )
+    options = {"epsilon": epsilon, "min_instances": min_instances, "family": family}
+    alts, others = _both_families(per_item, scores, options)
     calibrations = tuple(
-        _item_calibration(item.id, _label(item), per_item[item.id], alts[item.id], bootstrap, seed)
+        replace(
+            _item_calibration(
+                item.id, _label(item), per_item[item.id], alts[item.id], bootstrap, seed
+            ),
+            alt_test_other_family=others[item.id],
+        )
         for item in items
     )
-    overall = None
+    overall = notebook = None
     categories = _pooled_categories(items) if items else None
     if categories is not None:
         binary = _kind(items[0]) == "binary"
@@ -375,6 +408,8 @@ def calibrate(
         score: Score = "accuracy" if binary else "neg_rmse"
         alt = alt_tests({ALL_ITEMS: _alt_inputs(units, False)}, {ALL_ITEMS: score}, **options)
         overall = _item_calibration(ALL_ITEMS, ALL_ITEMS, units, alt[ALL_ITEMS], bootstrap, seed)
+        if binary:
+            notebook = _notebook_scores(reference, candidate, ids, categories)
     return JudgeCalibration(
         judge=judge,
         reference=reference_name,
@@ -383,7 +418,37 @@ def calibrate(
         overall=overall,
         system=system_level(instrument, reference, candidate, as_no, bootstrap, seed),
         disagreements=disagreements(instrument, reference, candidate),
+        notebook=notebook,
     )
+
+
+def _both_families(
+    per_item: dict[str, _Units], scores: dict[str, Score], options: dict
+) -> tuple[dict[str, AltTest], dict[str, AltTest]]:
+    """The per-item alternative annotator tests with ``options["family"]``, and with the
+    other family."""
+    inputs = {name: _alt_inputs(units, True) for name, units in per_item.items()}
+    other = "judge" if options["family"] == "criterion" else "criterion"
+    return alt_tests(inputs, scores, **options), alt_tests(
+        inputs, scores, **{**options, "family": other}
+    )
+
+
+def _notebook_scores(
+    reference: pd.DataFrame, candidate: pd.DataFrame, ids: list[str], categories: list[float]
+) -> BinaryScores:
+    """:func:`binary_scores` over every unit of the items ``ids`` with a reference majority,
+    a judge's unparsed or missing verdict counted as No: the release notebook's rule for all
+    five of its figures."""
+    units = _units(
+        reference[reference["item"].isin(ids)],
+        candidate[candidate["item"].isin(ids)],
+        True,
+        categories,
+        True,
+    )
+    shared = [unit for unit in units.reference if unit in units.judge]
+    return binary_scores([units.judge[u] for u in shared], [units.reference[u] for u in shared])
 
 
 def _system_values(instrument: Instrument, rows: pd.DataFrame, binary: bool) -> pd.DataFrame:
@@ -440,8 +505,19 @@ def system_level(
     if tau is None:
         reason = "fewer than two sources with values that differ: no ranking to compare"
         return SystemLevel(measure, tuple(rows), None, None, None, reason)
+    paired = [(r.human, r.judge) for r in rows if r.human is not None and r.judge is not None]
+    p_value, p_method = tau_permutation_p([h for h, _ in paired], [j for _, j in paired], seed)
+    if len(paired) < MIN_SOURCES_FOR_INTERVAL:
+        why = (
+            f"{len(paired)} sources (fewer than {MIN_SOURCES_FOR_INTERVAL}): τ takes only a few "
+            "values and resampling stories would show the stability of this ranking, not an "
+            "interval for τ; read the permutation p"
+        )
+        return SystemLevel(
+            measure, tuple(rows), tau, None, None, None, p_value, p_method, interval_reason=why
+        )
     low, high = _tau_interval(sums, bootstrap, seed)
-    return SystemLevel(measure, tuple(rows), tau, low, high, None)
+    return SystemLevel(measure, tuple(rows), tau, low, high, None, p_value, p_method)
 
 
 def _ratio(total: float, count: float) -> float | None:
@@ -473,6 +549,39 @@ def kendall_tau_b(x: list[float], y: list[float]) -> float | None:
             discordant += dx * dy < 0
     denominator = ((pairs - tied_x) * (pairs - tied_y)) ** 0.5
     return (concordant - discordant) / denominator if denominator else None
+
+
+def tau_permutation_p(x: list[float], y: list[float], seed: int = 0) -> tuple[float, str]:
+    """The two-sided permutation p of Kendall's τ-b between ``x`` and ``y``: the share of
+    orderings of ``y`` against ``x`` whose |C − D| is at least the observed one (τ-b's
+    denominator does not change when ``y`` is reordered, so C − D orders them as τ-b does).
+    Every ordering is counted up to :data:`EXACT_PERMUTATION_SOURCES` values (exact; with
+    n values and no ties the smallest p is 2/n!, 0.083 for 4); beyond, without ties, the
+    same exact distribution by scipy's ``kendalltau(method="exact")``, and with ties a
+    seeded Monte-Carlo sample of :data:`MONTE_CARLO_PERMUTATIONS` orderings,
+    p = (1 + count) / (1 + B). Returns (p, how it was found). Reference: Kendall (1938),
+    Biometrika 30(1–2), the exact null distribution of τ over the n! orderings; Phipson &
+    Smyth (2010) for (1 + b)/(1 + m)."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    first, second = np.triu_indices(xs.size, k=1)
+    sign_x = np.sign(xs[first] - xs[second])
+    observed = abs(float(sign_x @ np.sign(ys[first] - ys[second])))
+    if xs.size <= EXACT_PERMUTATION_SOURCES:
+        orderings = np.array(list(itertools.permutations(range(xs.size))))
+        method = f"exact permutation ({len(orderings):,} orderings)"
+    elif np.unique(xs).size == xs.size and np.unique(ys).size == ys.size:
+        exact = stats.kendalltau(xs, ys, method="exact").pvalue
+        return float(exact), "exact permutation (Kendall's distribution, scipy)"
+    else:
+        rng = np.random.default_rng(seed)
+        orderings = np.array([rng.permutation(xs.size) for _ in range(MONTE_CARLO_PERMUTATIONS)])
+        method = f"Monte-Carlo permutation ({MONTE_CARLO_PERMUTATIONS:,} orderings, seed {seed})"
+    drawn = ys[orderings]
+    scores = np.abs(np.sign(drawn[:, first] - drawn[:, second]) @ sign_x)
+    extreme = int(np.sum(scores >= observed - 1e-9))
+    if xs.size <= EXACT_PERMUTATION_SOURCES:
+        return extreme / len(orderings), method
+    return (1 + extreme) / (1 + len(orderings)), method
 
 
 def _tau_interval(sums: pd.DataFrame, bootstrap: int, seed: int) -> tuple[float | None, ...]:

@@ -63,7 +63,7 @@ class Estimate:
             f"{self.output_tokens:,} to write"
         )
         if self.seconds is None:
-            return f"{size}; the time is measured when the run starts."
+            return f"{size}; the time is not known yet (no run or probe of this model here)."
         return f"{size}; about {format_duration(self.seconds)} ({self.basis})."
 
 

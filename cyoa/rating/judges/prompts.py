@@ -27,10 +27,10 @@ verdict's rationale.
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from cyoa.judging.templates import TemplateError, placeholders
 from cyoa.rating.instruments import Instrument, Item
 from cyoa.rating.instruments.ttcw import released_prompts
 from cyoa.rating.judges.verdicts import parse_verdict
@@ -91,7 +91,8 @@ def templates_for(instrument: Instrument, given: Mapping[str, str] | None = None
     kind, the default otherwise; only the kinds the instrument has. Raises
     :class:`PromptError` for a template that names a kind the instrument does not use, lacks
     ``{story}`` or ``{question}`` (or, for TTCW, ``{full_prompt}`` instead of the question),
-    or has a placeholder not in :data:`PLACEHOLDERS`."""
+    or has a placeholder not in :data:`PLACEHOLDERS` or one not written plainly
+    (:func:`cyoa.judging.templates.placeholders`)."""
     kinds = {template_kind(instrument, item) for item in instrument.items} - {None}
     given = dict(given or {})
     extra = sorted(set(given) - kinds)
@@ -108,18 +109,9 @@ def templates_for(instrument: Instrument, given: Mapping[str, str] | None = None
 
 def _check_template(kind: str, text: str) -> None:
     try:
-        names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
-    except ValueError as error:
-        raise PromptError(
-            f"The {kind} template is not a template ({error}); write a literal brace as {{{{ "
-            "or }}."
-        ) from None
-    unknown = sorted(names - set(PLACEHOLDERS))
-    if unknown:
-        raise PromptError(
-            f"The {kind} template has placeholder(s) {', '.join('{' + n + '}' for n in unknown)}"
-            f"; use only {', '.join('{' + n + '}' for n in PLACEHOLDERS)}."
-        )
+        names = placeholders(text, PLACEHOLDERS, f"The {kind} template")
+    except TemplateError as error:
+        raise PromptError(str(error)) from None
     question = "full_prompt" if kind == "ttcw" else "question"
     if "story" not in names or not names & {question, "question"}:
         raise PromptError(
@@ -189,6 +181,18 @@ def parse_answer(item: Item, response: str) -> float | None:
         number = int(match.group(1)) if match else 0
         return float(number) if 1 <= number <= (item.points or 0) else None
     return None
+
+
+def why_unparsed(item: Item) -> str:
+    """Why a response to ``item`` that :func:`parse_answer` could not read was unreadable, as
+    the judge's page says it: what the response had to start with."""
+    if item.kind == "yes_no":
+        return "the answer did not start with the word Yes or No"
+    if item.kind == "true_false":
+        return "the answer did not start with the word True or False"
+    if item.kind == "likert":
+        return f"the answer did not start with a whole number from 1 to {item.points}"
+    return f"a {item.kind} item's answer is not read as a verdict"
 
 
 def prompt_kinds(prompts: Sequence[JudgePrompt], instrument: Instrument) -> dict[str, int]:

@@ -9,7 +9,12 @@ from typing import Any
 
 from cyoa.db.facade import Db
 from cyoa.rating.analysis.data import RatingData, load_ratings
-from cyoa.rating.judges.calibration import ItemCalibration, JudgeCalibration, calibrate
+from cyoa.rating.judges.calibration import (
+    ItemCalibration,
+    JudgeCalibration,
+    SystemLevel,
+    calibrate,
+)
 from cyoa.rating.judges.store import judge_panels
 
 
@@ -67,7 +72,26 @@ def alt_cell(row: ItemCalibration) -> str:
     if test is None or test.passed is None:
         return "too few units"
     verdict = "passes" if test.passed else "fails"
-    return f"{verdict} (ω {num(test.winning_rate)}, ρ {num(test.advantage_probability)})"
+    cell = f"{verdict} (ω {num(test.winning_rate)}, ρ {num(test.advantage_probability)})"
+    other = row.alt_test_other_family
+    if other is not None and other.passed is not None and other.passed != test.passed:
+        corrected = "with every criterion" if other.family == "judge" else "per criterion"
+        cell += f"; {'passes' if other.passed else 'fails'} corrected {corrected}"
+    return cell
+
+
+def tau_cell(system: SystemLevel) -> str:
+    """Kendall's τ of the system level with its 95% interval where there is one, and its
+    permutation p: "0.67 (p 0.333, exact permutation (24 orderings); no interval: …)"; "–
+    (why)" when τ is undefined."""
+    if system.tau is None:
+        return f"– ({system.reason})"
+    interval = (
+        f" [{num(system.ci_low)}, {num(system.ci_high)}]" if system.ci_low is not None else ""
+    )
+    p = f"p {num(system.p_value, 3)}, {system.p_method}" if system.p_value is not None else ""
+    why = f"; no interval: {system.interval_reason}" if system.interval_reason else ""
+    return f"{num(system.tau)}{interval} ({p}{why})" if p or why else f"{num(system.tau)}{interval}"
 
 
 def _row(judge: str, row: ItemCalibration) -> str:
@@ -99,8 +123,8 @@ def calibration_markdown(calibrations: tuple[JudgeCalibration, ...]) -> str:
         f"{'' if binary else ', quadratically weighted'}). The human ceiling is each human "
         "against the others' majority, pooled; beside it the judge against the same "
         "majorities. Alternative annotator test: Calderon et al. (2025), ε = "
-        f"{_epsilon(calibrations)}, Benjamini–Yekutieli across criteria. Unparsed verdicts "
-        "are left out and counted.",
+        f"{_epsilon(calibrations)}, Benjamini–Yekutieli {_family(calibrations)}. Unparsed "
+        "verdicts are left out and counted.",
         "",
         f"| judge | item | units | κ [95% CI] | {second} | human ceiling | judge in a human's "
         "place | alternative annotator test | unparsed |",
@@ -111,27 +135,60 @@ def calibration_markdown(calibrations: tuple[JudgeCalibration, ...]) -> str:
         lines += [_row(calibration.judge, row) for row in rows]
     lines += [
         "",
-        "| judge | source | humans | judge | Kendall's τ [95% CI] |",
+        "| judge | source | humans | judge | Kendall's τ [95% CI] (permutation p) |",
         "|---|---|---|---|---|",
     ]
     for calibration in calibrations:
         system = calibration.system
-        tau = (
-            f"{num(system.tau)} [{num(system.ci_low)}, {num(system.ci_high)}]"
-            if system.tau is not None
-            else "–"
-        )
+        tau = tau_cell(system)
         lines += [
             f"| {calibration.judge} | {row.source} | {num(row.human)} | {num(row.judge)} | {tau} |"
             for row in system.rows
         ]
     lines.append("")
+    lines += notebook_lines(calibrations)
     lines += [
         f"{c.judge}: {len(c.disagreements)} units where the humans were unanimous and the "
         "judge said otherwise (the JSON output lists them with both rationales)."
         for c in calibrations
     ]
     return "\n".join(lines) + "\n"
+
+
+def notebook_lines(calibrations: tuple[JudgeCalibration, ...]) -> list[str]:
+    """The TTCW release notebook's table (Yes/No instruments): each judge's five figures over
+    all items with every unparsed or missing verdict counted as No, as the notebook counts
+    them, and beside them the correlation with those verdicts left out (CYOA's rule above)."""
+    rows = [c for c in calibrations if c.notebook is not None and c.overall is not None]
+    if not rows:
+        return []
+    lines = [
+        "The TTCW release notebook's table (Evaluating_LLM.ipynb §3.1: over all items, every "
+        "unparsed or missing verdict counted as No for all five figures), and the correlation "
+        "with those verdicts left out:",
+        "",
+        "| judge | units | balanced accuracy | precision | recall | F1 | correlation | "
+        "correlation, unparsed left out |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in rows:
+        nb, left_out = c.notebook, c.overall.scores
+        kept = left_out.correlation if left_out is not None else None
+        lines.append(
+            f"| {c.judge} | {nb.units} | {num(nb.balanced_accuracy)} | {num(nb.precision)} | "
+            f"{num(nb.recall)} | {num(nb.f1)} | {num(nb.correlation)} | {num(kept)} |"
+        )
+    return [*lines, ""]
+
+
+def _family(calibrations: tuple[JudgeCalibration, ...]) -> str:
+    """Which p-values the alternative annotator test corrected together, in words."""
+    families = {
+        row.alt_test.family for c in calibrations for row in c.items if row.alt_test is not None
+    }
+    if families == {"judge"}:
+        return "over every criterion of a judge together"
+    return "within each criterion, as the authors' code does"
 
 
 def _epsilon(calibrations: tuple[JudgeCalibration, ...]) -> str:

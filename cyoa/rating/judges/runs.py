@@ -14,36 +14,34 @@ run's seed and the story × item), so a verdict is the same whichever order or c
 asked it, on the same machine (for a served model, where its server honours seeds).
 Concurrency: one prompt at a time for a model run in this process (the CPU is shared with the
 live studies), :data:`SERVED_CONCURRENCY` at a time for a served one (``openai`` backend).
+The loop, resume and Stop are the shared run machinery's (:mod:`cyoa.judging.runs`); this
+module gives it the instrument's prompts and how a verdict is read and stored.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import closing
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
 from cyoa import store
 from cyoa.db.facade import Db
+from cyoa.generation.stopping import GenerationStopped, stop_when
 from cyoa.generation.types import Backend, ModelCard, Sampling
+from cyoa.judging import runs as judging
+from cyoa.judging.runs import FAILED, RUNNING, STOPPED, Answer
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.judges.estimate import Estimate, Speed, estimate, measure_speed
 from cyoa.rating.judges.prompts import JudgePrompt, judge_prompts, parse_answer, templates_for
 from cyoa.rating.judges.store import JUDGE_NAME, judge_panels, rating_design
 from cyoa.rating.store import HUMAN_PANEL
-from cyoa.web.workers import worker_gone
 
 SERVED_CONCURRENCY = 4
 # Answers of the TTCW release's judges run to 100–250 words.
 DEFAULT_MAX_NEW_TOKENS = 256
-RUNNING, DONE, STOPPED, FAILED, INTERRUPTED = "running", "done", "stopped", "failed", "interrupted"
-INTERRUPTED_MESSAGE = (
-    "The process running it stopped (a restart?); start it again to resume where it was."
-)
+TABLE = judging.RunTable("judge_runs", "story_limit")
 
 
 class JudgeRunError(RuntimeError):
@@ -81,8 +79,7 @@ def default_concurrency(card: ModelCard) -> int:
 def verdict_seed(seed: int, story_id: str, item_id: str) -> int:
     """The seed of one verdict: a hash of the run's ``seed``, the story and the item (31
     bits, as the study's seeds)."""
-    key = f"{seed}:{story_id}:{item_id}".encode()
-    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") >> 1
+    return judging.prompt_seed(seed, story_id, item_id)
 
 
 def _row_to_run(row: dict[str, Any]) -> JudgeRun:
@@ -106,31 +103,24 @@ def _row_to_run(row: dict[str, Any]) -> JudgeRun:
 
 
 def _read_run(db: Db, exp_id: str, judge: str) -> JudgeRun | None:
-    rows = list(
-        db.query("SELECT * FROM judge_runs WHERE experiment_id = ? AND judge = ?", [exp_id, judge])
-    )
-    return _row_to_run(rows[0]) if rows else None
+    row = judging.read_row(db, TABLE, exp_id, judge)
+    return _row_to_run(row) if row else None
 
 
 def stored_run(db: Db, exp_id: str, judge: str) -> JudgeRun | None:
     """The run of ``judge`` in ``exp_id`` as stored; a run recorded as running whose process
     is gone is marked interrupted first."""
-    run = _read_run(db, exp_id, judge)
-    if run is not None and run.state == RUNNING and worker_gone(run.worker):
-        _set_state(db, run, INTERRUPTED, INTERRUPTED_MESSAGE)
-        run = _read_run(db, exp_id, judge)
-    return run
+    row = judging.stored_row(db, TABLE, exp_id, judge)
+    return _row_to_run(row) if row else None
 
 
 def experiment_runs(db: Db, exp_id: str) -> list[JudgeRun]:
     """Every judge run of ``exp_id``, by judge name."""
-    judges = [
-        row[0]
-        for row in db.execute(
-            "SELECT judge FROM judge_runs WHERE experiment_id = ? ORDER BY judge", [exp_id]
-        )
+    return [
+        run
+        for judge in judging.judges(db, TABLE, exp_id)
+        if (run := stored_run(db, exp_id, judge)) is not None
     ]
-    return [run for judge in judges if (run := stored_run(db, exp_id, judge)) is not None]
 
 
 @dataclass(frozen=True)
@@ -176,22 +166,12 @@ def prepare_run(db: Db, request: RunRequest, worker: str) -> tuple[JudgeRun, Ins
 
 
 def _resumed(db: Db, run: JudgeRun, request: RunRequest, worker: str) -> JudgeRun:
-    if run.model != request.card.name:
-        raise JudgeRunError(
-            f"'{run.experiment}' already has a judge '{run.judge}' run by model {run.model!r}; "
-            f"give this one another name (--judge)."
-        )
-    if run.state == RUNNING:
-        raise JudgeRunError(
-            f"The judge '{run.judge}' of '{run.experiment}' is running now; wait for it, or "
-            "stop it first."
-        )
+    row = judging.read_row(db, TABLE, run.experiment, run.judge)
+    refusal = judging.resume_refusal(row, request.card.name)
+    if refusal:
+        raise JudgeRunError(refusal)
     limit = run.story_limit if request.story_limit is None else request.story_limit
-    db.execute(
-        "UPDATE judge_runs SET state = ?, error = '', worker = ?, story_limit = ?, updated_at = ?"
-        " WHERE experiment_id = ? AND judge = ?",
-        [RUNNING, worker, limit, store.now(), run.experiment, run.judge],
-    )
+    judging.resume(db, TABLE, row, limit, worker)
     return _read_run(db, run.experiment, run.judge)
 
 
@@ -336,21 +316,6 @@ def answered(db: Db, run: JudgeRun) -> set[tuple[str, str]]:
     }
 
 
-def ask(backend: Backend, prompt: str, sampling: Sampling, seed: int) -> str:
-    """The judge's whole response to ``prompt`` (every piece, up to ``max_new_tokens``)."""
-    with closing(backend.stream(prompt, sampling, seed)) as pieces:
-        return "".join(pieces).strip()
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A judge's response to one prompt, and when it was asked and answered (ISO times)."""
-
-    response: str
-    asked_at: str
-    answered_at: str
-
-
 def store_verdict(
     db: Db, run: JudgeRun, instrument: Instrument, prompt: JudgePrompt, answer: Answer
 ) -> None:
@@ -369,13 +334,6 @@ def store_verdict(
         )  # fmt: skip
 
 
-def _answer(backend: Backend, run: JudgeRun, prompt: JudgePrompt) -> Answer:
-    asked = store.now()
-    seed = verdict_seed(run.seed, prompt.story_id, prompt.item_id)
-    response = ask(backend, prompt.text, run.sampling, seed)
-    return Answer(response, asked, store.now())
-
-
 def run_judge(
     db: Db,
     run: JudgeRun,
@@ -384,51 +342,29 @@ def run_judge(
     stop: Callable[[], bool] = lambda: False,
 ) -> str:
     """Ask every prompt of ``run`` not answered yet, ``run.concurrency`` at a time, storing
-    each verdict as it comes; returns how the run ended, also stored: ``done``, ``stopped``
-    (``stop()`` was true: asked before each prompt; those asked are finished and stored) or
-    ``failed`` (the model failed: its error stored; the verdicts so far are kept)."""
+    each verdict as it comes (:func:`cyoa.judging.runs.ask_all`); returns how the run ended,
+    also stored: ``done``, ``stopped`` or ``failed``."""
     done = answered(db, run)
-    todo = iter(
-        [p for p in run_prompts(db, run, instrument) if (p.story_id, p.item_id) not in done]
+    todo = [p for p in run_prompts(db, run, instrument) if (p.story_id, p.item_id) not in done]
+    asking = judging.Asking(
+        text=lambda p: p.text,
+        seed=lambda p: verdict_seed(run.seed, p.story_id, p.item_id),
+        place=_place,
+        store=lambda p, answer: store_verdict(db, run, instrument, p, answer),
     )
-    error = ""
-    with ThreadPoolExecutor(max_workers=run.concurrency, thread_name_prefix="cyoa-judge") as pool:
-        flying: dict[Future[Answer], JudgePrompt] = {}
-        while True:
-            while not error and len(flying) < run.concurrency and not stop():
-                prompt = next(todo, None)
-                if prompt is None:
-                    break
-                flying[pool.submit(_answer, backend, run, prompt)] = prompt
-            if not flying:
-                break
-            finished, _ = wait(flying, return_when=FIRST_COMPLETED)
-            for future in finished:
-                prompt = flying.pop(future)
-                try:
-                    store_verdict(db, run, instrument, prompt, future.result())
-                except Exception as failure:  # noqa: BLE001 - the run records any failure
-                    error = error or _failure(run, prompt, failure)
-    state = FAILED if error else DONE if next(todo, None) is None else STOPPED
-    _set_state(db, run, state, error)
-    return state
+    return judging.ask_all(db, TABLE, run, todo, asking, backend, run.concurrency, stop)
+
+
+def _place(prompt: JudgePrompt) -> str:
+    return f"story {prompt.story_id!r}, item {prompt.item_id}"
 
 
 def _failure(run: JudgeRun, prompt: JudgePrompt, failure: Exception) -> str:
-    return (
-        f"Model {run.model!r} failed on story {prompt.story_id!r}, item {prompt.item_id} "
-        f"({type(failure).__name__}: {failure}). The verdicts so far are kept: fix the cause "
-        "and start the run again to resume."
-    )
+    return judging.failure_sentence(run.model, _place(prompt), failure)
 
 
 def _set_state(db: Db, run: JudgeRun, state: str, error: str = "") -> None:
-    with store.write_transaction(db):
-        db.execute(
-            "UPDATE judge_runs SET state = ?, error = ?, updated_at = ?"
-            " WHERE experiment_id = ? AND judge = ?",
-            [state, error, store.now(), run.experiment, run.judge],
-        )
+    judging.set_state(db, TABLE, run.experiment, run.judge, state, error)
 
 
 def save_estimate(
@@ -541,7 +477,13 @@ def continue_run(
     if done:
         log(f"Resuming judge '{run.judge}': {len(done)} verdicts stored, {len(todo)} to ask.")
     try:
-        guess, speed = run_estimate(db, todo, run.sampling, backend.card, backend, run.concurrency)
+        with stop_when(stop):
+            guess, speed = run_estimate(
+                db, todo, run.sampling, backend.card, backend, run.concurrency
+            )
+    except GenerationStopped:
+        _set_state(db, run, STOPPED)
+        return stored_run(db, run.experiment, run.judge)
     except Exception as failure:  # noqa: BLE001 - the warm-up is the model's first prompt
         fail_run(db, run, _failure(run, todo[0], failure))
         return stored_run(db, run.experiment, run.judge)

@@ -83,6 +83,7 @@ from cyoa.web.experiments import SPEC_MAX_BYTES, LifecycleError
 from cyoa.web.experiments import set_status as set_experiment_status
 from cyoa.web.parts import shared as shared_parts
 from cyoa.web.realtime import socketio
+from cyoa.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -275,8 +276,8 @@ def _submit(values: dict[str, Any], existing: RatingExperiment | None):
         return _form(values, existing, message, 400)
     how = "saved" if existing else "created, paused,"
     flash(
-        f"Rating experiment '{spec.id}' {how} with {len(spec.stories)} stories. Check it, then "
-        f"open it: raters start at /r/{spec.id}."
+        f"Rating experiment '{spec.id}' {how} with {counted(len(spec.stories), 'story')}. "
+        f"Check it, then open it: raters start at /r/{spec.id}."
     )
     return _dashboard(spec.id)
 
@@ -615,6 +616,17 @@ def set_rating_status(exp_id: str):
         flash(
             f"'{exp.id}' holds imported judgements and has no raters' pages to open; clone "
             "it, then give the copy its consent and instructions with Edit.",
+            "error",
+        )
+        return _dashboard(exp.id)
+    with web.db() as db:
+        unreadable = rating_store.unreadable_stories(db, exp.id) if status == "open" else []
+    if unreadable:
+        shown = ", ".join(unreadable[:20]) + (", …" if len(unreadable) > 20 else "")
+        flash(
+            f"'{exp.id}' has {len(unreadable)} stories with neither text nor a link, which "
+            f"its raters could not read: {shown}. Edit it and choose stories that have their "
+            "texts, then open it.",
             "error",
         )
         return _dashboard(exp.id)

@@ -25,6 +25,7 @@ from typing import Any
 
 from cyoa import store
 from cyoa.db.facade import Db
+from cyoa.rating import planner
 from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.ratings import RatingAnalysis
 from cyoa.rating.analysis.render import agreement_warnings, alpha_cell
@@ -34,20 +35,24 @@ from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import AttentionCheck, QualitySpec, quality_spec, story_words
 from cyoa.rating.research.judges import card_lines, judge_list
 from cyoa.web.card import header, planned_sample_size, quote
+from cyoa.words import counted
 
 
 @dataclass(frozen=True)
 class CardStory:
     """One story of the study: its length in whitespace-separated words
-    (:func:`cyoa.rating.quality.story_words`; 0 for a story shown as a link) and, for a
-    generated story, the model card and version that wrote it and its ``origin`` (the
-    prompt, sampling and seeds :func:`cyoa.rating.stories.generate.generate_stories` records)."""
+    (:func:`cyoa.rating.quality.story_words`; 0 for a story shown as a link, or one whose
+    text is not stored) and, for a generated story, the model card and version that wrote it
+    and its ``origin`` (the prompt, sampling and seeds
+    :func:`cyoa.rating.stories.generate.generate_stories` records); ``link``: whether the
+    story is stored as a web address."""
 
     story_id: str
     source: str
     words: int
     model: str | None = None
     origin: Mapping[str, Any] = field(default_factory=dict)
+    link: bool = False
 
 
 @dataclass(frozen=True)
@@ -262,7 +267,8 @@ def _story_lines(data: RatingCardData) -> list[str]:
     for story in data.stories:
         by_source.setdefault(story.source, []).append(story)
     lines = [
-        f"- {len(data.stories)} stories from {len(by_source)} sources; length in words "
+        f"- {counted(len(data.stories), 'story')} from {counted(len(by_source), 'source')}; "
+        "length in words "
         f"(whitespace-separated): {_spread([s.words for s in data.stories if s.words])}.",
         "",
         "| source | stories | words | written by |",
@@ -275,9 +281,18 @@ def _story_lines(data: RatingCardData) -> list[str]:
             f"{', '.join(models) or '–'} |"
         )
     lines += _generated_lines(data.stories)
-    links = sum(1 for story in data.stories if not story.words)
+    links = sum(1 for story in data.stories if story.link and not story.words)
     if links:
-        lines += ["", f"{links} stories are shown as a link (their text is not stored)."]
+        shown = "is shown as a link (its" if links == 1 else "are shown as a link (their"
+        lines += ["", f"{counted(links, 'story')} {shown} text is not stored)."]
+    untold = [story.story_id for story in data.stories if not story.link and not story.words]
+    if untold:
+        have = "has" if len(untold) == 1 else "have"
+        lines += [
+            "",
+            f"{counted(len(untold), 'story')} {have} no text stored (neither a text nor a link): "
+            f"{', '.join(untold)}; their judgements are analysed all the same.",
+        ]
     where = data.spec.get("stories")
     if isinstance(where, dict):
         lines += [
@@ -341,7 +356,7 @@ def rating_card(
         *_header_and_instrument(data, now),
         *_instructions_and_stories(data),
         *_raters_per_story(data),
-        *planned_sample_size(plan, data.experiment_id),
+        *planned_sample_size(plan, data.experiment_id, planner.design),
         *_qualifications_and_agreement(data, details),
         *_references_pay_and_time(data, details),
         *card_lines(list(data.judges), data.report),
@@ -506,6 +521,7 @@ def load_card_data(db: Db, exp_id: str, report: RatingReport | None = None) -> R
                 story_words(story["text"] or ""),
                 model,
                 origin,
+                link=bool(story["url"]),
             )
         )
     judged = {

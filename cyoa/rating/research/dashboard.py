@@ -68,11 +68,25 @@ def any_judgement(db: Db, exp_id: str) -> bool:
     return row.fetchone() is not None
 
 
+# What a table's numbers allow while the study runs, shown under it (docs/analysis.md, "Watching
+# a study as it runs"): no sequential method fits the crossed mixed model, so its p-values
+# between sources are fixed-sample ones.
+TABLE_NOTES = {
+    "model_differences": (
+        "Fixed-sample p-values: valid for one look at a size planned in advance, not for "
+        "stopping when they look decisive. No anytime-valid method fits the crossed mixed model "
+        "(stories and raters both shared between sources), so none is offered; decide the "
+        "number of stories and raters first (the Plan page)."
+    ),
+}
+
+
 def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
     """The report's CSV (``raters, table, row, column, value``) as one display table per
     ``raters`` × ``table``: its ``columns`` and its ``rows``, each a row label followed by
     one cell per column ("" where the CSV has none), in the order they come; numbers rounded
-    for reading (:func:`~cyoa.rating.analysis.render.display_value`)."""
+    for reading (:func:`~cyoa.rating.analysis.render.display_value`); ``note``: what the
+    table's numbers allow while the study runs (:data:`TABLE_NOTES`, "" for most)."""
     tables: dict[tuple[str, str], dict[str, Any]] = {}
     for line in csv.DictReader(io.StringIO(report_csv)):
         key = (line["raters"], line["table"])
@@ -87,6 +101,7 @@ def analysis_tables(report_csv: str) -> list[dict[str, Any]]:
         {
             "raters": table["raters"],
             "name": table["name"],
+            "note": TABLE_NOTES.get(table["name"], ""),
             "columns": table["columns"],
             "rows": [
                 [row, *(cells.get(column, "") for column in table["columns"])]
@@ -184,10 +199,10 @@ def _quality_note(report: RatingReport | None) -> str:
 def _agreement(report: RatingReport | None) -> dict[str, Any]:
     """Krippendorff's α with its interval per item over all sources, with every rater and,
     when any is excluded, without them: the pooled row ("all items") as the headline and
-    first of the rows. The headline says what the interval resampled; the note lists the
-    warnings of thin intervals (marked ‡ in the cells)."""
+    first of the rows. The headline says what the interval resampled, the note how; the
+    warnings of thin intervals (marked ‡ in the cells) come as a list of their own."""
     if report is None:
-        return {"headline": "No judgements yet.", "rows": [], "note": ""}
+        return {"headline": "No judgements yet.", "rows": [], "note": "", "warnings": []}
     kept = {
         entry.item_id: entry
         for entry in (report.kept_raters.agreement if report.kept_raters else ())
@@ -215,7 +230,6 @@ def _agreement(report: RatingReport | None) -> dict[str, Any]:
         f"({analysis.bootstrap:,} replicates, seed {analysis.seed}); per-source agreement, "
         "Fleiss' κ, Gwet's AC1, ICC(2,k) and q(α < .667) are in the results below."
     )
-    note += "".join(f" ‡ {warning}" for warning in warned)
     pooled = entries[0] if entries and entries[0].item_id == "all items" else None
     if pooled is None:
         headline = "Krippendorff's α per item: open the table below."
@@ -227,7 +241,7 @@ def _agreement(report: RatingReport | None) -> dict[str, Any]:
         )
         if report.kept_raters is not None:
             headline += f"; without the excluded raters: {rows[0]['kept']}"
-    return {"headline": headline, "rows": rows, "note": note}
+    return {"headline": headline, "rows": rows, "note": note, "warnings": warned}
 
 
 def human_only(report: RatingReport) -> RatingReport:

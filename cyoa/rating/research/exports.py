@@ -56,8 +56,13 @@ STORY_COLUMNS = (
     Column("story_id", "string", "the story"),
     Column("source", "string", "its source or system"),
     Column("title", "string", "its title ('' if none was given)"),
-    Column("text", "string", "the story as raters read it (null when only a link is stored)"),
-    Column("words", "int", "words in its stored text (0 when only a link is stored)"),
+    Column(
+        "text",
+        "string",
+        "the story as raters read it (null when only a link is stored, or no text: an "
+        "import's story whose text was not released)",
+    ),
+    Column("words", "int", "words in its stored text (0 when only a link, or no text, is stored)"),
     Column("url", "string", "where it can be read, when its text is not stored"),
     Column("raters", "int", "raters who judged it"),
     Column("judgements", "int", "judgements of it"),

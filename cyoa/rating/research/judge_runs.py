@@ -17,12 +17,13 @@ from typing import Any
 from flask import Flask, abort, current_app, flash, redirect, render_template, request, url_for
 
 from cyoa import store
+from cyoa.db.facade import Db
 from cyoa.generation.pool import ModelNotAvailable
+from cyoa.judging.runs import RUNNING
 from cyoa.rating.importing import RatingImportError
 from cyoa.rating.instruments import Instrument
-from cyoa.rating.judges.estimate import Speed, estimate
+from cyoa.rating.judges.estimate import WARM_UP_TOKENS, Speed, estimate, measure_speed
 from cyoa.rating.judges.runs import (
-    RUNNING,
     JudgeRun,
     JudgeRunError,
     RunRequest,
@@ -35,12 +36,14 @@ from cyoa.rating.judges.runs import (
     run_status,
     stored_run,
 )
+from cyoa.rating.judges.unreadable import unreadable
 from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.research.views import rating_experiment_or_404
 from cyoa.web import auth
 from cyoa.web import research as web
 from cyoa.web.parts import shared as shared_parts
 from cyoa.web.realtime import socketio
+from cyoa.words import sampling_words
 
 log = logging.getLogger(__name__)
 bp = web.blueprint("research_rating_judges", __name__, "/research/ratings")
@@ -73,15 +76,27 @@ def _estimates(exp_id: str) -> tuple[list[dict[str, Any]], dict[str, str], str]:
                 prompts, sampling, templates = plan(db, RunRequest(exp_id, cards[name]))
             except (JudgeRunError, RatingImportError) as error:
                 return [], {}, str(error)
-            speed = known_speed(db, name)
-            guess = estimate(
-                [p.text for p in prompts],
-                sampling.max_new_tokens,
-                Speed(**speed) if speed else None,
-                basis="at the speed of this model's last run here",
-            )
-            rows.append({"name": name, "label": label, "estimate": guess.sentence()})
+            speed, basis = _speed(db, name)
+            guess = estimate([p.text for p in prompts], sampling.max_new_tokens, speed, 1, basis)
+            rows.append({
+                "name": name, "label": label, "estimate": guess.sentence(),
+                "timed": speed is not None,
+            })  # fmt: skip
     return rows, templates, ""
+
+
+def _speed(db: Db, name: str) -> tuple[Speed | None, str]:
+    """The model's speed for the form's estimate, and where it came from: its last run on
+    this database, else the probe measured in this process (:func:`probe_judge_speed`),
+    else none (the form offers the probe)."""
+    known = known_speed(db, name)
+    if known is not None:
+        return Speed(**known), "at the speed of this model's last run here"
+    probed = rating_parts().judge_probes.get(name)
+    if probed is not None:
+        speed, when = probed
+        return speed, f"at the speed of a probe at {when} UTC: one prompt, {WARM_UP_TOKENS} tokens"
+    return None, ""
 
 
 def _page(exp_id: str, error: str = "", status: int = 200):
@@ -166,6 +181,40 @@ def _run(app: Flask, run: JudgeRun, instrument: Instrument, stop: threading.Even
         db.close()
 
 
+@bp.post("/<exp_id>/judges/run/probe")
+@auth.login_required
+def probe_judge_speed(exp_id: str):
+    """Time one short generation of the chosen card (the first prompt, :data:`WARM_UP_TOKENS`
+    answer tokens, thrown away) so the form can say how long a run would take before it
+    starts; kept in this process until a run of the model measures its own."""
+    exp = rating_experiment_or_404(exp_id)
+    name = request.form.get("probe", "")
+    if name not in _cards():
+        return _page(exp.id, "Choose the model to time among the cards listed.", 400)
+    try:
+        backend = shared_parts().pool.get(name, timeout=0)
+    except ModelNotAvailable:
+        message = (f"{name} is not loaded yet; it is loading now (the Models page shows when it "
+                   "is ready): time it again then.")  # fmt: skip
+        return _page(exp.id, message, 409)
+    try:
+        with web.db() as db:
+            prompts, sampling, _ = plan(db, RunRequest(exp.id, shared_parts().cards[name]))
+    except (JudgeRunError, RatingImportError) as error:
+        return _page(exp.id, str(error), 400)
+    if not prompts:
+        return _page(exp.id, "This study has nothing a judge can answer: no prompt to time.", 400)
+    try:
+        speed = measure_speed(backend, prompts[0].text, sampling, 0)
+    except Exception as failure:  # noqa: BLE001 - a model that fails its probe is said, not a 500
+        log.exception("The probe of %s failed", name)
+        return _page(exp.id, f"Timing {name} failed ({type(failure).__name__}: {failure}).", 500)
+    with rating_parts().jobs_lock:
+        rating_parts().judge_probes[name] = (speed, store.now()[11:16])
+    flash(f"Timed {name} on one prompt of this study: the estimate below uses it.")
+    return redirect(url_for(".judge_runs", exp_id=exp.id))
+
+
 @bp.get("/<exp_id>/judges/run/<judge>")
 @auth.login_required
 def judge_run(exp_id: str, judge: str):
@@ -173,12 +222,20 @@ def judge_run(exp_id: str, judge: str):
     with web.db() as db:
         run = stored_run(db, exp.id, judge)
         status = run_status(db, run) if run is not None else None
+        if status is not None:
+            responses = db.execute(
+                "SELECT item_id, rationale FROM judgements WHERE experiment_id = ?"
+                " AND rater_id = ? AND value IS NULL ORDER BY answered_at, story_id, item_id",
+                [exp.id, judge],
+            ).fetchall()
     if status is None:
         abort(404)
     return render_template(
         "research/rating_judge_run.html",
         experiment=exp,
         run=status,
+        sampling=sampling_words(status["sampling"]),
+        unreadable=unreadable(responses, exp.questions.item, status["done"]),
         refresh=REFRESH_SECONDS if status["state"] == RUNNING else None,
     )
 
@@ -197,12 +254,14 @@ def judge_run_json(exp_id: str, judge: str):
 @bp.post("/<exp_id>/judges/run/<judge>/stop")
 @auth.login_required
 def stop_judge_run(exp_id: str, judge: str):
-    """Ask the run to stop after the prompts being asked; what is stored stays."""
+    """Ask the run to stop now: the calls in flight end without a verdict (asked again on
+    resume); what is stored stays."""
     exp = rating_experiment_or_404(exp_id)
     stop = rating_parts().judge_stops.get((exp.id, judge))
     if stop is None:
         flash("This run is not running in this server process: wait for it to end.")
     else:
         stop.set()
-        flash("Stopping after the prompts being asked; start it again to resume.")
+        flash("Stopping now: the prompts being asked end without a verdict; start the run "
+              "again to resume.")  # fmt: skip
     return redirect(url_for(".judge_run", exp_id=exp.id, judge=judge))

@@ -17,7 +17,7 @@ from cyoa.rating.analysis.report import RatingReport
 from cyoa.rating.judges.bias import BiasCard
 from cyoa.rating.judges.bias_report import correlation_text, position_lines
 from cyoa.rating.judges.calibration import ItemCalibration, JudgeCalibration
-from cyoa.rating.judges.report import alt_cell, kappa_cell
+from cyoa.rating.judges.report import alt_cell, kappa_cell, tau_cell
 from cyoa.rating.judges.store import judge_panels
 
 # Disagreements listed per judge on the page; the rest are in analyze's JSON.
@@ -98,11 +98,7 @@ def _calibration_row(row: ItemCalibration) -> dict[str, str]:
 
 def _system(calibration: JudgeCalibration) -> dict[str, Any]:
     system = calibration.system
-    tau = (
-        f"{_num(system.tau)} [{_num(system.ci_low)}, {_num(system.ci_high)}]"
-        if system.tau is not None
-        else f"– ({system.reason})"
-    )
+    tau = tau_cell(system)
     rows = [
         {"source": row.source, "stories": row.stories, "human": _num(row.human),
          "judge": _num(row.judge)}

@@ -53,7 +53,8 @@ def rating_participants(
         if not answered and first_answer_timeout is not None:
             silence = min(timeout, first_answer_timeout)
         state = status(row["finished"], bool(row.get("excluded")), last_seen, now, silence)
-        out.append(row_for(row, state, excluded_because, row.get("failed_checks") or 0))
+        failed, checks = row.get("failed_checks") or 0, row.get("checks") or 0
+        out.append(row_for(row, state, excluded_because, failed, checks))
     return out
 
 

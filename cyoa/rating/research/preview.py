@@ -11,6 +11,7 @@ import random
 from flask import flash, redirect, render_template, request, url_for
 
 from cyoa.rating.blind import rater_item_ids
+from cyoa.rating.instruments import rater_credit
 from cyoa.rating.research.views import rating_experiment_or_404
 from cyoa.rating.service import question_order
 from cyoa.web import auth
@@ -58,6 +59,7 @@ def preview(exp_id: str):
         required=sorted(shown_ids[q] for q in exp.questions.required() & set(questions)),
         first=position == 1,
         attribution=exp.questions.instrument.attribution,
+        credit=rater_credit(exp.questions.instrument),
         rater_key="preview",
         preview={
             "previous": page(position - 1) if position > 1 else "",

@@ -109,6 +109,7 @@
     const rows = writers.map((w) => {
       const tr = el("tr");
       const link = el("a", w.participant);
+      link.dir = "auto"; // isolated: a direction control in an imported id stays in it
       link.href = w.replay_url;
       tr.appendChild(el("td")).appendChild(link);
       tr.appendChild(el("td", w.pair));

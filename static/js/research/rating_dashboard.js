@@ -54,18 +54,25 @@
     const rows = agreement.rows.map((r) => row([r.item, r.label, r.level, r.all, r.kept, r.stories, r.agree]));
     fill("agreement-body", rows, empty, 7);
     document.getElementById("agreement-note").textContent = agreement.note;
+    const warnings = document.getElementById("agreement-warnings");
+    warnings.replaceChildren(...(agreement.warnings || []).map((warning) => el("li", "‡ " + warning)));
+    warnings.hidden = !warnings.children.length;
   }
 
   function showQuality(rules, quality) {
     fill("rules-body", rules.map((r) => row([r.description, r.raters, r.only_this_rule])), "", 3);
     const rows = quality.map((r) => {
+      // Ids may be imported: each isolated, so a direction control in one stays in it.
       const link = el("a", r.rater);
+      link.dir = "auto";
       link.href = r.url;
       const first = el("td");
       first.appendChild(link);
+      const platform = el("td");
+      platform.appendChild(el("bdi", r.platform_id));
       return row(
         [
-          first, r.platform_id, r.failed_checks, r.seconds, r.words_per_minute,
+          first, platform, r.failed_checks, r.seconds, r.words_per_minute,
           r.straight_lined, r.severity, r.rules,
         ],
         r.excluded ? "flagged" : ""
@@ -85,8 +92,9 @@
       details.dataset.table = key;
       details.open = open.has(key);
       const summary = el("summary", table.name.replaceAll("_", " ") + " ");
-      summary.appendChild(el("span", `(${table.raters} raters)`, "muted"));
+      summary.appendChild(el("span", `(${table.raters} ${table.raters === 1 ? "rater" : "raters"})`, "muted"));
       details.appendChild(summary);
+      if (table.note) details.appendChild(el("p", table.note, "muted small"));
       const scroll = el("div", null, "scroll");
       const node = el("table");
       node.appendChild(row([el("th"), ...table.columns.map((c) => el("th", c))]));
@@ -129,7 +137,8 @@
         showTables(data.tables, data.empty);
         showCharts(data.version);
       }
-      status.textContent = "live: updated " + new Date().toLocaleTimeString();
+      // UTC, as every time on the researcher's pages (the analysis' "as of" included).
+      status.textContent = "live: updated " + new Date().toISOString().slice(11, 19) + " UTC";
     } catch (error) {
       status.textContent = "Could not refresh: " + error.message + ".";
     }

@@ -1,10 +1,11 @@
-"""The precision sections of a plan (:mod:`cyoa.research.planning`): the expected width of
+"""The precision sections of a rating plan (:mod:`cyoa.rating.planner`): the expected width of
 α's interval (:mod:`cyoa.rating.agreement_planning`), readers per FEI question
 (:mod:`cyoa.rating.fei_planning`) and the stories that pin a judge's κ
 (:mod:`cyoa.rating.judges.planning`), from a stored pilot or from typed assumptions."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from typing import Any
@@ -126,7 +127,7 @@ def _too_few_stories(stories: int, alpha: float) -> list[str]:
     two-sided Mann–Whitney p is at least 2 / C(2n, n) (the two sources fully separated)."""
     if 2 / math.comb(2 * stories, stories) <= alpha:
         return []
-    enough = next(n for n in range(stories, 100) if 2 / math.comb(2 * n, n) <= alpha)
+    enough = next(n for n in itertools.count(stories) if 2 / math.comb(2 * n, n) <= alpha)
     return [
         f"\nWith {stories} stories per source the two-sided Mann–Whitney test cannot reach "
         f"p < {alpha} whatever the readers (its smallest p is "
@@ -244,7 +245,7 @@ def precision_sections(
         sections.append({"title": "Precision of agreement", "text": text})
     for section in sections:
         section["summary"] = _summary(section["text"])
-    rows = judge_rows(*pilot) if pilot is not None and kind != "cowriting" else []
+    rows = judge_rows(*pilot) if pilot is not None else []
     if rows:
         summary = "; ".join(
             f"{judge} {_stories_for(kappa, prevalence, width)}" for judge, kappa, prevalence in rows
