@@ -692,6 +692,43 @@ def _pair_probabilities(db: Database) -> None:
     db.execute("ALTER TABLE sessions ADD COLUMN pair_probability FLOAT")
 
 
+def _analyses(db: Database) -> None:
+    """The dashboards' stored analyses (:mod:`cyoa.analyses`): ``analyses`` holds the latest
+    analysis of each experiment and kind, as JSON, with the answers it counted and when it
+    was computed; ``analysis_jobs`` holds the claim of the one computation under way per
+    experiment and kind (its worker, heartbeat and step), or the last one that failed."""
+    db["analyses"].create(
+        {
+            "experiment_id": str,
+            "kind": str,
+            "answers": int,
+            "version": str,
+            "computed_at": str,
+            "seconds": float,
+            "result": str,
+        },
+        pk=("experiment_id", "kind"),
+        foreign_keys=[("experiment_id", "experiments", "id")],
+        not_null={"answers", "version", "computed_at", "seconds", "result"},
+    )
+    db["analysis_jobs"].create(
+        {
+            "experiment_id": str,
+            "kind": str,
+            "state": str,
+            "version": str,
+            "worker_id": str,
+            "started_at": str,
+            "heartbeat_at": str,
+            "step": str,
+            "error": str,
+        },
+        pk=("experiment_id", "kind"),
+        foreign_keys=[("experiment_id", "experiments", "id")],
+        not_null={"state", "version", "worker_id", "started_at", "heartbeat_at"},
+    )
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -708,6 +745,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _sent_settings,
     _database_moves,
     _pair_probabilities,
+    _analyses,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

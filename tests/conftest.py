@@ -445,6 +445,24 @@ class Researcher:
     def post(self, url: str, data: dict | None = None, **kwargs):
         return self.http.post(url, data={"csrf_token": self.csrf_token(), **(data or {})}, **kwargs)
 
+    def analysed(self, url: str, timeout: float = 120.0) -> dict:
+        """Wait for the event "the dashboard serves the analysis of the data as it is now":
+        ask its JSON at ``url`` (a rating dashboard's progress.json, a co-writing one's
+        results.json: each starts the background analysis when the data changed) until its
+        ``analysis`` is current; returns that JSON."""
+        from cyoa.web.parts import shared
+
+        deadline = time.monotonic() + timeout
+        while True:
+            progress = self.get(url).get_json()
+            if progress["analysis"]["state"] == "current":
+                return progress
+            left = deadline - time.monotonic()
+            assert left > 0, progress["analysis"]["text"]
+            # When this app computes it, its jobs end at the event; else ask again soon.
+            shared(self.app).analyses.wait_idle(left)
+            time.sleep(0.05)
+
     def socket(self):
         """A Socket.IO connection sharing this researcher's cookies."""
         return socketio.test_client(self.app, flask_test_client=self.http)

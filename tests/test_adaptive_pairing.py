@@ -48,7 +48,7 @@ def test_each_adaptively_paired_writer_has_the_probability_of_their_pair_stored(
         assert json.loads(event["payload"])["pair_probability"] == stored[event["session_id"]]
     researcher = Researcher(app)
     researcher.login()
-    results = researcher.get("/research/experiments/fake-ab/results.json").get_json()
+    results = researcher.analysed("/research/experiments/fake-ab/results.json")
     style = next(t for t in results["tables"] if t["key"] == "ranking-style")
     assert any(
         "Adaptive pairing: the choices of 8 writers are weighted" in n for n in style["notes"]

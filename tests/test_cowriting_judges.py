@@ -325,7 +325,7 @@ def test_the_results_page_shows_each_judge_against_the_writers(app, researcher):
                      FakeBackend(judge_card), "test/1/1/x", log=lambda _: None)  # fmt: skip
     finally:
         db.close()
-    results = researcher.get("/research/experiments/fake-ab/results.json").get_json()
+    results = researcher.analysed("/research/experiments/fake-ab/results.json")
     (table,) = [t for t in results["tables"] if t["key"].startswith("judges-")]
     assert table["title"].startswith("Judges of the writers' choices")
     (row,) = table["rows"]

@@ -192,7 +192,9 @@ def test_a_version_10_postgresql_database_gets_every_later_column(
             conn.execute(sa.text("ALTER TABLE stories DROP COLUMN position"))
             conn.execute(sa.text("ALTER TABLE survey_answers DROP COLUMN position"))
             conn.execute(sa.text("ALTER TABLE suggestions DROP COLUMN sent_settings"))
+            conn.execute(sa.text("DROP TABLE database_moves"))
             conn.execute(sa.text("ALTER TABLE sessions DROP COLUMN pair_probability"))
+            conn.execute(sa.text("DROP TABLE analyses, analysis_jobs"))
             conn.execute(sa.text("UPDATE schema_version SET version = 10"))
             conn.execute(
                 sa.text(
@@ -209,6 +211,7 @@ def test_a_version_10_postgresql_database_gets_every_later_column(
                     {"story": story},
                 )
         assert schema.migrate_postgresql(engine) == schema.VERSION
+        tables = set(sa.inspect(engine).get_table_names())
         with engine.connect() as conn:
             numbered = conn.execute(sa.text("SELECT story_id, position FROM stories")).all()
             version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
@@ -218,6 +221,7 @@ def test_a_version_10_postgresql_database_gets_every_later_column(
         engine.dispose()
     assert sorted(tuple(row) for row in numbered) == [("a", 1), ("b", 2)] and sent == 0
     assert probabilities == []
+    assert {"database_moves", "analyses", "analysis_jobs"} <= tables
     assert version == schema.VERSION
 
 
@@ -228,6 +232,7 @@ def test_a_version_12_postgresql_database_gains_the_database_moves_table(postgre
         with engine.begin() as conn:
             conn.execute(sa.text("DROP TABLE database_moves"))
             conn.execute(sa.text("ALTER TABLE sessions DROP COLUMN pair_probability"))
+            conn.execute(sa.text("DROP TABLE analyses, analysis_jobs"))
             conn.execute(sa.text("UPDATE schema_version SET version = 12"))
         assert schema.migrate_postgresql(engine) == schema.VERSION
         assert "database_moves" in sa.inspect(engine).get_table_names()
@@ -235,4 +240,20 @@ def test_a_version_12_postgresql_database_gains_the_database_moves_table(postgre
             version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
     finally:
         engine.dispose()
-    assert version == schema.VERSION == 14
+    assert version == schema.VERSION == 15
+
+
+def test_a_version_14_postgresql_database_gets_the_stored_analyses_tables(postgres_url):
+    engine = engine_for(parse_database(postgres_url))
+    try:
+        schema.migrate_postgresql(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE analyses, analysis_jobs"))
+            conn.execute(sa.text("UPDATE schema_version SET version = 14"))
+        assert schema.migrate_postgresql(engine) == schema.VERSION == 15
+        tables = set(sa.inspect(engine).get_table_names())
+        with engine.connect() as conn:
+            version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
+    finally:
+        engine.dispose()
+    assert {"analyses", "analysis_jobs"} <= tables and version == 15

@@ -69,6 +69,7 @@ def shown(tmp_path_factory):
     small_ttcw(app)
     person = Researcher(app)
     assert person.login().status_code == 302
+    person.analysed(f"{BASE}/progress.json")
     page = person.get(BASE).get_data(as_text=True)
     return SimpleNamespace(
         page=page,

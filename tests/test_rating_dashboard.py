@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import io
 import re
+import threading
 import zipfile
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -18,8 +18,9 @@ from cyoa.cli import cli
 from cyoa.rating.experiment import import_rating_experiment
 from cyoa.rating.importing import Judgement
 from cyoa.rating.instruments import TTCW
-from cyoa.rating.research import views as rating_views
-from cyoa.rating.research.views import analysis_tables
+from cyoa.rating.research import dashboard
+from cyoa.rating.research.dashboard import analysis_tables
+from cyoa.web.parts import shared
 from cyoa.web.research import CHART_CSP
 from tests.test_rating_journey import Rater, write_spec
 
@@ -76,6 +77,7 @@ def test_saving_the_card_details_needs_the_form_s_token(study, researcher):
 
 def test_charts_are_svg_that_can_run_no_script_and_only_those_of_the_instrument(study, researcher):
     rate_everything(study, "careful")
+    researcher.analysed(f"{BASE}/progress.json")
     chart = researcher.get(f"{BASE}/charts/factors.svg")
     assert chart.status_code == 200 and chart.mimetype == "image/svg+xml"
     assert chart.headers["Content-Security-Policy"] == CHART_CSP
@@ -102,47 +104,42 @@ def test_before_any_judgement_the_dashboard_and_its_charts_say_there_is_none(stu
 def test_progress_counts_stay_live_and_the_analysis_is_recomputed_at_most_every_30_s(
     study, researcher, monkeypatch
 ):
-    assert rating_views.RECOMPUTE_SECONDS == 30
+    assert dashboard.RECOMPUTE_SECONDS == 30
     before = researcher.get(f"{BASE}/progress.json").get_json()
     assert before["progress"]["judgements"] == 0 and before["quality"] == []
-    assert re.fullmatch(r"\d\d:\d\d:\d\d UTC", before["progress"]["as_of"])
+    assert before["analysis"]["text"] == "No judgements yet."
     rater = Rater(study, "?pid=first")
     rater.start()
     _, state = rater.state()
-    item = next(i for i in state.current.questions if i != "qc-aiss")
+    item, other = [i for i in state.current.questions if i != "qc-aiss"][:2]
     rater.act("answer_given", {"story": state.current.story_id, "item": item, "value": "5"})
+    first = researcher.analysed(f"{BASE}/progress.json")
+    assert first["progress"]["judgements"] == 1 and first["progress"]["started"] == 1
+    assert [row["failed_checks"] for row in first["quality"]] == ["0 of 0"]
+    assert first["tables"]  # the analysis of the one judgement
+    assert re.fullmatch(r"1 answers, \d\d:\d\d UTC", first["progress"]["as_of"])
+    rater.act("answer_given", {"story": state.current.story_id, "item": other, "value": "4"})
     soon = researcher.get(f"{BASE}/progress.json").get_json()
-    assert soon["progress"]["judgements"] == 1 and soon["progress"]["started"] == 1
-    assert soon["version"] == before["version"] and soon["quality"] == []
-    monkeypatch.setattr(rating_views, "RECOMPUTE_SECONDS", 0)
-    after = researcher.get(f"{BASE}/progress.json").get_json()
-    assert after["version"] != before["version"]
-    assert [row["failed_checks"] for row in after["quality"]] == ["0 of 0"]
-    assert after["tables"]  # the analysis of the one judgement
+    assert soon["progress"]["judgements"] == 2  # live
+    assert soon["version"] == first["version"] and soon["analysis"]["state"] == "waiting"
+    assert "the newer answers are analysed from" in soon["analysis"]["text"]
+    monkeypatch.setattr(dashboard, "RECOMPUTE_SECONDS", 0)
+    after = researcher.analysed(f"{BASE}/progress.json")
+    assert after["version"] != first["version"]
+    assert after["progress"]["as_of"].startswith("2 answers, ")
     again = researcher.get(f"{BASE}/progress.json").get_json()
     assert again["version"] == after["version"]
 
 
-def test_a_study_is_analysed_again_only_30_seconds_after_its_last_analysis(study):
-    noon = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+def test_the_dashboard_says_as_of_how_many_answers_and_when_its_analysis_was_computed(
+    study, researcher
+):
     rate_everything(study, "careful")
-    db = store.connect(study.config["DATABASE"])
-    with study.app_context():
-        first = rating_views.snapshot(db, "aiss-pilot", noon)
-    rate_everything(study, "second")
-    with study.app_context():
-        assert rating_views.snapshot(db, "aiss-pilot", noon + timedelta(seconds=29)) is first
-        later = rating_views.snapshot(db, "aiss-pilot", noon + timedelta(seconds=30))
-        quiet = rating_views.snapshot(db, "aiss-pilot", noon + timedelta(seconds=90))
-    db.close()
-    assert first.report.all_raters.raters == 1 and later.report.all_raters.raters == 2
-    assert later.version != first.version and later.as_of == noon + timedelta(seconds=30)
-    assert quiet.report is later.report and quiet.as_of == noon + timedelta(seconds=90)
-
-
-def test_the_dashboard_says_when_its_analysis_was_computed(study, researcher):
+    researcher.analysed(f"{BASE}/progress.json")
     text = researcher.get(BASE).get_data(as_text=True)
-    assert re.search(r"<dt>Analysis as of</dt><dd>\d\d:\d\d:\d\d UTC</dd>", text)
+    answers = db_rows(study.config["DATABASE"], "SELECT count(*) AS n FROM judgements")[0]["n"]
+    assert re.search(rf"<dt>Analysis as of</dt><dd>{answers} answers, \d\d:\d\d UTC</dd>", text)
+    assert re.search(rf"Analysis as of {answers} answers, \d\d:\d\d UTC\.</p>", text)
 
 
 def test_the_dashboard_shows_agreement_exclusions_and_links_the_card(study, researcher):
@@ -150,6 +147,7 @@ def test_the_dashboard_shows_agreement_exclusions_and_links_the_card(study, rese
     for pid, value in (("careful", "4"), ("second", "4"), ("third", "3")):
         rate_everything(study, pid, value=value)
     rate_everything(study, "careless", check_answer="5", value="2")
+    researcher.analysed(f"{BASE}/progress.json")
     text = researcher.get(BASE).get_data(as_text=True)
     headline = re.search(r'<strong id="agreement-headline">(.*?)</strong>', text)[1]
     assert re.fullmatch(
@@ -183,6 +181,7 @@ def test_the_dashboard_draws_as_many_bootstrap_replicates_as_the_app_is_set_to(t
     rate_everything(app, "second")
     researcher = Researcher(app)
     researcher.login()
+    researcher.analysed(f"{BASE}/progress.json")
     text = researcher.get(BASE).get_data(as_text=True)
     headline = re.search(r'<strong id="agreement-headline">(.*?)</strong>', text)[1]
     assert "each with all its items, 37 replicates, seed 0" in headline
@@ -193,13 +192,14 @@ def test_the_charts_count_only_kept_raters_who_answered(study, researcher):
         rate_everything(study, pid)
     rate_everything(study, "careless", check_answer="5", value="2")
     assert Rater(study, "?pid=idle").start().status_code == 302  # started, never answered
-    assert researcher.get(f"{BASE}/progress.json").get_json()["progress"]["started"] == 4
+    assert researcher.analysed(f"{BASE}/progress.json")["progress"]["started"] == 4
     chart = researcher.get(f"{BASE}/charts/factors.svg").data
     assert b"2 kept raters (1 excluded by the spec" in chart
 
 
 def test_when_every_rater_is_excluded_the_charts_say_so(study, researcher):
     rate_everything(study, "careless", check_answer="5", value="2")
+    researcher.analysed(f"{BASE}/progress.json")
     chart = researcher.get(f"{BASE}/charts/factors.svg").data
     assert b"No kept raters" in chart and b"all 1 raters" not in chart
 
@@ -246,6 +246,7 @@ def test_straight_lined_pages_are_counted_as_the_spec_s_rule_counts_them(app, tm
     rule = {"rule": "straight_lining", "at_least": 1, "min_items": 30}
     open_study(app, tmp_path, exclusions=[rule])
     rate_everything(app, "steady", value="4")
+    researcher.analysed(f"{BASE}/progress.json")
     text = researcher.get(BASE).get_data(as_text=True)
     assert "<th>Straight-lined pages</th>" in text
     progress = researcher.get(f"{BASE}/progress.json").get_json()
@@ -267,12 +268,124 @@ def test_an_imported_ttcw_study_charts_its_pass_rates(app):
     db.close()
     researcher = Researcher(app)
     researcher.login()
+    researcher.analysed("/research/ratings/ttcw-import/progress.json")
     chart = researcher.get("/research/ratings/ttcw-import/charts/pass-rates.svg")
     assert chart.status_code == 200 and chart.data.count(b"50%") == 28
     assert b"GPT4" in chart.data and b"Human" in chart.data
     assert researcher.get("/research/ratings/ttcw-import/charts/factors.svg").status_code == 404
     card = researcher.get("/research/ratings/ttcw-import/evaluation-card.md")
     assert "imported" in card.get_data(as_text=True)
+
+
+class HeldAnalysis:
+    """The dashboard's analysis, held until released: it records each computation and waits
+    for :meth:`release` before computing, as a long analysis of a big study would."""
+
+    def __init__(self, monkeypatch):
+        self.real = dashboard.analyse
+        self.started = threading.Event()
+        self.released = threading.Event()
+        self.calls = 0
+        monkeypatch.setattr(dashboard, "analyse", self)
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        self.started.set()
+        assert self.released.wait(60)
+        return self.real(*args, **kwargs)
+
+    def release(self):
+        self.released.set()
+
+
+def test_the_page_answers_from_the_stored_analysis_while_a_newer_one_is_computed(
+    study, researcher, monkeypatch
+):
+    rate_everything(study, "careful")
+    first = researcher.analysed(f"{BASE}/progress.json")
+    counted = first["progress"]["judgements"]
+    monkeypatch.setattr(dashboard, "RECOMPUTE_SECONDS", 0)
+    held = HeldAnalysis(monkeypatch)
+    rate_everything(study, "second")
+    page = researcher.get(BASE)  # starts the newer analysis, and answers without it
+    assert page.status_code == 200 and held.started.wait(60)
+    text = page.get_data(as_text=True)
+    assert f"Analysis as of {counted} answers, " in text
+    busy = researcher.get(f"{BASE}/progress.json").get_json()
+    assert busy["analysis"]["state"] == "computing" and busy["version"] == first["version"]
+    assert "a newer analysis is being computed" in busy["analysis"]["text"]
+    assert busy["progress"]["judgements"] == 2 * counted  # the live counts are live
+    assert busy["tables"] == first["tables"]
+    held.release()
+    landed = researcher.analysed(f"{BASE}/progress.json")
+    assert landed["version"] != first["version"]
+    assert landed["progress"]["as_of"].startswith(f"{2 * counted} answers, ")
+    assert held.calls == 1
+
+
+def test_the_first_load_of_a_study_never_analysed_says_its_first_analysis_is_being_computed(
+    study, researcher, monkeypatch
+):
+    rate_everything(study, "careful")
+    held = HeldAnalysis(monkeypatch)
+    page = researcher.get(BASE)
+    assert page.status_code == 200 and held.started.wait(60)
+    text = page.get_data(as_text=True)
+    assert "Computing the first analysis…" in text and "No judgements yet." not in text
+    busy = researcher.get(f"{BASE}/progress.json").get_json()
+    assert busy["analysis"]["state"] == "first"
+    assert busy["analysis"]["text"].startswith("Computing the first analysis… (")
+    chart = researcher.get(f"{BASE}/charts/factors.svg")
+    assert chart.status_code == 200 and b"Computing the first analysis" in chart.data
+    held.release()
+    assert researcher.analysed(f"{BASE}/progress.json")["tables"]
+
+
+def test_concurrent_requests_of_two_web_workers_start_one_analysis_and_both_serve_it(
+    study, researcher, monkeypatch
+):
+    other = Researcher(create_app(dict(study.config)))
+    other.login()
+    rate_everything(study, "careful")
+    held = HeldAnalysis(monkeypatch)
+    replies = []
+    askers = [
+        threading.Thread(target=lambda who=who: replies.append(who.get(f"{BASE}/progress.json")))
+        for who in (researcher, other, researcher, other)
+    ]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    assert [reply.status_code for reply in replies] == [200] * 4
+    assert held.started.wait(60)
+    assert len(db_rows(study.config["DATABASE"], "SELECT * FROM analysis_jobs")) == 1
+    held.release()
+    mine = researcher.analysed(f"{BASE}/progress.json")
+    theirs = other.analysed(f"{BASE}/progress.json")
+    assert held.calls == 1
+    assert mine["version"] == theirs["version"] and mine["tables"] == theirs["tables"]
+
+
+def test_an_analysis_that_fails_is_said_on_the_page_and_the_page_still_answers(
+    study, researcher, monkeypatch
+):
+    rate_everything(study, "careful")
+
+    def broken(*args, **kwargs):
+        raise ValueError("the bootstrap found no story")
+
+    monkeypatch.setattr(dashboard, "analyse", broken)
+    researcher.get(f"{BASE}/progress.json")
+    shared(study).analyses.wait_idle(60)
+    page = researcher.get(BASE)
+    assert page.status_code == 200
+    progress = researcher.get(f"{BASE}/progress.json").get_json()
+    assert progress["analysis"]["state"] == "failed"
+    assert progress["analysis"]["text"] == (
+        "The newest analysis failed: ValueError: the bootstrap found no story. "
+        "It is tried again when the data changes."
+    )
 
 
 def test_the_model_s_differences_between_sources_are_labelled_fixed_sample():

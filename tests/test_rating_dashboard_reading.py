@@ -58,6 +58,7 @@ def ttcw(app):
     db.close()
     researcher = Researcher(app)
     researcher.login()
+    researcher.analysed(f"{BASE}/progress.json")
     return researcher
 
 
@@ -170,7 +171,7 @@ def test_the_quality_table_shows_each_rater_s_platform_id(app, tmp_path, researc
         task = rater.state()[1].current
         for item in task.questions[:2]:  # the check and an item of the scale
             rater.act("answer_given", {"story": task.story_id, "item": item, "value": "2"})
-    quality = researcher.get(f"{AISS}/progress.json").get_json()["quality"]
+    quality = researcher.analysed(f"{AISS}/progress.json")["quality"]
     assert sorted(row["platform_id"] for row in quality) == [
         "5f1a2b3c4d5e6f7a8b9c0d1e",
         "anonymous",
@@ -293,7 +294,7 @@ def test_with_three_sources_the_dashboard_compares_every_pair_of_sources(app):
     researcher = Researcher(app)
     researcher.login()
     url = "/research/ratings/ttcw-three"
-    tables = researcher.get(f"{url}/progress.json").get_json()["tables"]
+    tables = researcher.analysed(f"{url}/progress.json")["tables"]
     pairs = next(t for t in tables if t["name"] == "tests_passed_pairs" and t["raters"] == "all")
     assert [row[0] for row in pairs["rows"]] == [
         "tests passed per rater: alpha vs beta",

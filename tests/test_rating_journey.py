@@ -338,6 +338,7 @@ def test_the_dashboard_shows_progress_exclusions_results_and_each_rater_s_answer
             rater.page()
     researcher = Researcher(app)
     researcher.login()
+    researcher.analysed("/research/ratings/aiss-pilot/progress.json")
     page = researcher.get("/research/ratings/aiss-pilot").get_data(as_text=True)
     assert "Quality control" in page and "failed at least 1 attention check" in page
     assert re.search(r"<dt>Excluded</dt><dd>1</dd>", page)

@@ -128,6 +128,9 @@ def dashboard(page, url: str, exp_id: str) -> str:
         page.fill("input[name=password]", RESEARCHER_PASSWORD)
         page.click("button[type=submit]")
         page.wait_for_url(f"**/research/ratings/{exp_id}")
+    # The page answers at once from the stored analysis and starts a newer one; its script
+    # shows the newer one when it lands (the analysis event), however busy the machine is.
+    page.locator('#analysis-status[data-state="current"]').wait_for(timeout=300_000)
     return page.inner_text("main")
 
 

@@ -2,6 +2,7 @@
 tables and SVG charts, dropouts, and the ranking of more than two systems."""
 
 import io
+import threading
 import zipfile
 from datetime import UTC, datetime, timedelta
 
@@ -10,7 +11,10 @@ import pytest
 from conftest import SURVEY_ANSWERS, Researcher, Writer, db_rows
 
 from cyoa import store
+from cyoa.cowriting.research import dashboard
 from cyoa.cowriting.research.progress import summarize
+
+RESULTS = "/research/experiments/fake-ab/results.json"
 
 
 def updates(io) -> list[dict]:
@@ -141,6 +145,7 @@ def test_the_results_are_tables_and_svg_charts(app, researcher):
     for n in range(1, 6):
         writer.write_round(n, slot=1)
     writer.act("survey_submitted", {"answers": SURVEY_ANSWERS})
+    researcher.analysed(RESULTS)
     page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
     assert "Preference: % of rounds in which fake-a-topk was chosen over fake-b-topk" in page
     assert "Edits of accepted suggestions" in page
@@ -226,7 +231,7 @@ def test_more_than_two_systems_are_ranked_by_bradley_terry(three_systems):
         choose_system(writer, app, 2, b)
     researcher = Researcher(app)
     researcher.login()
-    results = researcher.get("/research/experiments/fake-ab/results.json").get_json()
+    results = researcher.analysed(RESULTS)
     ranking = results["tables"][0]
     assert ranking["title"] == "Ranking of all systems (Bradley–Terry)"
     assert sorted(row[1] for row in ranking["rows"]) == [
@@ -262,8 +267,43 @@ def test_a_ranking_that_the_choices_do_not_determine_is_explained(three_systems)
     choose_system(writer, app, 1, "fake-a-topk")
     researcher = Researcher(app)
     researcher.login()
+    researcher.analysed(RESULTS)
     page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
     assert "Ranking: " in page and "more choices are needed" in page
+
+
+def test_the_results_come_from_the_stored_analysis_while_a_newer_one_is_computed(
+    app, researcher, monkeypatch
+):
+    writer = Writer(app, "?pid=w1")
+    writer.write_round(1, slot=1)
+    first = researcher.analysed(RESULTS)
+    assert first["analysis"]["as_of"].startswith("1 rounds, ")
+    monkeypatch.setattr(dashboard, "RECOMPUTE_SECONDS", 0)
+    real, started, released = dashboard.analyse, threading.Event(), threading.Event()
+
+    def held(*args, **kwargs):
+        started.set()
+        assert released.wait(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dashboard, "analyse", held)
+    socket = researcher.socket()
+    assert socket.emit("research_join", {"experiment": "fake-ab"}, callback=True)["ok"]
+    writer.write_round(2, slot=1)
+    busy = researcher.get(RESULTS).get_json()  # starts the newer analysis, answers without it
+    assert started.wait(60) and busy["tables"] == first["tables"]
+    busy = researcher.get(RESULTS).get_json()
+    assert busy["analysis"]["state"] == "computing" and busy["version"] == first["version"]
+    page = researcher.get("/research/experiments/fake-ab").get_data(as_text=True)
+    assert "Analysis as of 1 rounds, " in page and "a newer analysis is being computed" in page
+    socket.get_received()
+    released.set()
+    landed = researcher.analysed(RESULTS)
+    assert landed["analysis"]["as_of"].startswith("2 rounds, ")
+    assert landed["tables"][0]["rows"][0][1].endswith("/ 2")  # the preference over 2 rounds
+    pushed = [m["args"][0] for m in socket.get_received() if m["name"] == "research_update"]
+    assert {"experiment": "fake-ab", "event": "analysis_stored", "results_changed": True} in pushed
 
 
 def test_the_status_line_reads_the_planned_n_and_the_headline_counts_writers(app, researcher):
@@ -273,8 +313,7 @@ def test_the_status_line_reads_the_planned_n_and_the_headline_counts_writers(app
             writer.write_round(n, slot=slot)
     record = {"kind": "cowriting", "chosen": {"writers": 60, "rounds": 5, "power": 0.8}}
     store.insert_plan(store.connect(app.config["DATABASE"]), "fake-ab", "cowriting", record, "")
-    results = researcher.get("/research/experiments/fake-ab/results.json").get_json()
-    table = results["tables"][0]
+    table = researcher.analysed(RESULTS)["tables"][0]
     assert table["rows"][0][0] == "Writers (headline, 2 writers)"
     assert table["rows"][1][0] == "Anytime-valid (2 complete stories)"
     assert (

@@ -82,13 +82,10 @@ def imported_ratings(app):
 def test_an_imported_rater_id_is_isolated_on_the_rating_dashboard_and_its_rater_page(
     researcher, imported_ratings
 ):
+    progress = researcher.analysed("/research/ratings/released/progress.json")
     dashboard = researcher.get("/research/ratings/released").get_data(as_text=True)
     assert f'dir="auto">{SPOOFED[:12]}</a>' in dashboard  # ids are cut to 12 characters
-    [row] = [
-        r
-        for r in researcher.get("/research/ratings/released/progress.json").get_json()["quality"]
-        if r["rater"] == SPOOFED[:12]
-    ]
+    [row] = [r for r in progress["quality"] if r["rater"] == SPOOFED[:12]]
     page = researcher.get(row["url"]).get_data(as_text=True)
     assert f"<h1>Rater <bdi>{SPOOFED[:12]}</bdi></h1>" in page
     title = page.split("<title>", 1)[1].split("</title>", 1)[0]

@@ -1,6 +1,6 @@
 """The co-writing wing's parts, built once per app (:func:`cyoa.cowriting.wing.init_app`) and
 read through :func:`parts`: the study and its suggestion runner, the writers' rate limits,
-and the researcher side's results cache, pending openings and background tagger."""
+and the researcher side's pending openings and background tagger."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from flask import Flask, current_app
 
-from cyoa.cowriting.research.dashboard import ResultsCache
 from cyoa.cowriting.research.opening import Openings
 from cyoa.cowriting.research.tagging import BackgroundTagger
 from cyoa.cowriting.runner import SuggestionRunner
@@ -27,7 +26,6 @@ class CowritingParts:
     runner: SuggestionRunner
     limiter: RateLimiter
     draft_limiter: RateLimiter
-    results: ResultsCache
     openings: Openings
     dropout_minutes: float
     tagger: BackgroundTagger | None

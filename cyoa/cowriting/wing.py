@@ -15,7 +15,6 @@ from cyoa.cowriting import pages, sockets
 from cyoa.cowriting.parts import CowritingParts
 from cyoa.cowriting.research import participants, views
 from cyoa.cowriting.research import sockets as research_sockets
-from cyoa.cowriting.research.dashboard import ResultsCache
 from cyoa.cowriting.research.opening import Openings
 from cyoa.cowriting.research.progress import DROPOUT_MINUTES
 from cyoa.cowriting.research.tagging import BackgroundTagger
@@ -91,7 +90,6 @@ def init_app(app: Flask, shared: SharedParts, experiments: dict[str, Experiment]
         draft_limiter=RateLimiter(
             float(app.config["DRAFTS_PER_SECOND"]), float(app.config["DRAFT_BURST"])
         ),
-        results=ResultsCache(),
         openings=Openings(),
         dropout_minutes=float(app.config.get("RESEARCH_DROPOUT_MINUTES", DROPOUT_MINUTES)),
         tagger=tagger,

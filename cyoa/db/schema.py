@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from cyoa.db.facade import Db
 from cyoa.errors import SchemaError
 
-VERSION = 14
+VERSION = 15
 
 METADATA = sa.MetaData()
 TEXT, INT, FLOAT = sa.Text, sa.BigInteger, sa.Float
@@ -344,6 +344,28 @@ sa.Table(
     _column("checked_at", TEXT),
     _column("differences", INT),
 )  # fmt: skip
+sa.Table(
+    "analyses", METADATA,
+    _key("experiment_id", TEXT, _to("experiments")),
+    _key("kind"),
+    _column("answers", INT, required=True),
+    _column("version", TEXT, required=True),
+    _column("computed_at", TEXT, required=True),
+    _column("seconds", FLOAT, required=True),
+    _column("result", TEXT, required=True),
+)  # fmt: skip
+sa.Table(
+    "analysis_jobs", METADATA,
+    _key("experiment_id", TEXT, _to("experiments")),
+    _key("kind"),
+    _column("state", TEXT, required=True),
+    _column("version", TEXT, required=True),
+    _column("worker_id", TEXT, required=True),
+    _column("started_at", TEXT, required=True),
+    _column("heartbeat_at", TEXT, required=True),
+    *_columns("step error", TEXT),
+)  # fmt: skip
+ANALYSES = ("analyses", "analysis_jobs")
 SCHEMA_VERSION = sa.Table("schema_version", METADATA, _column("version", sa.Integer, required=True))
 
 
@@ -432,15 +454,24 @@ def _database_moves(conn: sa.Connection) -> None:
     METADATA.tables["database_moves"].create(conn, checkfirst=True)
 
 
-# The steps from an older PostgreSQL database: STEPS[n] takes version n to n + 1, each in its
-# own transaction under the migration lock.
-
-
 def _pair_probabilities(conn: sa.Connection) -> None:
     """Version 13 → 14: ``sessions.pair_probability`` (SQLite's ``_pair_probabilities``)."""
     conn.execute(sa.text("ALTER TABLE sessions ADD COLUMN pair_probability DOUBLE PRECISION"))
 
 
+def _analyses(conn: sa.Connection) -> None:
+    """Version 14 → 15: the dashboards' stored analyses and their jobs (SQLite's
+    ``_analyses``)."""
+    for name in ANALYSES:
+        METADATA.tables[name].create(conn, checkfirst=True)
+
+
 # The steps from an older PostgreSQL database: STEPS[n] takes version n to n + 1, each in its
 # own transaction under the migration lock.
-STEPS = {10: _stored_order, 11: _sent_settings, 12: _database_moves, 13: _pair_probabilities}
+STEPS = {
+    10: _stored_order,
+    11: _sent_settings,
+    12: _database_moves,
+    13: _pair_probabilities,
+    14: _analyses,
+}

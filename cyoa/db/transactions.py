@@ -17,6 +17,9 @@ the foreign-key checks of rows inserted meanwhile (PostgreSQL manual, "Explicit 
   (``pg_advisory_xact_lock``), before a start: a rater's story assignment, a writer's session
   and completion code.
 - ``("rater", experiment_id, rater_id)``: the rater's row, before an answer or heartbeat.
+- ``("analysis", experiment_id)``: an advisory lock of the experiment's stored analyses,
+  before claiming or storing one (:mod:`cyoa.analyses.store`); a rater's start never waits
+  for it.
 - ``("spec", experiment_id)``: the experiment's advisory lock, then its row, before replacing
   a spec that no session may have used yet (no start slips in between).
 
@@ -50,6 +53,11 @@ def _experiment_advisory(conn: sa.Connection, experiment_id: str) -> None:
     conn.execute(sa.text(sql), {"key": f"exp:{experiment_id}"})
 
 
+def _analysis_advisory(conn: sa.Connection, experiment_id: str) -> None:
+    sql = "SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"
+    conn.execute(sa.text(sql), {"key": f"analysis:{experiment_id}"})
+
+
 def _rater_row(conn: sa.Connection, experiment_id: str, rater_id: str) -> None:
     sql = f"SELECT 1 FROM raters WHERE experiment_id = :e AND rater_id = :r {ROW_LOCK}"
     conn.execute(sa.text(sql), {"e": experiment_id, "r": rater_id})
@@ -70,6 +78,7 @@ LOCKS: dict[str, tuple[Callable[..., None], int]] = {
     "experiment": (_experiment_advisory, 1),
     "rater": (_rater_row, 2),
     "spec": (_spec, 1),
+    "analysis": (_analysis_advisory, 1),
 }
 
 

@@ -1,12 +1,11 @@
 """The rating wing's parts, built once per app (:func:`cyoa.rating.wing.init_app`) and read
-through :func:`parts`: the rating studies, the raters' rate limit, the dashboards' analysis
-cache, and this process's story-generation jobs."""
+through :func:`parts`: the rating studies, the raters' rate limit, the last dashboard
+report this process computed, and this process's story-generation jobs."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from flask import Flask, current_app
@@ -17,37 +16,20 @@ from cyoa.rating.service import RatingStudy
 from cyoa.web.ratelimit import RateLimiter
 
 
-@dataclass
-class Snapshot:
-    """The analysis of one version of a rating experiment's data (``report`` is None before
-    the first judgement), the charts drawn from it so far, and ``as_of``: the last time (UTC)
-    the data was seen to be this version."""
-
-    version: str
-    as_of: datetime
-    report: RatingReport | None
-    charts: dict[str, bytes] = field(default_factory=dict)
-
-
-@dataclass
-class Snapshots:
-    """Per experiment: the latest snapshot, and the lock held while one is computed."""
-
-    latest: dict[str, Snapshot] = field(default_factory=dict)
-    locks: dict[str, threading.Lock] = field(default_factory=dict)
-
-
 @dataclass(frozen=True)
 class RatingParts:
     """``rater_limiter``: a rater's actions, all their tabs together. ``jobs``: this
     process's story-generation jobs by id (:class:`cyoa.rating.research.admin.GenerationJob`),
     changed under ``jobs_lock``, as is ``judge_stops``: the stop signal of each judge run
     this process runs, by (experiment, judge), and ``judge_probes``: the judge models timed
-    by a probe before a run (:func:`cyoa.rating.research.judge_runs.probe_judge_speed`)."""
+    by a probe before a run (:func:`cyoa.rating.research.judge_runs.probe_judge_speed`).
+    ``reports``: per experiment, the data version and the report of the last dashboard
+    analysis this process computed (the evaluation card uses it when it is of the data as it
+    is now)."""
 
     ratings: RatingStudy
     rater_limiter: RateLimiter
-    snapshots: Snapshots = field(default_factory=Snapshots)
+    reports: dict[str, tuple[str, RatingReport | None]] = field(default_factory=dict)
     jobs: dict[str, Any] = field(default_factory=dict)
     jobs_lock: threading.Lock = field(default_factory=threading.Lock)
     judge_stops: dict[tuple[str, str], threading.Event] = field(default_factory=dict)

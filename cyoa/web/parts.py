@@ -1,7 +1,8 @@
 """The parts every study kind shares, built once per app by :func:`init_app`: the model cards
-and the pool that runs them, this process's worker id, and the limits on logins and on starts
-per address. Each wing keeps its own parts beside it (:mod:`cyoa.cowriting.parts`,
-:mod:`cyoa.rating.parts`); code reads these through :func:`shared`.
+and the pool that runs them, this process's worker id, the limits on logins and on starts
+per address, and the dashboards' background analyses. Each wing keeps its own parts beside
+it (:mod:`cyoa.cowriting.parts`, :mod:`cyoa.rating.parts`); code reads these through
+:func:`shared`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from flask import Flask, current_app
 
+from cyoa.analyses.jobs import BackgroundAnalyses
 from cyoa.generation import ModelPool, configure_torch_threads
 from cyoa.generation.engine import GENERATION_MODES, CoreShare
 from cyoa.generation.types import ModelCard
@@ -31,6 +33,7 @@ class SharedParts:
     worker_id: str
     start_limiter: RateLimiter
     login_limiter: LoginLimiter
+    analyses: BackgroundAnalyses
 
 
 def shared(app: Flask | None = None) -> SharedParts:
@@ -54,7 +57,9 @@ def init_app(app: Flask, cards: dict[str, ModelCard], used: Collection[str]) -> 
     starts = RateLimiter(
         float(app.config["STARTS_PER_MINUTE"]) / 60, float(app.config["START_BURST"])
     )
-    parts = SharedParts(dict(cards), pool, new_worker_id(), starts, LoginLimiter())
+    worker = new_worker_id()
+    analyses = BackgroundAnalyses(app.config["DATABASE"], worker)
+    parts = SharedParts(dict(cards), pool, worker, starts, LoginLimiter(), analyses)
     app.extensions[__name__] = parts
     return parts
 

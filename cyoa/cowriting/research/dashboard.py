@@ -1,5 +1,6 @@
 """The dashboard's results: the analysis (:mod:`cyoa.cowriting.analysis.tables`) of an experiment as
-display tables and the data for its charts, cached until the experiment's data changes.
+display tables and the data for its charts, computed off the request path
+(:mod:`cyoa.analyses.jobs`) and stored as display-ready JSON with its charts.
 
 - Two systems: :func:`cyoa.cowriting.analysis.tables.analyze` of the whole experiment.
 - More than two: the same analysis per pair of systems that writers compared (each writer
@@ -18,13 +19,12 @@ display tables and the data for its charts, cached until the experiment's data c
 from __future__ import annotations
 
 import math
-import threading
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cyoa import store
+from cyoa.analyses.jobs import Step
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.analysis import rankings as ranking_report
 from cyoa.cowriting.analysis.bradley_terry import NotEstimable, Ranking, rank
@@ -49,6 +49,10 @@ from cyoa.web.charts import CHART_LOCK
 from cyoa.words import counted
 
 RESAMPLES = 2000
+# The stored analysis' kind (``analyses.kind``).
+KIND = "cowriting-dashboard"
+# The analysis of an experiment is computed again at most this often, in seconds.
+RECOMPUTE_SECONDS = 30
 # (edit_metrics key, axis label with unit, upper end of the axis: None = from the data)
 CHART_METRICS = (
     ("edit_distance", "ED (characters)", None),
@@ -526,20 +530,33 @@ def data_version(db: Db, exp_id: str) -> str:
     return f"{count}-{last or ''}-{verdicts}-{judged or ''}-{plan or ''}"
 
 
-class ResultsCache:
-    """The latest :class:`Results` per experiment, recomputed when its data changed."""
+def any_round(db: Db, exp_id: str) -> bool:
+    """Whether a writer of ``exp_id`` submitted a round (before the first there is nothing to
+    analyse)."""
+    row = db.execute(
+        "SELECT 1 FROM rounds WHERE experiment_id = ? AND turn_submitted_at IS NOT NULL LIMIT 1",
+        [exp_id],
+    )
+    return row.fetchone() is not None
 
-    def __init__(self, compute: Callable[..., Results] = compute_results) -> None:
-        self._compute = compute
-        self._results: dict[str, Results] = {}
-        self._lock = threading.Lock()
 
-    def get(self, db: Db, exp: Experiment) -> Results:
-        version = data_version(db, exp.id)
-        with self._lock:
-            cached = self._results.get(exp.id)
-            if cached is not None and cached.version == version:
-                return cached
-            results = self._compute(db, exp, version)
-            self._results[exp.id] = results
-            return results
+def stored_result(results: Results) -> dict[str, Any]:
+    """``results`` as the dashboard serves it, display-ready JSON: :meth:`Results.to_dict`
+    with whether there is a ranking, why not, and every chart drawn as SVG text by name."""
+    return {
+        **results.to_dict(),
+        "ranking": results.ranking is not None,
+        "ranking_error": results.ranking_error,
+        "svg": {name: render_chart(results, name).decode("utf-8") for name in chart_names(results)},
+    }
+
+
+def analyse(db: Db, exp: Experiment, step: Step) -> tuple[int, str, dict[str, Any]]:
+    """The dashboard's analysis of ``exp`` as its data is now: the submitted rounds it
+    counted, the data version it read (read first: an answer that lands meanwhile makes the
+    next version, analysed next) and the stored result."""
+    version = data_version(db, exp.id)
+    step("analysing the rounds")
+    results = compute_results(db, exp, version)
+    step(f"drawing the charts of {results.rounds:,} rounds")
+    return results.rounds, version, stored_result(results)

@@ -30,7 +30,8 @@ from cyoa.web.realtime import socketio
 log = logging.getLogger(__name__)
 # Saved drafts change neither progress nor results, and come often while writers type.
 QUIET_EVENTS = frozenset({"draft_saved"})
-RESULT_EVENTS = frozenset({"turn_submitted", "survey_submitted"})
+# A stored analysis that landed ("analysis_stored") changes the results too.
+RESULT_EVENTS = frozenset({"turn_submitted", "survey_submitted", "analysis_stored"})
 
 
 def room(exp_id: str) -> str:

@@ -28,10 +28,12 @@ from flask import (
 )
 
 from cyoa import store
+from cyoa.analyses.jobs import Served, describe
+from cyoa.analyses.store import stamp
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.pages import START_PATH, WORK
 from cyoa.cowriting.parts import parts as cowriting_parts
-from cyoa.cowriting.research import exports, lifecycle
+from cyoa.cowriting.research import dashboard, exports, lifecycle
 from cyoa.cowriting.research.forms import (
     FORM_SYSTEM_ROWS,
     MAX_SYSTEM_ROWS,
@@ -50,6 +52,7 @@ from cyoa.cowriting.spec import SpecError
 from cyoa.web import auth, tables
 from cyoa.web import research as web
 from cyoa.web.blinding import naming_warning
+from cyoa.web.charts import CHART_LOCK, empty_chart
 from cyoa.web.experiments import (
     SPEC_MAX_BYTES,
     STATUS_VERBS,
@@ -64,6 +67,8 @@ from cyoa.web.research import format_seconds
 from cyoa.web.tables import ExportError
 
 bp = web.blueprint("research_cowriting", __name__, "/research")
+# Every chart the dashboard may draw (dashboard.chart_names: the ranking with > 2 systems).
+CHART_NAMES = ("ranking", "preference", "edits", "likert")
 
 
 def _spec_folder() -> Path:
@@ -246,13 +251,56 @@ def edit_experiment(exp_id: str):
     return redirect(url_for("research_cowriting.experiment", exp_id=exp.id))
 
 
+def _served(db, exp) -> Served | None:
+    """The stored analysis of ``exp`` and its job, a newer one started in the background when
+    the data changed (the open pages are told when it lands); None before the first submitted
+    round, when there is nothing to analyse."""
+    if not dashboard.any_round(db, exp.id):
+        return None
+    app = current_app._get_current_object()
+    return shared_parts().analyses.serve(
+        db,
+        exp.id,
+        dashboard.KIND,
+        dashboard.data_version(db, exp.id),
+        lambda handle, step: dashboard.analyse(handle, exp, step),
+        dashboard.RECOMPUTE_SECONDS,
+        landed=lambda: push_update(app, exp.id, "", "analysis_stored"),
+    )
+
+
+def _results(db, exp) -> dict[str, Any]:
+    """The dashboard's results as stored (``svg``: the charts), with ``analysis``: what it
+    counted, when, and what is being computed; before the first submitted round, the results
+    of no round, computed here (there is nothing to analyse)."""
+    found = _served(db, exp)
+    if found is None:
+        empty = dashboard.compute_results(db, exp, "none")
+        analysis = {"state": "current", "as_of": "–", "text": "", "answers": 0}
+        return {**empty.to_dict(), "ranking": False, "ranking_error": None, "analysis": analysis}
+    analysis = describe(found, datetime.now(UTC), dashboard.RECOMPUTE_SECONDS, unit="rounds")
+    if found.stored is None:
+        return {
+            "version": "none",
+            "tables": [],
+            "notes": [],
+            "charts": [],
+            "ranking": False,
+            "ranking_error": None,
+            "svg": {},
+            "analysis": analysis,
+        }
+    version = f"{found.stored.version}@{stamp(found.stored.computed_at)}"
+    return {**found.stored.result, "version": version, "analysis": analysis}
+
+
 @bp.get("/experiments/<exp_id>")
 @auth.login_required
 def experiment(exp_id: str):
     exp = experiment_or_404(exp_id)
     with web.db() as db:
         progress = progress_payload(db, exp)
-        results = cowriting_parts().results.get(db, exp)
+        results = _results(db, exp)
         writers = writer_rows(db, exp)
         details = store.get_evaluation_details(db, exp.id)
         plan = store.latest_plan(db, exp.id)
@@ -384,20 +432,30 @@ def writers_json(exp_id: str):
 def results_json(exp_id: str):
     exp = experiment_or_404(exp_id)
     with web.db() as db:
-        return jsonify(cowriting_parts().results.get(db, exp).to_dict())
+        results = _results(db, exp)
+    return jsonify({key: value for key, value in results.items() if key != "svg"})
 
 
 @bp.get("/experiments/<exp_id>/charts/<name>.svg")
 @auth.login_required
 def chart(exp_id: str, name: str):
-    from cyoa.cowriting.research.dashboard import chart_names, render_chart
-
     exp = experiment_or_404(exp_id)
     with web.db() as db:
-        results = cowriting_parts().results.get(db, exp)
-    if name not in chart_names(results):
+        if dashboard.any_round(db, exp.id):
+            results = _results(db, exp)
+        else:  # nothing submitted: the charts of no round
+            empty = dashboard.compute_results(db, exp, "none")
+            if name not in dashboard.chart_names(empty):
+                abort(404)
+            results = {"svg": {name: dashboard.render_chart(empty, name).decode("utf-8")}}
+    if name in results["svg"]:
+        svg = results["svg"][name].encode("utf-8")
+    elif results["version"] == "none" and name in CHART_NAMES:
+        with CHART_LOCK:
+            svg = empty_chart(results["analysis"]["text"])
+    else:
         abort(404)
-    response = current_app.response_class(render_chart(results, name), mimetype="image/svg+xml")
+    response = current_app.response_class(svg, mimetype="image/svg+xml")
     # matplotlib styles its SVG with style attributes; the image can run no script.
     response.headers["Content-Security-Policy"] = web.CHART_CSP
     response.headers["Cache-Control"] = "private, no-cache"

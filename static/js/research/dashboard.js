@@ -1,6 +1,6 @@
 // The experiment dashboard: joins the experiment's researcher room over Socket.IO and, told
 // that something changed, fetches and redraws the progress figures and, when turns or surveys
-// come in, the results tables and charts. Everything a writer typed is set with textContent, never parsed as HTML.
+// come in or a newer stored analysis landed, the results tables and charts. Everything a writer typed is set with textContent, never parsed as HTML.
 (function () {
   "use strict";
 
@@ -64,7 +64,18 @@
     return section;
   }
 
+  // The results come from the stored analysis; while a newer one is computed (or waits for
+  // its turn) the page asks again, and the push "analysis_stored" says when one landed.
+  const ANALYSIS_RETRY_MS = 5000;
+
   function showResults(results) {
+    const status = document.getElementById("analysis-status");
+    status.textContent = results.analysis.text;
+    status.dataset.state = results.analysis.state;
+    if (results.analysis.state !== "current" && results.analysis.state !== "failed") {
+      if (resultsTimer === null) resultsTimer = setTimeout(refreshResults, ANALYSIS_RETRY_MS);
+    }
+    if (results.version === root.dataset.version) return;
     const tables = results.tables.map(table);
     if (!tables.length) tables.push(el("p", "No submitted round yet.", "muted"));
     document.getElementById("results-tables").replaceChildren(...tables);

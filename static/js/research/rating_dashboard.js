@@ -1,6 +1,7 @@
 // The rating experiment's dashboard, live: every few seconds it asks for progress.json and
-// redraws the progress figures, the agreement and quality-control tables and, when the data
-// changed, the charts and the results tables. Raters' answers never reach this script; what
+// redraws the progress figures, what the stored analysis counted and what is being computed,
+// the agreement and quality-control tables and, when a newer analysis landed, the charts and
+// the results tables. Raters' answers never reach this script; what
 // it shows is set with textContent, never parsed as HTML.
 (function () {
   "use strict";
@@ -42,10 +43,16 @@
     });
   }
 
-  function showAgreement(agreement) {
+  function showAnalysis(analysis) {
+    const node = document.getElementById("analysis-status");
+    node.textContent = analysis.text;
+    node.dataset.state = analysis.state;
+  }
+
+  function showAgreement(agreement, empty) {
     document.getElementById("agreement-headline").textContent = agreement.headline;
     const rows = agreement.rows.map((r) => row([r.item, r.label, r.level, r.all, r.kept, r.stories, r.agree]));
-    fill("agreement-body", rows, "No judgements yet.", 7);
+    fill("agreement-body", rows, empty, 7);
     document.getElementById("agreement-note").textContent = agreement.note;
     const warnings = document.getElementById("agreement-warnings");
     warnings.replaceChildren(...(agreement.warnings || []).map((warning) => el("li", "‡ " + warning)));
@@ -74,7 +81,7 @@
     fill("quality-body", rows, "No rater has answered yet.", 8);
   }
 
-  function showTables(tables) {
+  function showTables(tables, empty) {
     const holder = document.getElementById("results-tables");
     const open = new Set(
       Array.from(holder.querySelectorAll("details[open]")).map((d) => d.dataset.table)
@@ -96,7 +103,7 @@
       details.appendChild(scroll);
       return details;
     });
-    if (!nodes.length) nodes.push(el("p", "No judgements yet.", "muted"));
+    if (!nodes.length) nodes.push(el("p", empty, "muted"));
     if (!open.size && nodes[0].tagName === "DETAILS") nodes[0].open = true;
     holder.replaceChildren(...nodes);
   }
@@ -121,12 +128,13 @@
       if (!response.ok || !type.includes("json")) throw new Error("please log in again and reload");
       const data = await response.json();
       showProgress(data.progress);
-      showAgreement(data.agreement);
+      showAnalysis(data.analysis);
+      showAgreement(data.agreement, data.empty);
       showQuality(data.rules, data.quality);
       document.getElementById("quality-note").textContent = data.quality_note || "";
       if (data.version !== root.dataset.version) {
         root.dataset.version = data.version;
-        showTables(data.tables);
+        showTables(data.tables, data.empty);
         showCharts(data.version);
       }
       // UTC, as every time on the researcher's pages (the analysis' "as of" included).
