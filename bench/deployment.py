@@ -269,8 +269,8 @@ def redis_server(folder: Path) -> Iterator[str]:
 @contextmanager
 def postgres_database() -> Iterator[str]:
     """A new database on a throw-away PostgreSQL cluster (Debian's ``postgresql``, as the
-    tests start it: tests/postgres_server.py); yields its ``postgresql://`` URL."""
-    from tests.postgres_server import binaries, create_database, start_cluster, stop_cluster
+    tests start it: bench/postgres_server.py); yields its ``postgresql://`` URL."""
+    from bench.postgres_server import binaries, create_database, start_cluster, stop_cluster
 
     bin_dir = binaries()
     if bin_dir is None:

@@ -1,5 +1,5 @@
 """How long one call of the ``openai`` backend takes to end against each mode of the hostile
-test server (tests/support/hostile_server.py), and how soon Stop ends a call whose server
+test server (bench/hostile_server.py), and how soon Stop ends a call whose server
 hangs, with the card's bounds as given.
 
     .venv/bin/python bench/hostile_servers.py    # bench/results/hostile-servers.{md,json}
@@ -23,10 +23,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from hostile_server import HostileServer  # noqa: E402
-
+from bench.hostile_server import HostileServer  # noqa: E402
 from cyoa.generation.openai_backend import ModelServerError, OpenAIBackend  # noqa: E402
 from cyoa.generation.stopping import GenerationStopped, stop_when  # noqa: E402
 from cyoa.generation.types import ModelCard, Sampling  # noqa: E402
@@ -113,7 +111,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"One call of the `openai` backend per row, {result['repeats']} times, `max_tokens` 20, "
         f"the card's `timeout_seconds` {result['timeout']:g} and `deadline_seconds` "
         f'{result["deadline"]:g} (docs/deployment.md, "Bounds on every call"); the modes are '
-        "tests/support/hostile_server.py's.",
+        "bench/hostile_server.py's.",
         "",
         "| mode | median (s) | slowest (s) | how it ended |",
         "|---|---|---|---|",

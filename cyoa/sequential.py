@@ -14,7 +14,7 @@ implementation ``confseq.betting.betting_cs`` (confseq 0.0.11, Howard & Waudby-S
 with its defaults, and its running intersection. That package cannot be installed here (it
 needs a C++ build against Boost and its Python part uses ``numpy.float_``, gone in numpy 2),
 so the method is written out below and checked against numbers the package printed
-(tests/test_sequential.py).
+(tests/stats/test_sequential.py).
 
 For a candidate mean m, two gamblers bet on the next value x_i being above (K⁺) or below (K⁻) m:
 

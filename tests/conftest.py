@@ -3,7 +3,7 @@ backend (deterministic text, for fast tests only) unless a test asks for real mo
 
 A module marked ``pytestmark = pytest.mark.both_databases`` runs each test twice: ``[sqlite]``
 and ``[postgresql]``, the second on a new database of the session's PostgreSQL server
-(tests/postgres_server.py). :func:`write_setup` puts the test's database in the app config,
+(bench/postgres_server.py). :func:`write_setup` puts the test's database in the app config,
 so the app, the verbs (``--db``) and :func:`db_rows` all use it. The data, study, rating and
 Socket.IO modules opt in; modules about SQLite itself stay on it alone: its migrations of old
 files (test_store_migrations), its online backup (test_backup_restore), its locks and busy
@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 from hypothesis import settings
 from parallel_workers import pytest_configure  # noqa: F401 (the hook: one thread per worker)
-from postgres_server import create_database, postgres_cluster, postgres_url  # noqa: F401
 
+from bench.postgres_server import create_database, postgres_cluster, postgres_url  # noqa: F401
 from cyoa import create_app, store
 from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.web.realtime import socketio
+from tests.paths import ROOT
 
 # In CI (CI=true) property and fuzz tests draw the same examples on every run, so a run's
 # result depends on the code alone; elsewhere they explore new examples each time.
@@ -339,7 +340,7 @@ def packaged_stories(tmp_path_factory) -> Path:
 
     from cyoa.cli import cli  # here: it imports every wing's analysis, seconds for every run
 
-    root_dir = Path(__file__).resolve().parent.parent
+    root_dir = ROOT
     root = tmp_path_factory.getbasetemp()
     if "PYTEST_XDIST_WORKER" in os.environ:
         root = root.parent  # the run's folder, above each worker's own

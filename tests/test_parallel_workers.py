@@ -9,6 +9,8 @@ from types import SimpleNamespace
 import parallel_workers
 import pytest
 
+from tests.paths import TESTS
+
 pytest_plugins = ["pytester"]
 
 THREAD_SETTINGS = (
@@ -35,7 +37,7 @@ def seen_in_a_test(pytester, monkeypatch, tmp_path):
         monkeypatch.delenv(name, raising=False)
     # Under `make test` this test itself runs in a worker, whose mark the run below must not see.
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    here = os.path.dirname(__file__)
+    here = str(TESTS)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("SEEN_FILE", str(tmp_path / "seen.json"))
     pytester.makepyfile(test_seen=SEEN)

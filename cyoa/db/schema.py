@@ -5,7 +5,7 @@ them on PostgreSQL.
 SQLite databases keep their own chain (``cyoa.store.MIGRATIONS``, version in ``PRAGMA
 user_version``). A PostgreSQL database starts at :data:`VERSION`, the length of that chain,
 created whole from :data:`METADATA`, its version in the table ``schema_version``.
-tests/test_db_schema.py compares this MetaData with a freshly migrated SQLite database
+tests/db/test_db_schema.py compares this MetaData with a freshly migrated SQLite database
 (tables, columns and their type affinities, keys, indexes), so the two cannot drift: a new
 SQLite migration fails that test until this file says the same.
 

@@ -229,7 +229,7 @@ def load_tokenizer(folder: Path) -> Any:
     ``AutoTokenizer.from_pretrained`` gives the same tokenizer but first parses the file in
     Python to rebuild it from its vocabulary (Gemma's is 33 MB), which makes every start-up slower.
     Both give the same ids, decoded text, special and added tokens for both packaged models
-    (tests/test_generation_weights.py)."""
+    (tests/generation/test_generation_weights.py)."""
     force_offline()
     from transformers import PreTrainedTokenizerFast
 

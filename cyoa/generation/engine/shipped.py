@@ -239,9 +239,9 @@ def use_shipped_weights(model: Any, gguf_file: Path, compute: torch.dtype = torc
     how many were replaced (0 where the kernel is missing).
 
     Whatever ``compute``, the kernel's product for a row does not depend on its batch mates
-    or on the thread count (tests/test_generation_shipped.py). But the model's other layers
-    agree alone and in a batch only to float32 rounding, and bfloat16 inputs turn such a
-    difference into a bfloat16 step now and then: in bfloat16 a row's text can depend on
+    or on the thread count (tests/generation/test_generation_shipped.py). But the model's other
+    layers agree alone and in a batch only to float32 rounding, and bfloat16 inputs turn
+    such a difference into a bfloat16 step now and then: in bfloat16 a row's text can depend on
     its batch, as with the ``bfloat16`` dtype option.
 
     ``model`` is the float32 model converted from that file: each layer is replaced only if
