@@ -9,8 +9,8 @@ attention kernel (the other path multiplies a batch-wide masked matrix, whose ro
 depends on the batch); keys and values are stored in float16 in a full-size sliding-window
 cache (``swa_full``), so that a long sequence never wraps around into cells in another order;
 and the weights stay in the file's layout (``use_extra_bufts`` off, see :data:`MODEL`).
-tests/generation/test_llamacpp_guarantee.py proves the property on the packaged models and fails if a
-value below changes.
+tests/generation/test_llamacpp_guarantee.py proves the property on the packaged models and
+fails if a value below changes.
 """
 
 from __future__ import annotations
