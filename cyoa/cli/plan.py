@@ -29,7 +29,11 @@ def _plan(ctx: click.Context, experiment: str | None, kind: str | None, assume: 
           options: Options, save: bool) -> PlanRecord:  # fmt: skip
     """The plan asked for, stored on ``experiment`` when ``save``."""
     db = open_existing(ctx) if experiment is not None else None
-    planner = kinds.kind_of(db, experiment).planner if db is not None else PLANNERS[kind]
+    planner = (
+        kinds.kind_of(db, experiment).planner_for(db, experiment)
+        if db is not None
+        else PLANNERS[kind]
+    )
     try:
         typed = parse_assumptions(assume, planner.keys)
         record = make_plan(db, experiment, kind, typed, options)

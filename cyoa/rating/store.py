@@ -17,6 +17,7 @@ from typing import Any
 
 from cyoa.db.facade import Db
 from cyoa.store import get_experiment, insert_experiment, now, story_alias, write_transaction
+from cyoa.words import counted
 
 # The panel of the study's own raters (and of an imported panel of people); a judge model's
 # verdicts are a panel named after the judge (``raters.panel``).
@@ -415,9 +416,9 @@ def rating_open_refusal(db: Db, exp_id: str) -> str:
     if unreadable:
         shown = ", ".join(unreadable[:20]) + (", …" if len(unreadable) > 20 else "")
         return (
-            f"'{exp_id}' has {len(unreadable)} stories with neither text nor a link, which "
-            f"its raters could not read: {shown}. Edit it and choose stories that have their "
-            "texts, then open it."
+            f"'{exp_id}' has {counted(len(unreadable), 'story')} with neither text nor a link, "
+            f"which its raters could not read: {shown}. Edit it and choose stories that have "
+            "their texts, then open it."
         )
     blank = [f for f in ("consent", "instructions") if not str(spec.get(f, "")).strip()]
     if blank:

@@ -122,11 +122,12 @@ def _page(row: dict[str, Any], error: str = "", status: int = 200, job: PlanJob 
     form = {name: value for name, value in request.form.items() if name != "csrf_token"}
     with web.db() as db:
         latest = store.latest_plan(db, row["id"])
+        planner = kinds.KINDS[row["kind"]].planner_for(db, row["id"])
     page = render_template(
         "research/plan.html",
         experiment=row,
         dashboard_url=url_for(kinds.KINDS[row["kind"]].dashboard, exp_id=row["id"]),
-        keys=sorted(kinds.KINDS[row["kind"]].planner.keys),
+        keys=sorted(planner.keys),
         latest=latest,
         job=job.to_dict() if job else None,
         error=error,
@@ -178,9 +179,10 @@ def _options(job: PlanJob) -> tuple[Options, dict[str, float]]:
 
 
 def job_planner(job: PlanJob) -> Planner:
-    """The planner of the job's experiment's kind (its assumptions, its effect)."""
+    """The planner the job's experiment is planned with (its kind's, or an FEI pilot's):
+    its assumptions, its effect."""
     with web.db() as db:
-        return kinds.kind_of(db, job.experiment).planner
+        return kinds.kind_of(db, job.experiment).planner_for(db, job.experiment)
 
 
 @bp.post("/<exp_id>")

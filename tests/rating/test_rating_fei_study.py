@@ -120,3 +120,7 @@ def test_corrupted_stories_get_the_higher_entropy(app, tmp_path):
     assert "readers per question" in plan.output.lower()
     assert "model (shuffled)" in plan.output and "Traceback" not in plan.output
     assert "plan at least 4 stories per source" in plan.output
+    # The pilot is planned as FEI, so FEI's own assumptions are taken for it.
+    typed = runner.invoke(cli, [*base, "plan", "aiss-pilot", "--assume", "questions=5"])
+    assert typed.exit_code == 0, typed.output
+    assert "readers per question" in typed.output.lower()

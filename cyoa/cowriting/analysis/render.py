@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from cyoa.cowriting.analysis.results import OVERALL, Analysis, Mean, ShareRow, WriterLevel
+from cyoa.words import counted
 
 Format = Literal["markdown", "csv", "json"]
 FORMATS: tuple[Format, ...] = ("markdown", "csv", "json")
@@ -253,7 +254,7 @@ def _preference_lines(analysis: Analysis) -> list[str]:
         lines += [
             "Clark & Smith's pooled binomial (every round counted as independent; the paper's "
             "test, kept for comparison with it): per-round p-values Holm-adjusted across the "
-            f"{len(level.round_p_holm)} rounds.",
+            f"{counted(len(level.round_p_holm), 'round')}.",
             "",
         ]
     lines += [f"Test: {table.method}.", ""]

@@ -92,7 +92,7 @@
       details.dataset.table = key;
       details.open = open.has(key);
       const summary = el("summary", table.name.replaceAll("_", " ") + " ");
-      summary.appendChild(el("span", `(${table.raters} ${table.raters === 1 ? "rater" : "raters"})`, "muted"));
+      summary.appendChild(el("span", `(${table.raters} raters)`, "muted"));
       details.appendChild(summary);
       if (table.note) details.appendChild(el("p", table.note, "muted small"));
       const scroll = el("div", null, "scroll");
