@@ -21,6 +21,9 @@ def test_the_prolific_link_is_shown_whole_and_copied_with_one_click(server, brow
     page.fill("input[name=name]", "alice")
     page.fill("input[name=password]", RESEARCHER_PASSWORD)
     page.click("button[type=submit]")
+    # The Copy button's script is deferred: it listens once the page has been parsed.
+    page.wait_for_url(f"{server}/research/experiments/fake-ab")
+    page.wait_for_load_state("domcontentloaded")
     link = f"{server}/s/fake-ab{PROLIFIC}"
     assert page.input_value("#link-prolific") == link
     assert page.get_attribute("#link-prolific", "readonly") is not None
