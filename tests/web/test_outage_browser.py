@@ -48,6 +48,21 @@ STORY = {
     "text": "The keeper lit the lamp every night.\nOne night the lamp would not light.",
 }
 EDIT = "The keeper's own ending, typed while the database was down."
+
+
+def open_rating_study(database: str, folder, exp_id: str) -> None:
+    """Store and open a rating study ``exp_id`` of the one story :data:`STORY` (AISS, one
+    rater per story) in ``database``, its stories file written in ``folder``."""
+    (folder / "stories.jsonl").write_text(json.dumps(STORY) + "\n")
+    db = store.connect(database)
+    try:
+        store.init_db(db)
+        create_from_spec(db, parse_rating_spec({**RATING, "id": exp_id}, exp_id, folder, db))
+        set_status(db, exp_id, "open")
+    finally:
+        db.dispose()
+
+
 RECONNECTING = "The study is reconnecting to its database."
 RETRY = re.compile(r'^43\d*\[\{.*"retry": ?true')  # a Socket.IO acknowledgement saying retry
 
@@ -100,12 +115,7 @@ def server(tmp_path, stoppable_cluster):  # noqa: F811
     srv.db = create_database(cluster, "outage_browser")
     srv.env["CYOA_DATABASE"] = srv.db
     srv.env["CYOA_TAG_SENTENCES"] = "false"
-    (tmp_path / "stories.jsonl").write_text(json.dumps(STORY) + "\n")
-    db = store.connect(srv.db)
-    store.init_db(db)
-    create_from_spec(db, parse_rating_spec(RATING, RATING["id"], tmp_path, db))
-    set_status(db, RATING["id"], "open")
-    db.dispose()
+    open_rating_study(srv.db, tmp_path, RATING["id"])
     srv.start()
     yield srv
     srv.stop()

@@ -15,13 +15,10 @@ from conftest import db_rows
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from cyoa import store
-from cyoa.rating.experiment import create_from_spec
-from cyoa.rating.spec import parse_rating_spec
-from cyoa.web.experiments import set_status
 from tests.cowriting.test_browser import OFFLINE, Server, page, start_story, write_line  # noqa: F401 - page
 from tests.rating.test_rating_client_browser import answer_events, box, saved
 from tests.rating.test_rating_client_browser import start as start_rating
+from tests.web.test_outage_browser import open_rating_study
 
 pytestmark = pytest.mark.browser
 
@@ -125,35 +122,14 @@ def test_a_writer_s_offline_clicks_survive_reloads_and_are_stored_once(server, p
     assert "Traceback" not in (server.root / "server.log").read_text()
 
 
-RATING = {
-    "id": "outbox-rating",
-    "title": "A short story",
-    "kind": "rating",
-    "instrument": "aiss-v1",
-    "raters_per_story": 1,
-    "stories_per_rater": 1,
-    "consent": "You will read a short story and answer questions about it.",
-    "instructions": "Read the story, then say how far you agree with each statement.",
-    "stories": {"file": "stories.jsonl"},
-}
-STORY = {
-    "story_id": "s1",
-    "source": "human",
-    "title": "The lamp",
-    "text": "The keeper lit the lamp every night.\nOne night the lamp would not light.",
-}
+RATING_ID = "outbox-rating"
 
 
 @pytest.fixture
 def rating_server(tmp_path):
     """A server with one open rating study of one story."""
     srv = Server(tmp_path)
-    (tmp_path / "stories.jsonl").write_text(json.dumps(STORY) + "\n")
-    db = store.connect(srv.db)
-    store.init_db(db)
-    create_from_spec(db, parse_rating_spec(RATING, RATING["id"], tmp_path, db))
-    set_status(db, RATING["id"], "open")
-    db.close()
+    open_rating_study(srv.db, tmp_path, RATING_ID)
     srv.start()
     yield srv
     srv.stop()
@@ -161,7 +137,7 @@ def rating_server(tmp_path):
 
 def test_a_rater_s_offline_answers_survive_a_reload_and_are_stored_once(rating_server, page):  # noqa: F811
     page.on("dialog", lambda dialog: dialog.accept())  # leaving with answers not saved yet
-    start_rating(page, rating_server, RATING["id"], "outbox-rater")
+    start_rating(page, rating_server, RATING_ID, "outbox-rater")
     url = page.url
     box(page, 1).locator('input[value="2"]').check()
     saved(page, 1)
