@@ -18,6 +18,7 @@ from typing import Any
 from cyoa import store
 from cyoa.cowriting.flow import Limits, RuleError, normalize_text
 from cyoa.generation.types import ModelCard, System
+from cyoa.languages import SOURCE_LANGUAGE, study_languages
 from cyoa.web.completion import completion_url_problem, study_code_problem
 
 LIKERT_LABELS = (
@@ -104,6 +105,9 @@ class Experiment:
     pairing: str = "balanced"
     target_writers: int = 0
     likert_labels: tuple[str, ...] = LIKERT_LABELS
+    # The participant pages' language (BCP 47), and every one the browser may pick among.
+    language: str = SOURCE_LANGUAGE
+    languages: tuple[str, ...] = (SOURCE_LANGUAGE,)
     source: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -182,6 +186,10 @@ def experiment_from_dict(
     if slot_order not in SLOT_ORDERS:
         raise SpecError(f"{where}: 'slot_order' must be one of {', '.join(SLOT_ORDERS)}.")
     pairing = _pairing(raw, len(systems), where)
+    try:
+        languages = study_languages(raw)
+    except ValueError as exc:
+        raise SpecError(f"{where}: {exc}") from None
     prompt = _table(raw, "prompt", where)
     completion_url, completion_code = _completion(raw, where)
     timeout = raw.get("suggestion_timeout_seconds", 60.0)
@@ -207,6 +215,8 @@ def experiment_from_dict(
         slot_order=slot_order,
         pairing=pairing,
         target_writers=_whole(raw, "target_writers", 0, where),
+        language=languages.default,
+        languages=languages.allowed,
         source=raw,
     )
 
