@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from babel import Locale, UnknownLocaleError
+
 TRANSLATIONS = Path(__file__).resolve().parent / "translations"
 SOURCE_LANGUAGE = "en"
+ENGLISH = SOURCE_LANGUAGE
 # Written right to left (Unicode CLDR's character order for these languages).
 RIGHT_TO_LEFT = frozenset({"ar", "fa", "he", "ur"})
 
@@ -69,3 +72,23 @@ def study_languages(raw: dict[str, Any]) -> StudyLanguages:
         )
     rest = tuple(dict.fromkeys(code for code in allowed if code != default))
     return StudyLanguages(default, (default, *rest))
+
+
+def primary_language(code: str) -> str:
+    """The primary language subtag of ``code``, lower-cased: "es" for "es-MX"."""
+    return code.split("-")[0].lower()
+
+
+def is_english(code: str) -> bool:
+    """Whether ``code`` is English ("en", "en-GB", …)."""
+    return primary_language(code) == ENGLISH
+
+
+def language_name(code: str) -> str:
+    """The English name of the language ``code``, as a researcher reads it in a sentence:
+    "Arabic" for "ar", "Spanish (Mexico)" for "es-MX" (Unicode CLDR's names, through Babel);
+    a code CLDR does not know is named by itself ("tlh")."""
+    try:
+        return Locale.parse(code, sep="-").get_display_name(ENGLISH) or code
+    except (UnknownLocaleError, ValueError):
+        return code
