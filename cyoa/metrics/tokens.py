@@ -33,11 +33,17 @@ from cyoa.languages import ENGLISH, is_english
 
 # Scripts written without spaces between words: one character (and its marks) is a word.
 UNSPACED_SCRIPTS = ("Han", "Hiragana", "Katakana", "Thai", "Lao", "Khmer", "Myanmar")
+# The rule in a few words, for the analyses' method notes.
+WORDS_RULE = (
+    "runs of Unicode word characters; one character a word in "
+    + ", ".join(UNSPACED_SCRIPTS[:-1])
+    + f" and {UNSPACED_SCRIPTS[-1]} (UAX #29)"
+)
 _UNSPACED = "".join(rf"\p{{{script}}}" for script in UNSPACED_SCRIPTS)
 _WORD = regex.compile(rf"[{_UNSPACED}]\p{{M}}*|[\w--[{_UNSPACED}]]+", regex.V1)
 
 
-__all__ = ["ENGLISH", "UNSPACED_SCRIPTS", "is_english", "words"]
+__all__ = ["ENGLISH", "UNSPACED_SCRIPTS", "WORDS_RULE", "is_english", "words"]
 
 
 def words(text: str) -> list[str]:

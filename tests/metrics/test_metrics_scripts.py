@@ -4,7 +4,7 @@ English-only text metrics are left out of a study in another language."""
 import pytest
 
 from cyoa.metrics.edit import edit_metrics, jaccard, user_metric
-from cyoa.metrics.text import ENGLISH_ONLY, corpus_distinct_n, distinct_n, text_profiles
+from cyoa.metrics.text import corpus_distinct_n, distinct_n, not_computed, text_profiles
 from cyoa.metrics.tokens import words
 
 
@@ -86,4 +86,10 @@ def test_a_study_in_arabic_gets_distinct_n_and_no_english_only_metric():
     assert profile.distinct_1 == pytest.approx(0.5)
     assert profile.mean_sentence_length is None
     assert profile.concreteness is None
-    assert set(ENGLISH_ONLY) == {"mean_sentence_length", "concreteness"}
+    assert not_computed("ar") == (
+        "Sentence length: not computed: English-only (spaCy's English tokenizer and "
+        "sentencizer) and this study is in Arabic.",
+        "Noun and verb concreteness: not computed: English-only (Brysbaert et al. norms / "
+        "spaCy en_core_web_sm) and this study is in Arabic.",
+    )
+    assert not_computed("en-GB") == ()

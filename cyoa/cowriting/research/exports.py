@@ -26,7 +26,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cyoa import store
-from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems, load_study
+from cyoa.cowriting.analysis.data import (
+    experiment_language,
+    experiment_pairs,
+    experiment_systems,
+    load_study,
+)
 from cyoa.cowriting.analysis.tsv import export_cyoa_tsv
 from cyoa.cowriting.research.card import evaluation_card
 from cyoa.cowriting.research.progress import DROPOUT_MINUTES, seconds_between, session_status
@@ -262,7 +267,10 @@ def preference_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
         )
         rows.append(row)
     scored = [r for r in rows if r["chosen_suggestion"] is not None and r["final_text"]]
-    metrics = edit_metrics_many([(r["chosen_suggestion"], r["final_text"]) for r in scored])
+    metrics = edit_metrics_many(
+        [(r["chosen_suggestion"], r["final_text"]) for r in scored],
+        language=experiment_language(db, exp_id),
+    )
     for row, values in zip(scored, metrics, strict=True):
         row.update(values)
     for row in rows:
