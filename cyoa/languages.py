@@ -33,6 +33,12 @@ class StudyLanguages:
     allowed: tuple[str, ...] = (SOURCE_LANGUAGE,)
 
 
+def marked(message: str) -> str:
+    """``message`` unchanged, marked for the catalogue (``pybabel extract -k marked``): for a
+    string translated where it is shown, not where it is written."""
+    return message
+
+
 def available_languages(folder: Path = TRANSLATIONS) -> tuple[str, ...]:
     """The codes the app can show pages in: English first, then every catalogue in
     ``folder``, sorted."""

@@ -15,31 +15,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flask_babel import gettext
+
 from cyoa import store
 from cyoa.cowriting.flow import Limits, RuleError, normalize_text
 from cyoa.generation.types import ModelCard, System
-from cyoa.languages import SOURCE_LANGUAGE, study_languages
+from cyoa.languages import SOURCE_LANGUAGE, marked, study_languages
 from cyoa.web.completion import completion_url_problem, study_code_problem
+from cyoa.web.language import sentence
 
+# The scale's labels and the default survey are drawn by the writing page's script, which
+# shows them in the page's language (cyoa/web/language.py: SCRIPT_SOURCES); a study's own
+# survey text is shown as written.
 LIKERT_LABELS = (
-    "Strongly disagree",
-    "Disagree",
-    "Neither agree nor disagree",
-    "Agree",
-    "Strongly agree",
+    marked("Strongly disagree"),
+    marked("Disagree"),
+    marked("Neither agree nor disagree"),
+    marked("Agree"),
+    marked("Strongly agree"),
 )
 
 # The paper's survey (Clark & Smith 2021, §4.3, Fig. 3).
 DEFAULT_LIKERT = (
-    ("happy", "I'm happy with my final story."),
-    ("collaborative", "I felt the system and I were working collaboratively to write the story."),
-    ("useful", "I thought having the suggestions was useful while writing the story."),
-    ("connected", "The suggestions connected to what had happened in the story so far."),
-    ("ideas", "The suggestions helped me come up with new ideas."),
+    ("happy", marked("I'm happy with my final story.")),
+    (
+        "collaborative",
+        marked("I felt the system and I were working collaboratively to write the story."),
+    ),
+    ("useful", marked("I thought having the suggestions was useful while writing the story.")),
+    ("connected", marked("The suggestions connected to what had happened in the story so far.")),
+    ("ideas", marked("The suggestions helped me come up with new ideas.")),
 )
 DEFAULT_OPEN = (
-    ("why_chosen", "What made you choose one suggestion over another?"),
-    ("looking_for", "What were you looking for in the suggestions?"),
+    ("why_chosen", marked("What made you choose one suggestion over another?")),
+    ("looking_for", marked("What were you looking for in the suggestions?")),
 )
 OPEN_ANSWER_MAX_CHARS = 2000
 # How the two systems of a writer's pair are placed in the slots each round:
@@ -357,23 +366,32 @@ def validate_survey(answers: Any, items: tuple[SurveyItem, ...]) -> dict[str, An
     """The survey answers, checked: every Likert item answered with 1–5 (an int), open
     answers optional text of at most OPEN_ANSWER_MAX_CHARS characters. Unknown ids rejected."""
     if not isinstance(answers, dict):
-        raise RuleError("The survey answers are missing. Please answer and submit again.")
+        raise RuleError(sentence("The survey answers are missing. Please answer and submit again."))
     known = {item.id for item in items}
     unknown = set(answers) - known
     if unknown:
-        raise RuleError("The survey contains an unknown question. Please reload the page.")
+        raise RuleError(
+            sentence("The survey contains an unknown question. Please reload the page.")
+        )
     clean: dict[str, Any] = {}
     for item in items:
         value = answers.get(item.id)
         if item.kind == "likert":
             if type(value) is not int or value not in (1, 2, 3, 4, 5):  # not True, not 4.0
-                raise RuleError(f"Please answer every statement (missing: “{item.text}”).")
+                raise RuleError(
+                    sentence(
+                        "Please answer every statement (missing: “%(statement)s”).",
+                        statement=gettext(item.text),
+                    )
+                )
             clean[item.id] = value
         else:
             text = normalize_text(value) if isinstance(value, str) else ""
             if len(text) > OPEN_ANSWER_MAX_CHARS:
                 raise RuleError(
-                    f"Please keep each answer under {OPEN_ANSWER_MAX_CHARS} characters."
+                    sentence(
+                        "Please keep each answer under %(n)s characters.", n=OPEN_ANSWER_MAX_CHARS
+                    )
                 )
             clean[item.id] = text
     return clean
