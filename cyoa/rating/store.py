@@ -443,6 +443,22 @@ def study_languages(spec: dict[str, Any]) -> tuple[str, ...]:
     return (language, *others)
 
 
+def rater_languages(db: Db, exp_id: str) -> dict[str, str]:
+    """Rater id → the language (BCP 47) their pages started in, for the raters of
+    ``exp_id`` whose first event records it (raters from before it did, judges and imported
+    raters have none)."""
+    languages = {}
+    for rater_id, payload in db.execute(
+        "SELECT rater_id, payload FROM rating_events WHERE experiment_id = ? AND seq = 1"
+        " AND type = 'rater_started'",
+        [exp_id],
+    ).fetchall():
+        language = json.loads(payload).get("language")
+        if isinstance(language, str):
+            languages[rater_id] = language
+    return languages
+
+
 def stored_instrument(db: Db, exp_id: str) -> Instrument:
     """The instrument stored with the rating experiment ``exp_id``, translations included."""
     definition = db.execute(
