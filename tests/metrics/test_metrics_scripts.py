@@ -13,13 +13,14 @@ def test_arabic_words_keep_their_vowel_marks_and_drop_punctuation():
     assert words("كَتَبَ الوَلَدُ، ثم نام.") == ["كَتَبَ", "الوَلَدُ", "ثم", "نام"]
 
 
-def test_chinese_and_japanese_words_are_single_characters():
+def test_chinese_and_hiragana_words_are_single_characters_and_katakana_runs_one_word():
     assert words("我们走了。") == ["我", "们", "走", "了"]
-    assert words("カタカナとひらがな") == list("カタカナとひらがな")
+    assert words("カタカナとひらがな") == ["カタカナ", "と", "ひ", "ら", "が", "な"]
 
 
 def test_mixed_text_splits_latin_words_from_han_characters():
     assert words("GPT写了3个故事") == ["GPT", "写", "了", "3", "个", "故", "事"]
+    assert words("Don't stop at 3.5, wörld!") == ["Don't", "stop", "at", "3.5", "wörld"]
 
 
 def test_distinct_n_of_arabic_counts_words_without_their_punctuation():
