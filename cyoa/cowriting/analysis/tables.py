@@ -423,31 +423,9 @@ def text_table(
             values[source] = _mean(defined).mean
             counts[source] = len(defined)
         rows.append(TextMetricRow(metric, label, values, counts))
-    for pos in ("noun", "verb") if english else ():
-        values, counts = {}, {}
-        for source in sources:
-            scores = [getattr(p.concreteness, pos) for p in per_source[source]]
-            tagged = sum(score.tagged for score in scores)
-            values[source] = sum(score.rated for score in scores) / tagged if tagged else None
-            counts[source] = tagged
-        rows.append(
-            TextMetricRow(
-                f"{pos}_coverage", f"{pos.capitalize()} lemmas rated (fraction)", values, counts
-            )
-        )
-    singles = _single_texts(data)
-    for n in (1, 2, 3):
-        rows.append(
-            TextMetricRow(
-                f"corpus_distinct_{n}",
-                f"Corpus distinct-{n} (Li et al. 2016, per token)",
-                {
-                    source: corpus_distinct_n(singles[source], n, language=data.language)
-                    for source in sources
-                },
-                {source: len(singles[source]) for source in sources},
-            )
-        )
+    if english:
+        rows += _coverage_rows(per_source)
+    rows += _corpus_rows(data, sources)
     return TextTable(
         sources=sources,
         rows=tuple(rows),
@@ -463,6 +441,38 @@ def text_table(
         ),
         not_computed=not_computed(data.language),
     )
+
+
+def _coverage_rows(per_source: dict[str, list[TextProfile]]) -> list[TextMetricRow]:
+    """Rated / tagged noun and verb lemmas, pooled over each source's texts."""
+    rows = []
+    for pos in ("noun", "verb"):
+        values, counts = {}, {}
+        for source, profiles in per_source.items():
+            scores = [getattr(p.concreteness, pos) for p in profiles]
+            tagged = sum(score.tagged for score in scores)
+            values[source] = sum(score.rated for score in scores) / tagged if tagged else None
+            counts[source] = tagged
+        label = f"{pos.capitalize()} lemmas rated (fraction)"
+        rows.append(TextMetricRow(f"{pos}_coverage", label, values, counts))
+    return rows
+
+
+def _corpus_rows(data: StudyData, sources: tuple[str, ...]) -> list[TextMetricRow]:
+    """Li et al.'s corpus distinct-n over every single suggestion (or line) of each source."""
+    singles = _single_texts(data)
+    return [
+        TextMetricRow(
+            f"corpus_distinct_{n}",
+            f"Corpus distinct-{n} (Li et al. 2016, per token)",
+            {
+                source: corpus_distinct_n(singles[source], n, language=data.language)
+                for source in sources
+            },
+            {source: len(singles[source]) for source in sources},
+        )
+        for n in (1, 2, 3)
+    ]
 
 
 def _single_texts(data: StudyData) -> dict[str, list[str]]:
@@ -498,6 +508,24 @@ def likert_rows(data: StudyData) -> tuple[LikertRow, ...]:
     )
 
 
+def _compat_analysis(
+    data: StudyData, compat: str, workers: int, cache: LemmaCache | None
+) -> Analysis:
+    """The original evaluation script's analysis; refused for a study in another language
+    than English, which that script's metrics are defined on."""
+    if compat not in COMPAT_MODES:
+        raise ValueError(f"Unknown compat mode {compat!r}: use one of {COMPAT_MODES}.")
+    if not is_english(data.language):
+        raise AnalysisError(
+            f"The {compat} mode reproduces the original evaluation script, which is "
+            f"English-only, and experiment '{data.experiment}' is in "
+            f"{language_name(data.language)}: analyse it without --compat."
+        )
+    from cyoa.cowriting.analysis.compat import analyze_cyoa_2021
+
+    return analyze_cyoa_2021(data, workers=workers, cache=cache)
+
+
 def analyze(
     data: StudyData,
     compat: Compat | None = None,
@@ -523,17 +551,7 @@ def analyze(
         raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}.")
     processes = _workers(workers, len(data.writers))
     if compat is not None:
-        if compat not in COMPAT_MODES:
-            raise ValueError(f"Unknown compat mode {compat!r}: use one of {COMPAT_MODES}.")
-        if not is_english(data.language):
-            raise AnalysisError(
-                f"The {compat} mode reproduces the original evaluation script, which is "
-                f"English-only, and experiment '{data.experiment}' is in "
-                f"{language_name(data.language)}: analyse it without --compat."
-            )
-        from cyoa.cowriting.analysis.compat import analyze_cyoa_2021
-
-        return analyze_cyoa_2021(data, workers=processes, cache=cache)
+        return _compat_analysis(data, compat, processes, cache)
     first, second = data.systems
     preference_result = preference_table(data, alternative, resamples, seed)
     notes = [
