@@ -325,7 +325,7 @@ def edit_metrics(
 
 
 def _edit_metrics_chunk(
-    pairs: list[tuple[str, str]], variant: Variant, language: str
+    pairs: list[tuple[str, str]], variant: Variant, language: str = ENGLISH
 ) -> list[dict[str, float]]:
     return [edit_metrics(original, edited, variant, language) for original, edited in pairs]
 

@@ -13,11 +13,12 @@ from cyoa import create_app
 from cyoa.cli import cli
 from tests.conftest import write_setup
 from tests.i18n.pages import english_words, html_language, page_text
+from tests.paths import DATA
 from tests.rating.test_rating_journey import Rater, write_spec
 
 
 def rating_study(app, tmp_path, **fields):
-    """``app`` with the journey tests' AISS study (``fields`` added to its spec), open."""
+    """``app`` with the journey tests' study (``fields`` added to its spec), open."""
     runner = CliRunner()
     env = {"CYOA_MODELS_DIR": app.config["MODELS_DIR"], "CYOA_EXPERIMENTS_DIR": "/nonexistent"}
     base = ["--db", app.config["DATABASE"]]
@@ -71,7 +72,9 @@ def test_a_writer_turned_away_is_told_so_in_the_studys_language(tmp_path):
 
 
 def test_every_page_of_an_arabic_rating_study_is_arabic_and_right_to_left(app, tmp_path):
-    study = rating_study(app, tmp_path, language="ar", raters_per_story=1)
+    # The AISS is English only: the example crowd scale has an Arabic translation.
+    crowd = str(DATA / "scales" / "crowd-1-4.toml")
+    study = rating_study(app, tmp_path, language="ar", raters_per_story=1, instrument=crowd)
     rater = Rater(study)
     consent = rater.client.get("/r/aiss-pilot").get_data(as_text=True)
     assert_arabic(consent)
