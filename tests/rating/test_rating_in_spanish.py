@@ -12,6 +12,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from cyoa import store
 from cyoa.cli import cli
 from tests.paths import DATA
 from tests.rating.test_rating_journey import Rater, rows, write_spec
@@ -88,3 +89,25 @@ def test_a_spanish_study_whose_instrument_lacks_an_item_is_refused(app, tmp_path
         "The Spanish translation of the instrument 'crowd-1-4' lacks item 'interesting': add "
         "it to [translations.es] in its definition" in created.output
     )
+
+
+def test_a_stored_study_whose_instrument_lacks_its_language_is_not_opened(app, tmp_path):
+    spec = write_spec(tmp_path, instrument=str(DATA / "scales" / "rubric-0-10.toml"))
+    assert invoke(app, "experiment", "create", str(spec)).exit_code == 0
+    # A study stored in English, its spec later changed to Spanish (as an older version
+    # could store it): Open checks the stored instrument against the stored languages.
+    db = store.connect(app.config["DATABASE"])
+    try:
+        stored = json.loads(store.experiment_row(db, "aiss-pilot")["spec"])
+        store.upsert_experiment(db, "aiss-pilot", "Short stories", {**stored, "language": "es"})
+    finally:
+        db.close()
+    opened = invoke(app, "experiment", "open", "aiss-pilot")
+    assert opened.exit_code != 0
+    assert (
+        "'aiss-pilot' cannot be opened: The instrument 'rubric-0-10' has no Spanish "
+        "translation, and the study is shown in Spanish: none of its 3 items can be shown."
+    ) in " ".join(opened.output.split())
+    assert rows(app, "SELECT status FROM experiments WHERE id = 'aiss-pilot'") == [
+        {"status": "paused"}
+    ]
