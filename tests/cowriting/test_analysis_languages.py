@@ -11,6 +11,7 @@ from cyoa.cowriting.analysis.data import load_study
 from cyoa.cowriting.analysis.results import HUMAN
 from cyoa.cowriting.analysis.tables import analyze
 from cyoa.cowriting.analysis.tag_cache import tag_experiment
+from cyoa.cowriting.research.dashboard import compute_results
 from cyoa.cowriting.research.exports import card_text, preference_rows, session_rows
 from cyoa.cowriting.spec import experiment_from_dict
 from cyoa.errors import AnalysisError
@@ -87,8 +88,8 @@ def test_an_arabic_studys_sentences_are_never_tagged_by_the_english_model(db):
     assert db.execute("SELECT COUNT(*) FROM sentence_tags").fetchone()[0] == 0
 
 
-def test_the_evaluation_card_of_an_arabic_study_says_what_was_left_out(db):
-    exp = experiment_from_dict(
+def arabic_experiment():
+    return experiment_from_dict(
         {
             "id": "exp",
             "title": "A synthetic study",
@@ -100,7 +101,25 @@ def test_the_evaluation_card_of_an_arabic_study_says_what_was_left_out(db):
         },
         load_model_cards(ROOT / "models"),
     )
+
+
+def test_the_evaluation_card_of_an_arabic_study_says_what_was_left_out(db):
+    exp = arabic_experiment()
     now = datetime.now(UTC)
     card = card_text(db, exp, {}, now, session_rows(db, "exp", now), preference_rows(db, "exp"))
     assert "The text is in Arabic: distinct-n, Jaccard and USER count its words" in card
     assert f"- {NOT_COMPUTED}" in card
+
+
+def test_the_dashboard_of_an_arabic_study_says_what_was_left_out(db):
+    results = compute_results(db, arabic_experiment(), resamples=200)
+    (text,) = [table for table in results.tables if table.key.startswith("text:")]
+    assert NOT_COMPUTED in text.notes
+    assert [row[0] for row in text.rows] == [
+        "distinct-1 (fraction)",
+        "distinct-2 (fraction)",
+        "distinct-3 (fraction)",
+        *(f"Corpus distinct-{n} (Li et al. 2016, per token)" for n in (1, 2, 3)),
+    ]
+    # The chart's edit metrics count Arabic words too: Jaccard 60 for every accepted round.
+    assert set(results.edit_values[FIRST]["jaccard"]) == {60.0}
