@@ -150,6 +150,13 @@ def test_a_broken_translation_says_what_to_fix(translation, message):
         instrument_from_spec(scale(es=translation), "scale.toml")
 
 
+def test_a_translation_not_named_by_a_language_tag_is_refused():
+    with pytest.raises(InstrumentError, match=r"\[translations.español\] is not a language tag"):
+        instrument_from_spec(scale(español=SPANISH), "scale.toml")
+    with pytest.raises(InstrumentError, match='language must be a BCP 47 tag such as "en"'):
+        instrument_from_spec({**scale(), "language": "Spanish!"}, "scale.toml")
+
+
 def test_a_translation_into_the_instruments_own_language_is_refused():
     with pytest.raises(InstrumentError, match="is the instrument's own language"):
         instrument_from_spec(scale(en=SPANISH), "scale.toml")

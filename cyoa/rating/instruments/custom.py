@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from cyoa.rating.instruments.translation import translations_from_spec
+from cyoa.rating.instruments.translation import LANGUAGE_TAG, translations_from_spec
 from cyoa.rating.instruments.types import (
     BUILT_IN_IDS,
     MAX_LOW,
@@ -50,7 +50,6 @@ _SPEC_KEYS = {
     "id", "name", "instructions", "version", "reference", "attribution", "items", "language",
     "translations",
 }  # fmt: skip
-_LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
 _ITEM_KEYS = {"id", "text", "kind", "points", "low", "labels", "reverse", "factor", "rationale"}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -180,7 +179,7 @@ def instrument_from_spec(spec: Mapping[str, object], where: str) -> Instrument:
             )
         seen.add(item.id)
     language = spec.get("language", "en")
-    if not isinstance(language, str) or not _LANGUAGE.match(language):
+    if not isinstance(language, str) or not LANGUAGE_TAG.match(language):
         raise InstrumentError(
             f'{where}: language must be a BCP 47 tag such as "en" or "es" (the language its '
             f"items are written in), not {language!r}."

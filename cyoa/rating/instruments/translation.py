@@ -28,6 +28,7 @@ Guidelines for the Process of Cross-Cultural Adaptation of Self-Report Measures.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -42,6 +43,8 @@ from cyoa.rating.instruments.types import (
 )
 from cyoa.words import counted
 
+# A BCP 47 tag as studies name them: a language, then optional subtags ("es", "es-MX").
+LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
 TRANSLATION_KEYS = {"translator", "source", "validated", "name", "instructions", "items"}
 ITEM_KEYS = {"text", "labels"}
 # Where the researcher reads how to add a translation.
@@ -260,7 +263,7 @@ def translations_from_spec(
         raise InstrumentError(f"{where}: translations must be tables ([translations.es]).")
     translations = []
     for language, table in spec.items():
-        if not isinstance(language, str) or not language.replace("-", "").isalnum():
+        if not isinstance(language, str) or not LANGUAGE_TAG.match(language):
             raise InstrumentError(
                 f"{where}: [translations.{language}] is not a language tag: use a BCP 47 "
                 f'one such as "es" or "ar".'
