@@ -34,7 +34,13 @@ from flask import Blueprint, Flask, g, request
 from flask_babel import Babel, format_number, get_locale, get_translations, gettext, refresh
 from flask_babel.speaklater import LazyString
 
-from cyoa.languages import SOURCE_LANGUAGE, TRANSLATIONS, available_languages, text_direction
+from cyoa.languages import (
+    SOURCE_LANGUAGE,
+    TRANSLATIONS,
+    available_languages,
+    described,
+    text_direction,
+)
 
 # The files whose strings a page's script shows: looked up in the page's table, not on the
 # server (the writing page draws the default survey and its scale itself).
@@ -53,7 +59,12 @@ def init_app(app: Flask) -> None:
     )
     app.jinja_env.filters["number"] = format_number
     app.context_processor(
-        lambda: {"page_language": page_language, "script_strings": script_strings}
+        lambda: {
+            "page_language": page_language,
+            "script_strings": script_strings,
+            "language_choices": language_choices,
+            "study_language": described,
+        }
     )
 
 
@@ -116,6 +127,17 @@ def _select_locale() -> str:
     if g.get("participant_page"):
         return request.accept_languages.best_match(languages) or SOURCE_LANGUAGE
     return SOURCE_LANGUAGE
+
+
+def language_choices() -> list[tuple[str, str]]:
+    """Each language a study can be in: its code and its name, in English and in itself
+    ("es", "Spanish (español)"), for the researchers' forms and pages."""
+    choices = []
+    for code in available_languages():
+        locale = Locale.parse(code)
+        english, own = locale.get_display_name("en"), locale.get_display_name(code)
+        choices.append((code, english if english == own else f"{english} ({own})"))
+    return choices
 
 
 def page_language() -> dict[str, str]:
