@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,10 @@ def marked(message: str) -> str:
     return message
 
 
+@lru_cache(maxsize=4)
 def available_languages(folder: Path = TRANSLATIONS) -> tuple[str, ...]:
     """The codes the app can show pages in: English first, then every catalogue in
-    ``folder``, sorted."""
+    ``folder``, sorted (read once per process: a new catalogue needs a restart)."""
     found = sorted(p.parent.parent.name for p in folder.glob("*/LC_MESSAGES/messages.po"))
     return (SOURCE_LANGUAGE, *(code for code in found if code != SOURCE_LANGUAGE))
 

@@ -27,7 +27,7 @@ from gettext import c2py
 from pathlib import Path
 from typing import Any
 
-from babel import Locale
+from babel import Locale, negotiate_locale
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from flask import Blueprint, Flask, g, request
@@ -81,7 +81,7 @@ def use_study_language(default: str, allowed: tuple[str, ...] | list[str]) -> st
     """Show this request in the study's language: ``default``, or the browser's preferred
     one among ``allowed``. Returns the code chosen."""
     usable = [code for code in allowed if code in available_languages()] or [SOURCE_LANGUAGE]
-    best = request.accept_languages.best_match(usable) if len(usable) > 1 else None
+    best = _browsers_choice(usable) if len(usable) > 1 else None
     g.study_language = best or (default if default in usable else usable[0])
     refresh()
     return g.study_language
@@ -117,6 +117,13 @@ def _number(value: float) -> str:
     return format_number(value) if get_locale() is not None else f"{value:,}"
 
 
+def _browsers_choice(usable: list[str]) -> str | None:
+    """The first of the browser's languages, in its order of preference, that is among
+    ``usable``, a regional one (``ar-EG``) counting as its language (``ar``); None if none."""
+    preferred = [code for code, _quality in request.accept_languages]
+    return negotiate_locale(preferred, usable, sep="-")
+
+
 def _select_locale() -> str:
     if "study_language" in g:
         return g.study_language
@@ -125,7 +132,7 @@ def _select_locale() -> str:
         lang = request.args.get("lang", SOURCE_LANGUAGE)
         return lang if lang in languages else SOURCE_LANGUAGE
     if g.get("participant_page"):
-        return request.accept_languages.best_match(languages) or SOURCE_LANGUAGE
+        return _browsers_choice(list(languages)) or SOURCE_LANGUAGE
     return SOURCE_LANGUAGE
 
 
