@@ -48,7 +48,7 @@ BABEL_EXTRACT := -F babel.cfg -k sentence -k plural_sentence:1,2 -k marked --add
 	--sort-by-file --no-wrap --project=CYOA
 messages: $(STAMP)
 	$(VENV)/bin/pybabel extract $(BABEL_EXTRACT) -o cyoa/translations/messages.pot .
-	$(VENV)/bin/pybabel update -i cyoa/translations/messages.pot -d cyoa/translations --no-wrap
+	$(VENV)/bin/pybabel update -i cyoa/translations/messages.pot -d cyoa/translations --no-wrap --ignore-obsolete
 
 catalogues: $(STAMP)
 	$(VENV)/bin/pybabel compile -d cyoa/translations --statistics

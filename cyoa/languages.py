@@ -11,7 +11,9 @@ Reference: Phillips, A. & Davis, M. (2009). Tags for Identifying Languages. BCP 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +41,10 @@ def marked(message: str) -> str:
     return message
 
 
+@lru_cache(maxsize=4)
 def available_languages(folder: Path = TRANSLATIONS) -> tuple[str, ...]:
     """The codes the app can show pages in: English first, then every catalogue in
-    ``folder``, sorted."""
+    ``folder``, sorted (read once per process: a new catalogue needs a restart)."""
     found = sorted(p.parent.parent.name for p in folder.glob("*/LC_MESSAGES/messages.po"))
     return (SOURCE_LANGUAGE, *(code for code in found if code != SOURCE_LANGUAGE))
 
@@ -50,6 +53,52 @@ def text_direction(code: str) -> str:
     """``"rtl"`` for a language written right to left, else ``"ltr"`` (the value of HTML's
     ``dir`` attribute)."""
     return "rtl" if code.split("-")[0].lower() in RIGHT_TO_LEFT else "ltr"
+
+
+def spec_fields(language: str, others: str) -> dict[str, Any]:
+    """The spec fields for a new-study form's choice: ``language`` (left out for English,
+    the default) and, when ``others`` names more codes (separated by commas or spaces),
+    ``languages``. Checked when the spec is read (:func:`study_languages`)."""
+    language = language.strip() or SOURCE_LANGUAGE
+    more = [code for code in others.replace(",", " ").split() if code != language]
+    fields: dict[str, Any] = {} if language == SOURCE_LANGUAGE else {"language": language}
+    if more:
+        fields["languages"] = [language, *dict.fromkeys(more)]
+    return fields
+
+
+def form_fields(spec: dict[str, Any]) -> dict[str, str]:
+    """The form's values for a spec's language fields: the inverse of :func:`spec_fields`."""
+    language = spec.get("language", SOURCE_LANGUAGE)
+    others = [code for code in spec.get("languages", []) if code != language]
+    return {"language": language, "languages": ", ".join(others)}
+
+
+def language_name(code: str) -> str:
+    """The English name of the language ``code``, as a researcher reads it in a sentence:
+    "Arabic" for "ar", "Spanish (Mexico)" for "es-MX" (Unicode CLDR's names, through Babel);
+    a code CLDR does not know is named by itself ("tlh")."""
+    try:
+        return Locale.parse(code, sep="-").get_display_name(ENGLISH) or code
+    except (UnknownLocaleError, ValueError):
+        return code
+
+
+def described(spec: Mapping[str, Any]) -> str:
+    """A sentence for the evaluation card and the experiment page: the language(s) the
+    participants' interface was in. The study's own texts (consent, instructions, prompt,
+    survey, stories) are as the researcher wrote them."""
+    default = spec.get("language", SOURCE_LANGUAGE)
+    allowed = [code for code in spec.get("languages", [default]) if code != default]
+    way = ", written right to left" if text_direction(default) == "rtl" else ""
+    shown = f"{language_name(default)} ({default}{way})"
+    if not allowed:
+        return f"The participants' interface was in {shown}."
+    others = ", ".join(f"{language_name(code)} ({code})" for code in allowed)
+    return (
+        f"The participants' interface was in {shown}, or in {others} for a participant whose "
+        "browser preferred it (which one each participant saw is not recorded)."
+    )
 
 
 def study_languages(raw: dict[str, Any]) -> StudyLanguages:
@@ -88,13 +137,3 @@ def primary_language(code: str) -> str:
 def is_english(code: str) -> bool:
     """Whether ``code`` is English ("en", "en-GB", …)."""
     return primary_language(code) == ENGLISH
-
-
-def language_name(code: str) -> str:
-    """The English name of the language ``code``, as a researcher reads it in a sentence:
-    "Arabic" for "ar", "Spanish (Mexico)" for "es-MX" (Unicode CLDR's names, through Babel);
-    a code CLDR does not know is named by itself ("tlh")."""
-    try:
-        return Locale.parse(code, sep="-").get_display_name(ENGLISH) or code
-    except (UnknownLocaleError, ValueError):
-        return code

@@ -20,7 +20,7 @@ from flask_babel import gettext
 from cyoa import store
 from cyoa.cowriting.flow import Limits, RuleError, normalize_text
 from cyoa.generation.types import ModelCard, System
-from cyoa.languages import SOURCE_LANGUAGE, marked, study_languages
+from cyoa.languages import SOURCE_LANGUAGE, StudyLanguages, marked, study_languages
 from cyoa.web.completion import completion_url_problem, study_code_problem
 from cyoa.web.language import sentence
 
@@ -195,10 +195,7 @@ def experiment_from_dict(
     if slot_order not in SLOT_ORDERS:
         raise SpecError(f"{where}: 'slot_order' must be one of {', '.join(SLOT_ORDERS)}.")
     pairing = _pairing(raw, len(systems), where)
-    try:
-        languages = study_languages(raw)
-    except ValueError as exc:
-        raise SpecError(f"{where}: {exc}") from None
+    languages = _languages(raw, where)
     prompt = _table(raw, "prompt", where)
     completion_url, completion_code = _completion(raw, where)
     timeout = raw.get("suggestion_timeout_seconds", 60.0)
@@ -228,6 +225,13 @@ def experiment_from_dict(
         languages=languages.allowed,
         source=raw,
     )
+
+
+def _languages(raw: dict[str, Any], where: str) -> StudyLanguages:
+    try:
+        return study_languages(raw)
+    except ValueError as exc:
+        raise SpecError(f"{where}: {exc}") from None
 
 
 def _pairing(raw: dict[str, Any], systems: int, where: str) -> str:

@@ -27,14 +27,20 @@ from gettext import c2py
 from pathlib import Path
 from typing import Any
 
-from babel import Locale
+from babel import Locale, negotiate_locale
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from flask import Blueprint, Flask, g, request
 from flask_babel import Babel, format_number, get_locale, get_translations, gettext, refresh
 from flask_babel.speaklater import LazyString
 
-from cyoa.languages import SOURCE_LANGUAGE, TRANSLATIONS, available_languages, text_direction
+from cyoa.languages import (
+    SOURCE_LANGUAGE,
+    TRANSLATIONS,
+    available_languages,
+    described,
+    text_direction,
+)
 
 # The files whose strings a page's script shows: looked up in the page's table, not on the
 # server (the writing page draws the default survey and its scale itself).
@@ -53,7 +59,12 @@ def init_app(app: Flask) -> None:
     )
     app.jinja_env.filters["number"] = format_number
     app.context_processor(
-        lambda: {"page_language": page_language, "script_strings": script_strings}
+        lambda: {
+            "page_language": page_language,
+            "script_strings": script_strings,
+            "language_choices": language_choices,
+            "study_language": described,
+        }
     )
 
 
@@ -70,7 +81,7 @@ def use_study_language(default: str, allowed: tuple[str, ...] | list[str]) -> st
     """Show this request in the study's language: ``default``, or the browser's preferred
     one among ``allowed``. Returns the code chosen."""
     usable = [code for code in allowed if code in available_languages()] or [SOURCE_LANGUAGE]
-    best = request.accept_languages.best_match(usable) if len(usable) > 1 else None
+    best = _browsers_choice(usable) if len(usable) > 1 else None
     g.study_language = best or (default if default in usable else usable[0])
     refresh()
     return g.study_language
@@ -106,6 +117,13 @@ def _number(value: float) -> str:
     return format_number(value) if get_locale() is not None else f"{value:,}"
 
 
+def _browsers_choice(usable: list[str]) -> str | None:
+    """The first of the browser's languages, in its order of preference, that is among
+    ``usable``, a regional one (``ar-EG``) counting as its language (``ar``); None if none."""
+    preferred = [code for code, _quality in request.accept_languages]
+    return negotiate_locale(preferred, usable, sep="-")
+
+
 def _select_locale() -> str:
     if "study_language" in g:
         return g.study_language
@@ -114,8 +132,19 @@ def _select_locale() -> str:
         lang = request.args.get("lang", SOURCE_LANGUAGE)
         return lang if lang in languages else SOURCE_LANGUAGE
     if g.get("participant_page"):
-        return request.accept_languages.best_match(languages) or SOURCE_LANGUAGE
+        return _browsers_choice(list(languages)) or SOURCE_LANGUAGE
     return SOURCE_LANGUAGE
+
+
+def language_choices() -> list[tuple[str, str]]:
+    """Each language a study can be in: its code and its name, in English and in itself
+    ("es", "Spanish (español)"), for the researchers' forms and pages."""
+    choices = []
+    for code in available_languages():
+        locale = Locale.parse(code)
+        english, own = locale.get_display_name("en"), locale.get_display_name(code)
+        choices.append((code, english if english == own else f"{english} ({own})"))
+    return choices
 
 
 def page_language() -> dict[str, str]:

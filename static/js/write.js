@@ -402,7 +402,7 @@
       if (s.status === "failed") {
         card.appendChild(el("p", { class: "text error" }, gettext("This suggestion could not be written.")));
       } else {
-        card.appendChild(el("p", { class: "text" }, s.text));
+        card.appendChild(el("p", { class: "text", dir: "auto" }, s.text));
       }
       if (s.status === "pending") card.appendChild(el("p", { class: "muted thinking" }, "writing…"));
       const chosen = current.chosen_slot === s.slot;

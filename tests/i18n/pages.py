@@ -1,5 +1,6 @@
 """Reading a participant page as its reader does: the text the page itself says, without
-what the study, its instrument or the writer wrote (marked ``dir`` or ``<bdi>``)."""
+what the study, its instrument or the writer wrote (marked ``dir`` or ``<bdi>``) and the
+completion code."""
 
 from __future__ import annotations
 
@@ -24,7 +25,12 @@ class _PageText(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         values = dict(attrs)
-        skipped = (self.open and self.open[-1]) or tag in self.SKIPPED or "dir" in values
+        skipped = (
+            (self.open and self.open[-1])
+            or tag in self.SKIPPED
+            or "dir" in values
+            or values.get("id") == "completion-code"
+        )
         if not skipped:
             self.text += [values[name] for name in self.READ if values.get(name)]
         if tag not in self.VOID:

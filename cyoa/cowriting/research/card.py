@@ -26,7 +26,7 @@ from cyoa.cowriting.analysis.tables import edit_scores, edit_table, preference_t
 from cyoa.cowriting.research.lifecycle import models_without_card
 from cyoa.cowriting.spec import Experiment
 from cyoa.generation.types import System
-from cyoa.languages import language_name
+from cyoa.languages import described, language_name
 from cyoa.metrics.text import not_computed
 from cyoa.metrics.tokens import WORDS_RULE, is_english
 from cyoa.web.card import header, planned_sample_size, quote
@@ -94,6 +94,8 @@ def _task(exp: Experiment, now: datetime) -> list[str]:
         f"random slot order, slot order mode '{exp.slot_order}'), the writer chooses one, may "
         "switch, edits it and adds it to the story. The choice is the preference judgement; "
         "the edits measure how much of the suggestion the writer kept.",
+        "",
+        described(exp.source),
         "",
     ]
 
