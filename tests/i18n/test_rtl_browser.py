@@ -42,6 +42,7 @@ RATING = {
     "instrument": {
         "id": "short-ar",
         "name": "Two questions",
+        "language": "ar",  # written in Arabic: it needs no translation
         "items": [
             {"id": "liked", "text": "أعجبتني القصة.", "kind": "likert", "points": 5},
             {"id": "clear", "text": "هل كانت النهاية واضحة؟", "kind": "yes_no"},

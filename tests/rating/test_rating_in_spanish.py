@@ -16,6 +16,7 @@ from cyoa import store
 from cyoa.cli import cli
 from tests.paths import DATA
 from tests.rating.test_rating_journey import Rater, rows, write_spec
+from tests.rating.test_research_rating_admin import form as rating_form
 
 pytestmark = pytest.mark.both_databases
 
@@ -111,3 +112,12 @@ def test_a_stored_study_whose_instrument_lacks_its_language_is_not_opened(app, t
     assert rows(app, "SELECT status FROM experiments WHERE id = 'aiss-pilot'") == [
         {"status": "paused"}
     ]
+
+
+def test_the_form_refuses_an_arabic_study_with_the_aiss_with_a_sentence(researcher):
+    made = researcher.post("/research/ratings/new", data=rating_form(language="ar"))
+    assert made.status_code == 400
+    assert (
+        "The instrument &#39;aiss-v1&#39; is validated in English only (no licensed published "
+        "Arabic translation exists)"
+    ) in made.get_data(as_text=True)
