@@ -29,7 +29,7 @@ from cyoa.rating.blind import from_rater, rater_item_ids
 from cyoa.rating.flow import Phase, Questions, RuleError
 from cyoa.rating.importing import is_unicode
 from cyoa.rating.instruments import Item, rater_credit
-from cyoa.rating.instruments.translation import in_language
+from cyoa.rating.instruments.translation import as_read
 from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
 from cyoa.web import outage, participants
@@ -73,10 +73,10 @@ def use_language(exp: RatingExperiment) -> None:
 
 def shown_questions(exp: RatingExperiment, question_ids: list[str]) -> list[Item]:
     """The questions ``question_ids`` as the rater reads them: the instrument's items in the
-    page's language (:func:`~cyoa.rating.instruments.translation.in_language`; checked
-    for every language of the study when it was created and opened), the attention checks
-    as the researcher wrote them."""
-    instrument = in_language(exp.questions.instrument, page_language()["lang"])
+    page's language (:func:`~cyoa.rating.instruments.translation.as_read`; checked for every
+    language of the study when it was created and opened), the attention checks as the
+    researcher wrote them."""
+    instrument = as_read(exp.questions.instrument, page_language()["lang"])
     shown = Questions(instrument, exp.questions.checks)
     return [shown.item(question) for question in question_ids]
 

@@ -13,6 +13,7 @@ from cyoa.rating.instruments import (
 )
 from cyoa.rating.instruments.definition import instrument_from_dict, instrument_to_dict
 from cyoa.rating.instruments.translation import (
+    as_read,
     in_language,
     missing_parts,
     translation_note,
@@ -114,6 +115,14 @@ def test_raters_read_the_translated_items_scored_as_the_original():
     ]
     assert spanish.parse_value("fun", "3") == instrument.parse_value("fun", "3") == 3.0
     assert in_language(instrument, "en") is instrument
+
+
+def test_a_study_stored_before_the_check_shows_its_raters_the_original_not_an_error():
+    instrument = instrument_from_spec(scale(es=SPANISH), "scale.toml")
+    with pytest.raises(InstrumentError, match="no Arabic translation"):
+        in_language(instrument, "ar")
+    assert as_read(instrument, "ar") is instrument
+    assert as_read(instrument, "es").item("pace").text == "El ritmo fue adecuado."
 
 
 def test_a_translation_is_marked_as_not_the_validated_instrument():

@@ -111,7 +111,7 @@ def translation_problem(instrument: Instrument, languages: Sequence[str]) -> str
                 f"run the study in {own}, or use a custom instrument with a {name} "
                 f"translation of every item, label and instruction ({HOW_TO})."
             )
-        if missing == ("every item",):
+        if translation_for(instrument, language) is None:
             return (
                 f"The instrument {instrument.id!r} has no {name} translation, and the study is "
                 f"shown in {name}: none of its {counted(len(instrument.items), 'item')} "
@@ -152,6 +152,17 @@ def in_language(instrument: Instrument, language: str) -> Instrument:
         translations=(),
         translation=translation,
     )
+
+
+def as_read(instrument: Instrument, language: str) -> Instrument:
+    """``instrument`` as a rater whose page is in ``language`` reads it: in that language
+    where its translation is complete (:func:`in_language`), else the original. A study
+    whose instrument lacks one of its languages is refused at creation and at Open; one
+    stored before that check shows its raters the original instead of an error, and its
+    exports say so (the items' ``language`` is the original's)."""
+    if missing_parts(instrument, language):
+        return instrument
+    return in_language(instrument, language)
 
 
 def translation_note(translation: Translation) -> str:

@@ -33,12 +33,7 @@ from cyoa.rating.analysis.render import agreement_warnings, alpha_cell
 from cyoa.rating.analysis.report import RatingReport, rating_report
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_from_dict
-from cyoa.rating.instruments.translation import (
-    in_language,
-    missing_parts,
-    translation_for,
-    translation_note,
-)
+from cyoa.rating.instruments.translation import as_read, translation_note
 from cyoa.rating.quality import AttentionCheck, QualitySpec, quality_spec, story_words
 from cyoa.rating.research.judges import card_lines, judge_list
 from cyoa.rating.store import study_languages
@@ -148,12 +143,8 @@ def _items_lines(instrument: Instrument) -> list[str]:
 def _translations_shown(data: RatingCardData) -> list[Instrument]:
     """The instrument as raters read it in each of the study's languages that is not its
     own (its translations: the study was refused without them)."""
-    instrument = data.instrument
-    return [
-        in_language(instrument, language)
-        for language in study_languages(data.spec)
-        if missing_parts(instrument, language) == () and translation_for(instrument, language)
-    ]
+    shown = (as_read(data.instrument, language) for language in study_languages(data.spec))
+    return [instrument for instrument in shown if instrument.translation is not None]
 
 
 def _language_lines(data: RatingCardData) -> list[str]:

@@ -22,7 +22,7 @@ from cyoa.rating.analysis.report import quality_rows, rater_severity, raters_kno
 from cyoa.rating.analysis.scales import factor_scores
 from cyoa.rating.analysis.ttcw import majority_passed, story_totals
 from cyoa.rating.instruments import Instrument
-from cyoa.rating.instruments.translation import missing_parts, translation_for, translation_note
+from cyoa.rating.instruments.translation import as_read, translation_note
 from cyoa.rating.research.card import rating_card_markdown
 from cyoa.rating.store import rater_languages, stored_instrument
 from cyoa.web.columns import Column
@@ -175,25 +175,27 @@ def judgement_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     instrument = stored_instrument(db, exp_id)
     own_items = {item.id for item in instrument.items}  # the others are attention checks
     languages = rater_languages(db, exp_id)
-    notes: dict[str, str | None] = {}
+    # A rater's page language → the language they read the items in, and its translation.
+    marks: dict[str, tuple[str, str | None]] = {}
     out = []
     for row in rows:
         points, low = row.pop("points"), row.pop("low")
         reverse = bool(row["reverse"])
         value = row["value"]
         coded = low + (low + points - 1) - value if reverse and value is not None else value
-        language = languages.get(row["rater_id"], instrument.language)
-        if language not in notes:
-            translation = translation_for(instrument, language)
-            shown = translation if missing_parts(instrument, language) == () else None
-            notes[language] = translation_note(shown) if shown else None
+        page_language = languages.get(row["rater_id"], instrument.language)
+        if page_language not in marks:
+            read = as_read(instrument, page_language)
+            note = translation_note(read.translation) if read.translation else None
+            marks[page_language] = (read.language, note)
+        language, note = marks[page_language] if row["item_id"] in own_items else (None, None)
         out.append(
             {
                 **row,
                 "reverse": reverse,
                 "value_coded": coded,
-                "items_language": language if row["item_id"] in own_items else None,
-                "items_translation": notes[language] if row["item_id"] in own_items else None,
+                "items_language": language,
+                "items_translation": note,
             }
         )
     return out
