@@ -195,5 +195,6 @@ def test_a_record_missing_a_keystroke_says_which_box_differs():
         "draft_saved", [], through=0, stored=0, slot=1, start="It sailed.", submitted="It sank."
     )
     assert other["problem"] == (
-        "The record of the edit box of suggestion 1 gives “It sailed.” but “It sank.” was submitted."
+        "The record of the edit box of suggestion 1 gives “It sailed.” but “It sank.” "
+        "was submitted."
     )
