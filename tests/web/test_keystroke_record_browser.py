@@ -7,6 +7,7 @@ keystroke grain."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import RESEARCHER_PASSWORD, db_rows
@@ -125,4 +126,29 @@ def test_a_story_s_keystrokes_replay_to_exactly_its_turns_after_a_paste_an_undo_
         if "record" in json.loads(e["payload"])
     ]
     assert len(checks) >= 4 and all(c["matches"] for c in checks), checks
+
+    [writer] = db_rows(server.db, "SELECT id FROM participants")
+    page.goto(f"{server.url}/research/experiments/fake-ab/writers/{writer['id']}")
+    page.fill("input[name=name]", "alice")
+    page.fill("input[name=password]", RESEARCHER_PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator("#ks-summary")).to_contain_text(f"{len(rows)} recorded rows")
+    expect(page.locator("#ks-summary")).to_contain_text("1 paste")
+    expect(page.locator(".record-check").first).to_have_text(
+        re.compile(r"Keystroke record matches the \d+ submitted texts of this round\.")
+    )
+    page.click("#keystrokes summary")
+    page.click("#ks-marks button:has-text('pasted')")  # a mark jumps to its row
+    expect(page.locator("#ks-row")).to_contain_text(f"pasted in the line: put in “{PASTED}”")
+    page.select_option("#ks-speed", "20")
+    page.click("#ks-play")
+    expect(page.locator("#ks-position")).to_contain_text(
+        f"Row {len(rows)} of {len(rows)}", timeout=120_000
+    )
+    expect(page.locator("#ks-play")).to_have_text("Play")
+    expect(page.locator("#ks-line")).to_have_text(HALF + REST)
+    expect(page.locator("#ks-edit-1")).to_have_text(turn_2)
+    page.focus("#ks-scrub")
+    page.keyboard.press("Home")  # the scrubber is a range: keys move it
+    expect(page.locator("#ks-position")).to_contain_text(f"Row 0 of {len(rows)}")
     assert "Traceback" not in (server.root / "server.log").read_text()
