@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import Writer
+from conftest import Researcher, Writer
 
 from cyoa import store
 from cyoa.cowriting.process.batches import AHEAD, MALFORMED, OFF
@@ -171,3 +171,14 @@ def test_the_replay_plays_the_record_and_shows_each_round_s_check(app, writer, r
     assert f"{len(line)} recorded rows over" in page
     assert "Keystroke record differs: Wrote their line: 1 of the record&#39;s first 35" in page
     assert 'id="ks-data"' in page and '"1:' not in page  # no suggestion shown yet
+
+
+def test_the_evaluation_card_says_whether_keystrokes_were_recorded(make_app):
+    cards = []
+    for top in ("", "record_keystrokes = false"):
+        researcher = Researcher(make_app(top=top))
+        researcher.login()
+        cards.append(researcher.get("/research/experiments/fake-ab/evaluation-card.md"))
+    on, off = cards
+    assert "Keystroke record: on (`record_keystrokes = true`" in on.get_data(True)
+    assert "Keystroke record: off (`record_keystrokes = false`)" in off.get_data(True)
