@@ -70,9 +70,9 @@
     };
     let recording = Boolean(on);
     let timer = null;
-    const seen = {}; // slot -> "visible" | "hidden", for the round in `seenRound`
+    const seen = {}; // "round:slot" -> "visible" | "hidden"
     const focused = {}; // slot -> {keyboard, pointer}
-    let seenRound = null;
+    const roundOf = new WeakMap(); // a suggestion's card -> the round it was drawn for
 
     function save() {
       if (!storage) return;
@@ -135,21 +135,18 @@
       return match ? Number(match[1]) : null;
     }
 
-    function viewed(slot, source) {
-      const r = currentRound();
-      if (r !== seenRound) {
-        seenRound = r;
-        for (const k of Object.keys(seen)) delete seen[k];
-      }
-      if (seen[slot] === source) return;
-      seen[slot] = source;
+    // A card hidden when the next round begins is its own round's suggestion.
+    function viewed(r, slot, source) {
+      if (!r || seen[`${r}:${slot}`] === source) return;
+      seen[`${r}:${slot}`] = source;
       add(r, "view", null, slot, null, null, null, source);
     }
 
     const cardsSeen = new IntersectionObserver((entries) => {
       for (const entry of entries) {
         const slot = slotOf(entry.target);
-        if (slot) viewed(slot, entry.intersectionRatio >= SEEN_RATIO ? "visible" : "hidden");
+        const source = entry.intersectionRatio >= SEEN_RATIO ? "visible" : "hidden";
+        if (slot) viewed(roundOf.get(entry.target), slot, source);
       }
     }, { threshold: [0, SEEN_RATIO] });
 
@@ -157,7 +154,11 @@
     // redrawn is the same suggestion, so only a change of what is seen is recorded.
     function cards(container) {
       const follow = () => {
-        for (const card of container.querySelectorAll(".suggestion")) cardsSeen.observe(card);
+        for (const card of container.querySelectorAll(".suggestion")) {
+          if (roundOf.has(card)) continue;
+          roundOf.set(card, currentRound());
+          cardsSeen.observe(card);
+        }
       };
       new MutationObserver((changes) => {
         for (const change of changes) {
