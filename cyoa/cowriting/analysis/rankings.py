@@ -10,11 +10,11 @@ Under adaptive pairing (:mod:`cyoa.cowriting.assignment`) the ranking is still t
 fit. Each writer's pair depends only on earlier writers' choices, so the design is ignorable:
 the likelihood, and with it the maximum-likelihood estimate and its (here writer-clustered)
 asymptotic intervals, is that of a fixed design (the likelihood principle, Berger & Wolpert
-1988, §4.2; for estimates and intervals after a sequential design, Ford, Titterington & Wu
+1988; for estimates and intervals after a sequential design, Ford, Titterington & Wu
 1985; Rosenberger, Flournoy & Durham 1997). Weighting by the inverse assignment probability
 would only matter where the model is wrong, and it costs: under the near-deterministic
 adaptive design the probabilities range from the floor ``ε/K`` to almost 1, and the
-inverse-probability-weighted intervals are 70–90% wider and cover 86–92%
+inverse-probability-weighted intervals are far wider and cover too little
 (bench/results/ranking.md). Beside the ranking, a check that needs no model for how pairs were
 drawn: the plain fit with every pair weighing the same (:func:`pair_weights`), which is what
 uniform pairing estimates even when Bradley–Terry does not fit the writers; a ranking that
