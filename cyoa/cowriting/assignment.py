@@ -73,7 +73,7 @@ def trace_reductions(
 ) -> np.ndarray:
     """For each pair, by how much one more writer on it would shrink the trace of the
     covariance of the centred strengths (their summed variance, log-odds², in units of one
-    writer's information) — the A-optimality criterion (Atkinson, Donev & Tobias 2007, §10).
+    writer's information) — the A-optimality criterion (Atkinson, Donev & Tobias 2007).
 
     ``writers[k]`` is how many writers pair ``k`` has (assigned, whether or not they have
     chosen yet), ``strengths`` the current estimates. One writer's information on pair
@@ -82,10 +82,10 @@ def trace_reductions(
     writer scale every pair alike and do not change the order). With ``H`` the summed
     information and ``C = H⁺`` the covariance of the centred strengths, one more writer on
     ``k`` shrinks ``tr C`` by ``h_k‖C v_k‖² / (1 + h_k v_kᵀ C v_k)`` (Sherman–Morrison).
-    Pairs of near-equal systems (``p_k`` near ½) and pairs of systems compared little gain
-    most; far-apart pairs waste comparisons. Requires the pairs (with their writers) to
-    connect every system; :data:`PRIOR_WRITERS` per pair in :func:`adaptive_pair_probabilities`
-    ensures it.
+    A writer is worth most on a pair of near-equal systems (``p_k`` near ½) whose strengths
+    are still uncertain; far-apart pairs waste comparisons. Requires the pairs with writers
+    to connect every system (:func:`adaptive_pair_probabilities` gives every pair
+    :data:`PRIOR_WRITERS`).
     """
     systems = list(dict.fromkeys(name for pair in pairs for name in pair))
     index = {name: i for i, name in enumerate(systems)}
@@ -117,8 +117,8 @@ def adaptive_pair_probabilities(
     :data:`PRIOR_WRITERS`; ties share), otherwise a pair drawn uniformly, so that every pair
     keeps at least ``uniform_share / K`` (K pairs) and stays estimable.
 
-    This is the sequential construction of an A-optimal design (Wynn 1970; Fedorov 1972,
-    §4): each writer goes where the next writer's information is worth most at the current
+    This is the sequential construction of an A-optimal design (Wynn 1970; Fedorov 1972):
+    each writer goes where the next writer's information is worth most at the current
     estimates, which converges to the allocation minimising the summed variance of the
     strengths (for Bradley–Terry: Graßhoff & Schwabe 2008). Counting assigned writers, not
     only those who have chosen, spreads writers who start at the same time. The design
