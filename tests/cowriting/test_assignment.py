@@ -131,3 +131,24 @@ def test_an_adaptive_assignment_returns_the_probability_it_drew_with():
     for pair, chance in chances.items():
         # 3000 draws: within five binomial standard errors of the stated probability.
         assert abs(drawn[pair] / 3000 - chance) < 5 * (chance * (1 - chance) / 3000) ** 0.5
+
+
+def test_over_a_study_adaptive_pairing_sends_fewer_writers_to_far_apart_systems():
+    # Four systems a step of 1 apart; 120 writers, 5 choices each, drawn from the model.
+    strengths = {"a": 1.5, "b": 0.5, "c": -0.5, "d": -1.5}
+    rng, outcomes = random.Random(8), random.Random(9)
+    counts: Counter = Counter()
+    choices = []
+    for n in range(120):
+        pair, _ = assign_adaptive(FOUR, counts, choices, rng)
+        counts[pair] += 1
+        x, y = pair
+        chance = 1 / (1 + np.exp(strengths[y] - strengths[x]))
+        for _ in range(5):
+            won = outcomes.random() < chance
+            choices.append((f"w{n}", x, y) if won else (f"w{n}", y, x))
+    per_pair = {p: counts[p] + counts[(p[1], p[0])] for p in FOUR}
+    # Uniform pairing would give each pair 20; the far pair (a, d) gets fewer, the
+    # neighbours more.
+    assert per_pair[("a", "d")] < 12
+    assert min(per_pair[("a", "b")], per_pair[("c", "d")]) > 20
