@@ -56,9 +56,9 @@ OPEN_ANSWER_MAX_CHARS = 2000
 # slot 1 equally often (±1 for an odd number of rounds), in a random order of rounds.
 SLOT_ORDERS = ("coin", "balanced")
 # Which pair of systems a new writer gets (cyoa/cowriting/assignment.py): "balanced": the pair
-# with the fewest writers so far; "adaptive": drawn with the probabilities meant to narrow
-# the ranking most, every pair keeping a floor, the probability stored with the session
-# (bench/results/ranking.md: not yet narrower than "balanced").
+# with the fewest writers so far; "adaptive": mostly the pair that most narrows the ranking,
+# every pair keeping a floor, the probability stored with the session
+# (bench/results/ranking.md: narrower where the systems' strengths are spread out).
 PAIRINGS = ("balanced", "adaptive")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # /research/experiments/new and /research/ratings/new are the forms, so an experiment

@@ -345,7 +345,7 @@ def _ranking(
     exp: Experiment, sessions: Sequence[dict[str, Any]], studies: Sequence[StudyData]
 ) -> list[str]:
     """With more than two systems: the ranking of all systems, plain and at equal style
-    (:mod:`cyoa.cowriting.analysis.rankings`), weighted under adaptive pairing."""
+    (:mod:`cyoa.cowriting.analysis.rankings`), with its check under adaptive pairing."""
     systems = [s.name for s in exp.systems]
     if len(systems) < 3 or not any(data.rounds for data in studies):
         return []
