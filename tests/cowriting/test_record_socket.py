@@ -133,10 +133,11 @@ def test_a_malformed_batch_or_one_for_a_later_round_is_refused_with_a_sentence(a
         {"operations": [[*good[:8], "\x00", "typed"]]},
         {"operations": [[True, *good[1:]]]},
     ):
-        assert writer.io.emit("record", batch, callback=True) == {"ok": False, "error": MALFORMED}
+        ack = writer.io.emit("record", batch, callback=True)
+        assert ack == {"ok": False, "error": str(MALFORMED)}
     ahead = [[1, 2, *good[2:]]]
     ack = writer.io.emit("record", {"operations": ahead}, callback=True)
-    assert ack == {"ok": False, "error": AHEAD}
+    assert ack == {"ok": False, "error": str(AHEAD)}
     assert stored_rows(app, writer.session_id) == []
 
 
@@ -146,7 +147,7 @@ def test_a_study_that_turns_the_record_off_stores_none_of_it(make_app):
     assert writer.joined["record"] == {"on": False}
     row = [1, 1, 1_700_000_000_000, "text", "line", None, 0, "", "O", "typed"]
     ack = writer.io.emit("record", {"operations": [row]}, callback=True)
-    assert ack == {"ok": False, "error": OFF}
+    assert ack == {"ok": False, "error": str(OFF)}
     line = "The writer's own line for round 1."
     assert writer.act("line_submitted", {"text": line, "round": 1, "record_seq": 1})["ok"]
     assert stored_rows(app, writer.session_id) == []

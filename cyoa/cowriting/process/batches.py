@@ -15,6 +15,7 @@ from typing import Any
 from cyoa.cowriting.flow import DRAFT_MAX_CHARS, RuleError
 from cyoa.cowriting.process.operations import BOXES, SOURCES
 from cyoa.cowriting.process.store import COLUMNS
+from cyoa.web.language import sentence
 
 WIRE = COLUMNS
 # A batch holds what the page recorded in about five seconds (or 100 rows); a page that has
@@ -26,9 +27,13 @@ MAX_SEQ = 2**31
 # Milliseconds since the epoch: any date before the year 10,000.
 MAX_AT_MS = 253_402_300_800_000
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-MALFORMED = "The keystroke record was malformed; the page will go on without this part of it."
-AHEAD = "The keystroke record names a round the story has not reached. Please reload the page."
-OFF = "This study does not record keystrokes; the page sends none."
+MALFORMED = sentence(
+    "The keystroke record was malformed; the page will go on without this part of it."
+)
+AHEAD = sentence(
+    "The keystroke record names a round the story has not reached. Please reload the page."
+)
+OFF = sentence("This study does not record keystrokes; the page sends none.")
 
 
 def read_batch(args: tuple[Any, ...], current_round: int) -> list[dict[str, Any]]:
