@@ -9,8 +9,10 @@ import zipfile
 
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
 from cyoa import store
+from cyoa.cli import cli
 from cyoa.cowriting.research.preference_data import export, preference_pairs
 from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment
 
@@ -84,3 +86,34 @@ def test_without_a_licence_the_card_says_to_ask_before_reuse(study):
         card = z.read("README.md").decode()
     assert "license: unknown" in card
     assert "ask the study's researchers before you share or train on it" in card
+
+
+def test_the_verb_writes_the_zip_and_refuses_an_unknown_study_with_a_sentence(tmp_path):
+    path = tmp_path / "study.sqlite"
+    db = store.connect(path)
+    make_experiment(db)
+    add_writer(db, "w1", [Turn("Go.", {FIRST: "Now.", SECOND: "Later."}, FIRST, FIRST, "Now!")])
+    db.close()
+    out = tmp_path / "pairs.zip"
+    runner = CliRunner()
+    args = ["--db", str(path), "preference-data", "exp", "--out", str(out), "--licence", "MIT"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    with zipfile.ZipFile(out) as z:
+        assert json.loads(z.read("preference-data.jsonl"))["licence"] == "MIT"
+    result = runner.invoke(cli, ["--db", str(path), "preference-data", "nope", "--out", "-"])
+    assert result.exit_code == 1
+    assert "There is no experiment 'nope' in this database: check the name." in result.output
+
+
+def test_the_research_page_links_the_preference_data_with_the_licence_asked(app, researcher):
+    db = store.connect(app.config["DATABASE"])
+    make_experiment(db)
+    add_writer(db, "w1", [Turn("Go.", {FIRST: "Now.", SECOND: "Later."}, FIRST, FIRST, "Now!")])
+    db.close()
+    page = researcher.get("/research/experiments/exp").get_data(as_text=True)
+    assert "/research/experiments/exp/preference-data.zip" in page
+    reply = researcher.get("/research/experiments/exp/preference-data.zip?licence=CC0-1.0")
+    assert reply.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(reply.data)) as z:
+        assert "license: CC0-1.0" in z.read("README.md").decode()

@@ -176,6 +176,11 @@ def export(db: Db, exp_id: str, fmt: str, licence: str = NO_LICENCE) -> bytes:
     stored = store.get_experiment(db, exp_id)
     if stored is None:
         raise ExportError(f"There is no experiment '{exp_id}' in this database: check the name.")
+    if stored["kind"] != "cowriting":
+        raise ExportError(
+            f"'{exp_id}' is a {stored['kind']} study: preference pairs come from the rounds of "
+            "a co-writing study."
+        )
     licence = licence.strip() or NO_LICENCE
     rows, left_out = preference_pairs(db, exp_id, licence)
     if fmt == "jsonl":
