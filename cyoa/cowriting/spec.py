@@ -103,6 +103,9 @@ class Experiment:
     slot_order: str = "coin"
     pairing: str = "balanced"
     target_writers: int = 0
+    # The keystroke record (cyoa/cowriting/process/): off, the page records nothing of it
+    # and the server stores none.
+    record_keystrokes: bool = True
     likert_labels: tuple[str, ...] = LIKERT_LABELS
     source: dict[str, Any] = field(default_factory=dict)
 
@@ -191,6 +194,9 @@ def experiment_from_dict(
             f"{where}: 'suggestion_timeout_seconds' must be a number of seconds from {low} to "
             f"{high}."
         )
+    record_keystrokes = raw.get("record_keystrokes", True)
+    if not isinstance(record_keystrokes, bool):
+        raise SpecError(f"{where}: 'record_keystrokes' must be true or false.")
     return Experiment(
         id=exp_id,
         title=title,
@@ -207,6 +213,7 @@ def experiment_from_dict(
         slot_order=slot_order,
         pairing=pairing,
         target_writers=_whole(raw, "target_writers", 0, where),
+        record_keystrokes=record_keystrokes,
         source=raw,
     )
 
