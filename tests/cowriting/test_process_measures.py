@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from cyoa.cowriting.process.measures import (
-    BrokenRecord,
     origins,
     round_measures,
     rounds_of,
 )
+from cyoa.cowriting.process.operations import RecordMismatch
 
 
 class Log:
@@ -79,8 +79,10 @@ def test_each_suggestion_shows_how_long_it_was_visible_and_focused():
 
 def test_typed_pasted_and_kept_characters_are_counted_by_where_they_came_from():
     measured = round_measures(typical_round().ops, SUGGESTIONS, 1)
-    # typed: H, x, i., A + space = 1 + 1 + 2 + 2; pasted: "!"
-    assert (measured.typed_chars, measured.pasted_chars, measured.other_chars) == (6, 1, 0)
+    # typed: H, x, i. in the line, "A " in the edit; pasted: "!" in the edit.
+    assert measured.typed_chars == {"line": 4, "edit": 2}
+    assert measured.pasted_chars == {"line": 0, "edit": 1}
+    assert measured.other_chars == 0
     # "The door opened." loses "The " (4 of 16 characters): 12 kept.
     assert measured.kept_chars == 12
     assert measured.kept_share == pytest.approx(12 / 16)
@@ -119,7 +121,7 @@ def test_switching_back_resumes_the_same_draft():
 
 def test_an_operation_that_does_not_match_the_text_says_the_record_is_broken():
     log = Log().text(0, "edit", 0, "", "Tha", slot=1)
-    with pytest.raises(BrokenRecord, match="record of this round is broken"):
+    with pytest.raises(RecordMismatch, match="record of this round is broken"):
         round_measures(log.ops, SUGGESTIONS, 1)
 
 

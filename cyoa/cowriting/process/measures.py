@@ -20,6 +20,8 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from cyoa.cowriting.process.operations import BOXES, RecordMismatch
+
 PAUSE_MS = 2000
 """A pause is an interval between two text operations longer than this (Wengelin 2006)."""
 
@@ -28,11 +30,6 @@ TYPED = "typed"
 PASTED = "pasted"
 OTHER = "other"
 _ORIGIN_OF_SOURCE = {"typed": TYPED, "pasted": PASTED, "dropped": PASTED}
-
-
-class BrokenRecord(ValueError):
-    """The operations do not apply to the text they claim to change: the record is broken,
-    and a measure built on it would be a guess."""
 
 
 @dataclass(frozen=True)
@@ -46,8 +43,8 @@ class RoundMeasures:
     visible_ms: Mapping[int, int]
     focused_ms: Mapping[int, int]
     focus_switches: int
-    typed_chars: int
-    pasted_chars: int
+    typed_chars: Mapping[str, int]
+    pasted_chars: Mapping[str, int]
     other_chars: int
     kept_chars: int | None
     kept_share: float | None
@@ -71,14 +68,15 @@ def origins(start: str, start_origin: str, ops: Iterable[Mapping]) -> list[tuple
     neither typed nor the model's).
 
     Applying an operation: ``text[:position] + inserted + text[position + len(deleted):]``;
-    when the characters at ``position`` are not ``deleted``, raises :class:`BrokenRecord`.
+    when the characters at ``position`` are not ``deleted``, raises
+    :class:`~cyoa.cowriting.process.operations.RecordMismatch`.
     """
     chars = [(c, start_origin) for c in start]
     for op in ops:
         position, deleted, inserted = op["position"], op["deleted"] or "", op["inserted"] or ""
         here = "".join(c for c, _ in chars[position : position + len(deleted)])
         if position > len(chars) or here != deleted:
-            raise BrokenRecord(
+            raise RecordMismatch(
                 f"Operation {op.get('seq')} of round {op.get('round')} deletes {deleted!r} at "
                 f"{position}, but the text there is {here!r}: the record of this round is "
                 "broken, so it is not measured."
@@ -150,8 +148,9 @@ def round_measures(
       round's last operation.
     - ``focus_switches``: changes of the focused suggestion from one slot to the other (the
       choices' own switches are in the ``preference`` table's ``switches``).
-    - ``typed_chars`` / ``pasted_chars`` / ``other_chars``: characters inserted by typing, by
-      pasting or dropping, and otherwise (undo, redo, IME, autocorrect), in both boxes.
+    - ``typed_chars`` / ``pasted_chars``: per box (``line``, the writer's own sentence;
+      ``edit``, the edit boxes), characters inserted by typing and by pasting or dropping;
+      ``other_chars``: inserted otherwise (undo, redo, IME, autocorrect), both boxes.
     - ``kept_chars``: characters of the chosen suggestion that survive into the submitted
       turn: the chosen slot's edit box starts as the suggestion, each character marked as the
       model's; replaying its operations (:func:`origins`) removes the deleted ones; what is
@@ -165,13 +164,15 @@ def round_measures(
       fewer than two operations in a box).
 
     ``suggestions``: the text of each slot's suggestion as shown (the edit box's start).
-    Raises :class:`BrokenRecord` if the chosen slot's operations do not apply.
+    Raises :class:`~cyoa.cowriting.process.operations.RecordMismatch` if the chosen slot's
+    operations do not apply.
     """
     text = _text_ops(ops)
     end_ms = max((op["at_ms"] for op in ops), default=0)
-    inserted = {TYPED: 0, PASTED: 0, OTHER: 0}
+    inserted = {(origin, box): 0 for origin in (TYPED, PASTED, OTHER) for box in BOXES}
     for op in text:
-        inserted[_ORIGIN_OF_SOURCE.get(op["source"], OTHER)] += len(op["inserted"] or "")
+        origin = _ORIGIN_OF_SOURCE.get(op["source"], OTHER)
+        inserted[origin, op["box"]] += len(op["inserted"] or "")
     kept = share = None
     if chosen_slot is not None and chosen_slot in suggestions:
         chosen = suggestions[chosen_slot]
@@ -186,9 +187,9 @@ def round_measures(
         visible_ms={s: _intervals(ops, s, "visible", "hidden", end_ms) for s in (1, 2)},
         focused_ms={s: _intervals(ops, s, "focus", "blur", end_ms) for s in (1, 2)},
         focus_switches=_focus_switches(ops),
-        typed_chars=inserted[TYPED],
-        pasted_chars=inserted[PASTED],
-        other_chars=inserted[OTHER],
+        typed_chars={box: inserted[TYPED, box] for box in BOXES},
+        pasted_chars={box: inserted[PASTED, box] for box in BOXES},
+        other_chars=sum(inserted[OTHER, box] for box in BOXES),
         kept_chars=kept,
         kept_share=share,
         revisions=len(deletions),
