@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cyoa.cowriting.process.measures import PASTED, origins, rounds_of
+from cyoa.cowriting.process.operations import RecordMismatch
 
 PASTED_SHARE = 0.9
 """A line counts as pasted whole when at least this share of its non-space characters came
@@ -50,7 +51,10 @@ class Flag:
 
 def _pasted_line(number: int, ops: Sequence[Mapping]) -> Flag | None:
     line = [op for op in ops if op["kind"] == "text" and op["box"] == "line"]
-    chars = [o for c, o in origins("", "", line) if not c.isspace()]
+    try:
+        chars = [o for c, o in origins("", "", line) if not c.isspace()]
+    except RecordMismatch:
+        return None  # a line whose record does not apply is not judged (the record check says so)
     pasted = sum(1 for o in chars if o == PASTED)
     if not chars or pasted / len(chars) < PASTED_SHARE:
         return None
