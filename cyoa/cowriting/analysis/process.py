@@ -116,6 +116,11 @@ class ProcessTable:
     seed: int
 
 
+def of_pair(rows: Sequence[Row], pair: Sequence[str]) -> list[Row]:
+    """The rows of the writers who compared ``pair``."""
+    return [r for r in rows if {r["slot1_system"], r["slot2_system"]} == set(pair)]
+
+
 def process_table(
     rows: Sequence[Row], systems: Sequence[str], resamples: int = 2000, seed: int = 0
 ) -> ProcessTable:
@@ -216,3 +221,17 @@ def to_dict(table: ProcessTable) -> dict[str, object]:
             for m in MEASURES
         },
     }
+
+
+def markdown_lines(table: ProcessTable) -> list[str]:
+    """The table as a Markdown section for ``analyze``."""
+    lines = ["", f"## How writers wrote: {' vs '.join(table.systems)} (keystroke record)", ""]
+    if table.recorded:
+        lines += [
+            "| Measure | " + " | ".join(table.systems) + " |",
+            "|---" * (len(table.systems) + 1) + "|",
+            *("| " + " | ".join(r) + " |" for r in display_rows(table)),
+            "",
+        ]
+        lines += [headline(table), ""] if headline(table) else []
+    return lines + notes(table) + [""]
