@@ -73,3 +73,17 @@ def test_a_record_that_does_not_apply_is_named_not_measured(study):
     second = process_rows(study, "exp")[1]
     assert second["recorded"] is True and second["kept_chars"] is None
     assert "the record of this round is broken" in second["record_problem"]
+
+
+def test_the_dashboard_shows_how_writers_wrote_with_each_system(app, researcher):
+    db = store.connect(app.config["DATABASE"])
+    make_experiment(db, rounds=1)
+    for writer, kept_from in (("w1", "They "), ("w2", "")):
+        turn = Turn("Cats nap.", {FIRST: "They dream.", SECOND: "No."}, FIRST, FIRST, "dream.")
+        session = add_writer(db, writer, [turn], rounds=1)
+        store_operations(db, session, Log(1).text(0, "edit", 0, "", kept_from, slot=1).ops)
+    db.close()
+    results = researcher.analysed("/research/experiments/exp/results.json")
+    (table,) = [t for t in results["tables"] if t["key"] == "process-alpha-beta"]
+    assert table["rows"][0][:2] == ["Characters kept of the suggestion", "77% (55%–100%)"]
+    assert "Writers kept 77% of alpha's characters." in table["notes"]
