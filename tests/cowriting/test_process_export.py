@@ -87,3 +87,24 @@ def test_the_dashboard_shows_how_writers_wrote_with_each_system(app, researcher)
     (table,) = [t for t in results["tables"] if t["key"] == "process-alpha-beta"]
     assert table["rows"][0][:2] == ["Characters kept of the suggestion", "77% (55%–100%)"]
     assert "Writers kept 77% of alpha's characters." in table["notes"]
+
+
+def test_the_participants_table_shows_a_pasted_line_as_evidence_and_still_proposes_approval(
+    app, researcher
+):
+    db = store.connect(app.config["DATABASE"])
+    make_experiment(db, rounds=1)
+    turn = Turn("Cats nap.", {FIRST: "They dream.", SECOND: "No."}, FIRST, FIRST, "They dream.")
+    survey = {item: 3 for item in ("happy", "collaborative", "useful", "connected", "ideas")}
+    session = add_writer(db, "w1", [turn], survey | {"why_chosen": "", "looking_for": ""}, rounds=1)
+    store_operations(db, session, Log(1).text(0, "line", 0, "Cats nap.", source="pasted").ops)
+    db.close()
+    rows = list(
+        csv.DictReader(
+            io.StringIO(researcher.get("/research/experiments/exp/participants.csv").get_data(True))
+        )
+    )
+    assert rows[0]["evidence"] == (
+        "Round 1: 8 of the 8 characters of the writer's line were pasted or dropped in, not typed."
+    )
+    assert (rows[0]["status"], rows[0]["decision"]) == ("finished", "approve")
