@@ -194,9 +194,6 @@ def experiment_from_dict(
             f"{where}: 'suggestion_timeout_seconds' must be a number of seconds from {low} to "
             f"{high}."
         )
-    record_keystrokes = raw.get("record_keystrokes", True)
-    if not isinstance(record_keystrokes, bool):
-        raise SpecError(f"{where}: 'record_keystrokes' must be true or false.")
     return Experiment(
         id=exp_id,
         title=title,
@@ -213,7 +210,7 @@ def experiment_from_dict(
         slot_order=slot_order,
         pairing=pairing,
         target_writers=_whole(raw, "target_writers", 0, where),
-        record_keystrokes=record_keystrokes,
+        record_keystrokes=_switch(raw, "record_keystrokes", True, where),
         source=raw,
     )
 
@@ -248,6 +245,13 @@ def _completion(raw: dict[str, Any], where: str) -> tuple[str, str]:
 def _is_number(value: Any) -> bool:
     """A finite int or float (not a bool, NaN or infinity)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _switch(raw: dict[str, Any], key: str, default: bool, where: str) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise SpecError(f"{where}: '{key}' must be true or false.")
+    return value
 
 
 def _whole(raw: dict[str, Any], key: str, default: int, where: str) -> int:

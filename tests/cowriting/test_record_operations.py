@@ -16,6 +16,7 @@ from cyoa.cowriting.process.operations import (
     operation_between,
     reconstruct,
 )
+from cyoa.cowriting.process.timeline import keystroke_timeline
 from tests.cowriting.test_fuzz import texts
 
 
@@ -198,3 +199,24 @@ def test_a_record_missing_a_keystroke_says_which_box_differs():
         "The record of the edit box of suggestion 1 gives “It sailed.” but “It sank.” "
         "was submitted."
     )
+
+
+def test_the_timeline_marks_pauses_over_two_seconds_pastes_and_switches():
+    ops = [
+        text_op(1, 1, "line", None, "", "A"),
+        {**text_op(2, 1, "line", None, "A", "A cat"), "at_ms": 1_700_000_003_000},
+        text_op(3, 1, "line", None, "A cat", "A cat sat on the mat.", "pasted"),
+        text_op(4, 1, "edit", 1, "One.", "One!"),
+        text_op(5, 1, "edit", 2, "Two.", "Two!"),
+        text_op(6, 1, "edit", 2, "Two!", "Two!!"),
+    ]
+    timeline = keystroke_timeline(ops, {(1, 1): "One.", (1, 2): "Two."})
+    assert [(m.index, m.kind, m.label) for m in timeline.marks] == [
+        (1, "pause", "a pause of 2.9 s"),
+        (2, "paste", "pasted 16 characters into the line"),
+        (4, "switch", "switched to suggestion 2"),
+    ]
+    assert timeline.rows[0][2] == 0 and timeline.duration_ms == ops[-1]["at_ms"] - ops[0]["at_ms"]
+    assert timeline.suggestions == {"1:1": "One.", "1:2": "Two."}
+    broken = keystroke_timeline(ops[1:], {(1, 1): "One.", (1, 2): "Two."})
+    assert broken.rows == [] and broken.broken.startswith("Operation 2 starts at character 1")

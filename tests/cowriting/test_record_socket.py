@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import Writer
+from conftest import Researcher, Writer
 
 from cyoa import store
 from cyoa.cowriting.process.batches import AHEAD, MALFORMED, OFF
@@ -151,3 +151,34 @@ def test_a_study_that_turns_the_record_off_stores_none_of_it(make_app):
     assert writer.act("line_submitted", {"text": line, "round": 1, "record_seq": 1})["ok"]
     assert stored_rows(app, writer.session_id) == []
     assert "record" not in events(app, writer.session_id, "line_submitted")[0]
+
+
+def test_the_consent_page_says_what_is_recorded_only_when_the_record_is_on(make_app):
+    on = make_app().test_client().get("/s/fake-ab?pid=c1").get_data(as_text=True)
+    assert "every change you make in the story&#39;s boxes" in on
+    off_app = make_app(top="record_keystrokes = false")
+    off = off_app.test_client().get("/s/fake-ab?pid=c2").get_data(as_text=True)
+    assert 'id="recorded"' not in off and "Consent text for the test study." in off
+
+
+def test_the_replay_plays_the_record_and_shows_each_round_s_check(app, writer, researcher):
+    recorder = Recorder(writer)
+    line = "The writer's own line for round 1."
+    recorder.typing(1, "line", None, "", line)
+    recorder.send()
+    writer.act("line_submitted", {"text": line, "round": 1, "record_seq": recorder.seq + 1})
+    page = researcher.get("/research/experiments/fake-ab/writers/1").get_data(as_text=True)
+    assert f"{len(line)} recorded rows over" in page
+    assert "Keystroke record differs: Wrote their line: 1 of the record&#39;s first 35" in page
+    assert 'id="ks-data"' in page and '"1:' not in page  # no suggestion shown yet
+
+
+def test_the_evaluation_card_says_whether_keystrokes_were_recorded(make_app):
+    cards = []
+    for top in ("", "record_keystrokes = false"):
+        researcher = Researcher(make_app(top=top))
+        researcher.login()
+        cards.append(researcher.get("/research/experiments/fake-ab/evaluation-card.md"))
+    on, off = cards
+    assert "Keystroke record: on (`record_keystrokes = true`" in on.get_data(True)
+    assert "Keystroke record: off (`record_keystrokes = false`)" in off.get_data(True)
