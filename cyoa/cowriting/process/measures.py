@@ -21,9 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cyoa.cowriting.process.operations import BOXES, RecordMismatch
-
-PAUSE_MS = 2000
-"""A pause is an interval between two text operations longer than this (Wengelin 2006)."""
+from cyoa.cowriting.process.timeline import PAUSE_MS
 
 SUGGESTION = "suggestion"
 TYPED = "typed"
@@ -160,8 +158,9 @@ def round_measures(
     - ``revisions``: operations that delete something (a backspace, a cut, a replaced
       selection); ``deleted_chars``: the characters they deleted.
     - ``pauses`` / ``pause_ms``: inter-key intervals (:func:`interkey_intervals`) longer than
-      :data:`PAUSE_MS`, their count and total; ``median_interkey_ms`` their median (None with
-      fewer than two operations in a box).
+      :data:`~cyoa.cowriting.process.timeline.PAUSE_MS` (2 s, Wengelin 2006), their count
+      and total; ``median_interkey_ms`` their median (None with fewer than two operations
+      in a box).
 
     ``suggestions``: the text of each slot's suggestion as shown (the edit box's start).
     Raises :class:`~cyoa.cowriting.process.operations.RecordMismatch` if the chosen slot's
