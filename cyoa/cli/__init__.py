@@ -60,6 +60,8 @@ for command in (
     research.experiment_group,
     export.export_command,
     interchange.preference_data_command,
+    interchange.export_coauthor_command,
+    interchange.import_coauthor_command,
     models.try_model_command,
     plan.plan_command,
 ):

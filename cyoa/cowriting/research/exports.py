@@ -227,7 +227,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
 # --- reading the tables ---------------------------------------------------------------
 
 
-def _suggestions(db: Db, exp_id: str) -> dict[tuple[str, int, int], dict[str, Any]]:
+def shown_suggestions(db: Db, exp_id: str) -> dict[tuple[str, int, int], dict[str, Any]]:
     """Per (session, round, slot): the suggestion shown (last successful attempt, else the
     last failed one) and the number of attempts: the highest attempt number recorded, since
     only an attempt that ends a run of tries is a row (one drawn again because its text was
@@ -249,7 +249,7 @@ def _suggestions(db: Db, exp_id: str) -> dict[tuple[str, int, int], dict[str, An
 
 def preference_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     """The ``preference`` table: one row per writer × submitted round, in session order."""
-    shown = _suggestions(db, exp_id)
+    shown = shown_suggestions(db, exp_id)
     rows = []
     for r in db.query(
         "SELECT r.*, p.external_id AS participant, s.system_a, s.system_b FROM rounds r"
@@ -408,7 +408,7 @@ def process_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     """The ``process`` table: one row per writer × submitted round, in session order, its
     measures from the keystroke record (null where the round has none, or where the record
     does not apply, which ``record_problem`` says) and its flags."""
-    shown = _suggestions(db, exp_id)
+    shown = shown_suggestions(db, exp_id)
     rows: list[dict[str, Any]] = []
     records: dict[str, tuple[dict[int, list], dict[int, str]]] = {}
     for r in db.query(

@@ -1,6 +1,7 @@
 """The researcher's downloads in the field's formats, at
 ``/research/experiments/<id>/preference-data.zip`` (:mod:`.preference_data`; ``?licence=`` the
-licence to state). Thin: read the request, call the export, send the file."""
+licence to state) and ``/research/experiments/<id>/coauthor.zip`` (:mod:`.coauthor`). Thin:
+read the request, call the export, send the file."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import UTC, datetime
 
 from flask import flash, redirect, request, send_file, url_for
 
-from cyoa.cowriting.research import preference_data
+from cyoa.cowriting.research import coauthor, preference_data
 from cyoa.cowriting.research.views import experiment_or_404
 from cyoa.web import auth
 from cyoa.web import research as web
@@ -47,3 +48,10 @@ def preference_data_zip(exp_id: str):
         "preference-data",
         "application/zip",
     )
+
+
+@bp.get("/<exp_id>/coauthor.zip")
+@auth.login_required
+def coauthor_zip(exp_id: str):
+    exp = experiment_or_404(exp_id)
+    return _send(exp.id, lambda db: coauthor.export_zip(db, exp.id), "coauthor", "application/zip")
