@@ -52,6 +52,13 @@ TURNS = [
 ]
 
 
+QUERY = (
+    "SELECT r.writer_line, r.final_text, r.chosen_suggestion, r.chosen_system FROM rounds r"
+    " JOIN sessions s ON s.id = r.session_id WHERE s.experiment_id = ?"
+    " ORDER BY s.started_at, r.round"
+)
+
+
 @pytest.fixture
 def study(tmp_path):
     db = store.connect(tmp_path / "study.sqlite")
@@ -127,14 +134,33 @@ def test_export_then_import_gives_the_same_texts(study, tmp_path):
     ]
     summary = import_logs(study, files, "back")
     assert (summary.sessions, summary.rounds, summary.left_out) == (2, 4, 0)
-    query = (
-        "SELECT r.writer_line, r.final_text, r.chosen_suggestion, r.chosen_system FROM rounds r"
-        " JOIN sessions s ON s.id = r.session_id WHERE s.experiment_id = ?"
-        " ORDER BY s.started_at, r.round"
-    )
-    original = [tuple(r.values()) for r in study.query(query, ["exp"])]
-    back = [tuple(r.values()) for r in study.query(query, ["back"])]
+    original = [tuple(r.values()) for r in study.query(QUERY, ["exp"])]
+    back = [tuple(r.values()) for r in study.query(QUERY, ["back"])]
     assert sorted(back) == sorted(original)
+
+
+def round_trip(db) -> tuple[list[tuple], list[tuple]]:
+    files = [(n, "".join(json.dumps(e) + "\n" for e in ev)) for n, ev in logs(db).items()]
+    import_logs(db, files, "back")
+    return tuple(sorted(tuple(r.values()) for r in db.query(QUERY, [e])) for e in ("exp", "back"))
+
+
+def test_an_edit_of_the_suggestion_not_taken_leaves_nothing_of_it_in_the_story(study):
+    session = study.execute("SELECT session_id FROM text_operations").fetchone()[0]
+    edit = Log(2).text(9000, "edit", 0, "Nope", slot=2).ops[0] | {"seq": 50}
+    store_operations(study, session, [edit])
+    original, back = round_trip(study)
+    assert back == original
+
+
+def test_a_round_whose_record_does_not_replay_goes_out_at_turn_grain(study):
+    session = study.execute("SELECT session_id FROM text_operations").fetchone()[0]
+    before = [e["eventName"] for e in max(logs(study).values(), key=len)]
+    broken = Log(2).text(9000, "edit", 0, "", "Nope", slot=2).ops[0] | {"seq": 50}
+    store_operations(study, session, [broken])
+    assert [e["eventName"] for e in max(logs(study).values(), key=len)] == before
+    original, back = round_trip(study)
+    assert back == original
 
 
 def test_a_file_that_is_not_a_coauthor_log_is_refused_with_a_sentence(tmp_path):

@@ -143,7 +143,8 @@ def _open_suggestions(log: _Log, r: RoundLog, at_ms: int) -> None:
 def _choose(log: _Log, r: RoundLog, slot: int, start: int, draft: str, at_ms: int) -> None:
     log.event("suggestion-select", USER, at_ms, currentSuggestionIndex=slot - 1)
     log.event("suggestion-close", API, at_ms, currentSuggestionIndex=slot - 1)
-    log.replace_tail(start, draft, API, at_ms)
+    # The whole draft in place of the other one: no character of it is the other's.
+    log.change(start, log.doc[start:], draft, API, at_ms)
 
 
 def _round(log: _Log, r: RoundLog) -> None:

@@ -28,6 +28,7 @@ from cyoa.cowriting.process.coauthor import (
     read_session,
     session_events,
 )
+from cyoa.cowriting.process.operations import RecordMismatch, reconstruct
 from cyoa.cowriting.process.store import load_operations
 from cyoa.cowriting.recording import SessionRecorder
 from cyoa.cowriting.research.exports import shown_suggestions
@@ -37,6 +38,16 @@ from cyoa.web.tables import ExportError
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 SLOT_SYSTEMS = ("coauthor-slot-1", "coauthor-slot-2")
+
+
+def _playable(ops: list[dict[str, Any]], suggestions: dict[int, str]) -> tuple:
+    """A round's record rows if they replay, else none (the round goes out at turn grain,
+    as the replay page and the record check say where such a record breaks)."""
+    try:
+        reconstruct(ops, suggestions)
+    except RecordMismatch:
+        return ()
+    return tuple(ops)
 
 
 def _round_logs(db: Db, exp_id: str) -> dict[str, list[RoundLog]]:
@@ -71,7 +82,7 @@ def _round_logs(db: Db, exp_id: str) -> dict[str, list[RoundLog]]:
                 ready_ms=ms(r["suggestions_ready_at"], ms(r["line_submitted_at"])),
                 choice_ms=ms(r["first_choice_at"], ms(r["turn_submitted_at"])),
                 turn_ms=ms(r["turn_submitted_at"]),
-                ops=tuple(records[session].get(r["round"], [])),
+                ops=_playable(records[session].get(r["round"], []), found),
             )
         )
     return sessions
