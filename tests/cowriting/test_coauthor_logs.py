@@ -206,3 +206,33 @@ def test_the_verbs_and_the_research_page_carry_the_logs(app, researcher, tmp_pat
     replay = researcher.get(f"/research/experiments/back/writers/{participant}")
     assert replay.status_code == 200
     assert "They dream of fish." in replay.get_data(as_text=True)
+
+
+def event(name, source="user", delta="", **fields):
+    return {"eventName": name, "eventSource": source, "textDelta": delta, **fields}
+
+
+def test_a_log_as_coauthors_interface_writes_it_reads_as_rounds():
+    offered = [
+        {"index": 1, "original": " It hid.", "trimmed": "It hid.", "source": ""},
+        {"index": 0, "original": " It sang.", "trimmed": "It sang.", "source": ""},
+    ]
+    log = [
+        event("system-initialize", "api", currentDoc="A prompt.\n"),
+        event("text-insert", delta={"ops": [{"retain": 9}, {"insert": " A fox ran."}]}),
+        event("suggestion-get"),
+        event("suggestion-open", "api", currentSuggestions=offered),
+        event("suggestion-select", currentSuggestionIndex=0),
+        event("suggestion-close", "api"),
+        event("text-insert", "api", {"ops": [{"retain": 20}, {"insert": " It sang."}]}),
+        event("text-insert", delta={"ops": [{"retain": 28}, {"insert": "!"}, {"delete": 1}]}),
+        event("text-insert", delta={"ops": [{"retain": 29}, {"insert": " The end"}]}),
+    ]
+    session = read_session(log)
+    assert session.prompt == "A prompt."
+    (round_,) = session.rounds
+    assert round_.writer_line == "A fox ran."
+    assert round_.suggestions == ["It hid.", "It sang."] and round_.chosen_slot == 2
+    # Without a system-put space after it, the turn ends at the suggestion's last character.
+    assert round_.final_text == "It sang"
+    assert session.left_out == 1

@@ -210,6 +210,9 @@ class ImportedRound:
 
 @dataclass
 class ImportedSession:
+    """A CoAuthor log read as CYOA rounds: its prompt (the document it started with), the
+    rounds, and how many stretches of text after the last round were left out (0 or 1)."""
+
     prompt: str
     rounds: list[ImportedRound] = field(default_factory=list)
     left_out: int = 0
@@ -257,6 +260,7 @@ def read_session(events: Iterable[Mapping[str, Any]]) -> ImportedSession:
     doc: list[tuple[str, Any]] = [(c, "prompt") for c in prompt]
     offered: list[dict[str, Any]] = []
     chosen: dict[int, tuple[list[dict[str, Any]], int]] = {}
+    inserted: dict[int, str] = {}
     selects, after_select = 0, False
     for event in events:
         name = event["eventName"]
@@ -270,11 +274,23 @@ def read_session(events: Iterable[Mapping[str, Any]]) -> ImportedSession:
             api = event.get("eventSource") == API
             tag = ("chosen", selects) if api and after_select else (API if api else USER)
             doc = _apply_delta(doc, event.get("textDelta"), tag)
+            if isinstance(tag, tuple):
+                inserted.setdefault(selects, _inserted_text(event.get("textDelta")))
             after_select = after_select and api and name != "text-insert"
-    return _rounds(prompt, doc, chosen)
+    return _rounds(prompt, doc, chosen, inserted)
 
 
-def _rounds(prompt: str, doc: list[tuple[str, Any]], chosen) -> ImportedSession:
+def _inserted_text(delta: Any) -> str:
+    ops = delta.get("ops", []) if isinstance(delta, Mapping) else []
+    return "".join(op["insert"] for op in ops if isinstance(op.get("insert"), str))
+
+
+def _rounds(
+    prompt: str,
+    doc: list[tuple[str, Any]],
+    chosen: Mapping[int, tuple[list[dict[str, Any]], int]],
+    inserted: Mapping[int, str],
+) -> ImportedSession:
     session = ImportedSession(prompt)
     spans: dict[int, tuple[int, int]] = {}
     for index, (_, tag) in enumerate(doc):
@@ -285,11 +301,13 @@ def _rounds(prompt: str, doc: list[tuple[str, Any]], chosen) -> ImportedSession:
     for k, (first, last) in sorted(spans.items(), key=lambda item: item[1]):
         if first < previous_end:
             continue  # a suggestion put inside another round's text: part of that round
-        offered, index = chosen[k]
+        offered, picked = chosen[k]
         texts = [str(s.get("original") or s.get("trimmed") or "") for s in offered]
         sources = [str(s.get("source") or "") for s in offered]
+        # CoAuthor's index is the suggestion's own (its order before sorting by probability).
+        index = next((i for i, s in enumerate(offered) if s.get("index") == picked), picked)
         if not 0 <= index < len(texts):
-            texts, sources, index = [""], [""], 0
+            texts, sources, index = [inserted.get(k, "")], [""], 0
         slots = [index] + [i for i in range(len(texts)) if i != index][:1]
         slots.sort()
         # The turn runs to the next character the system put in (CYOA's space between turns;
