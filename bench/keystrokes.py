@@ -10,8 +10,8 @@ writer's clock simulated, so the run takes seconds, not minutes): each round the
 real sentence of their own (57–111 characters), look at both suggestions and hover each
 (view rows), choose one (in one round in three first the other, typing a few words into it
 before switching back), take back its last word and type a clause of their own, with one
-draft saved midway, and add it; then the survey. The record goes in the page's batches (two
-seconds of typing or 50 rows).
+draft saved midway, and add it; then the survey. The record goes in the page's batches (five
+seconds of typing or 100 rows).
 
 Measured: the bytes of each message a page sends (its JSON as the browser encodes it,
 without Socket.IO's few bytes of framing), per round, for the record and for the actions;

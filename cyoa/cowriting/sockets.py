@@ -125,11 +125,11 @@ def on_record(*args: Any) -> dict[str, Any]:
     if too_fast := _over_rate(parts().limiter, session_id):
         return too_fast
     study = parts().study
-    row, state = study.state(session_id)
+    row = study.session_row(session_id)  # the session's round, without folding its events
     if not study.experiments[row["experiment_id"]].record_keystrokes:
         return {"ok": False, "error": batches.OFF}
     try:
-        rows = batches.read_batch(args, state.current.number)
+        rows = batches.read_batch(args, row["current_round"])
     except RuleError as exc:
         return {"ok": False, "error": str(exc)}
     db = study.db()

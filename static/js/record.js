@@ -9,14 +9,16 @@
 // recorded text and the rows not yet handed over are kept in localStorage, so a reload never
 // reuses a number, loses nothing, and goes on from the last recorded text. The rows are
 // handed to the page's outbox (the same as every action's: kept offline, sent again until
-// stored) every two seconds or 50 rows, and whenever the page sends a line, a draft or a
+// stored) every five seconds or 100 rows, and whenever the page sends a line, a draft or a
 // turn, which carries the number of the last row (record_seq) for the server's check.
 // Off (the study's record_keystrokes = false), nothing is recorded, kept or sent.
 (function () {
   "use strict";
 
-  const BATCH_MS = 2000;
-  const BATCH_ROWS = 50;
+  // Each batch costs the server about what an action costs (bench/results/keystrokes.md),
+  // and the rows wait safely in localStorage meanwhile: a few batches a round.
+  const BATCH_MS = 5000;
+  const BATCH_ROWS = 100;
   const SOURCES = {
     insertText: "typed",
     insertLineBreak: "typed",
@@ -70,9 +72,9 @@
     };
     let recording = Boolean(on);
     let timer = null;
-    const seen = {}; // slot -> "visible" | "hidden", for the round in `seenRound`
+    const seen = {}; // "round:slot" -> "visible" | "hidden"
     const focused = {}; // slot -> {keyboard, pointer}
-    let seenRound = null;
+    const roundOf = new WeakMap(); // a suggestion's card -> the round it was drawn for
 
     function save() {
       if (!storage) return;
@@ -135,21 +137,18 @@
       return match ? Number(match[1]) : null;
     }
 
-    function viewed(slot, source) {
-      const r = currentRound();
-      if (r !== seenRound) {
-        seenRound = r;
-        for (const k of Object.keys(seen)) delete seen[k];
-      }
-      if (seen[slot] === source) return;
-      seen[slot] = source;
+    // A card hidden when the next round begins is its own round's suggestion.
+    function viewed(r, slot, source) {
+      if (!r || seen[`${r}:${slot}`] === source) return;
+      seen[`${r}:${slot}`] = source;
       add(r, "view", null, slot, null, null, null, source);
     }
 
     const cardsSeen = new IntersectionObserver((entries) => {
       for (const entry of entries) {
         const slot = slotOf(entry.target);
-        if (slot) viewed(slot, entry.intersectionRatio >= SEEN_RATIO ? "visible" : "hidden");
+        const source = entry.intersectionRatio >= SEEN_RATIO ? "visible" : "hidden";
+        if (slot) viewed(roundOf.get(entry.target), slot, source);
       }
     }, { threshold: [0, SEEN_RATIO] });
 
@@ -157,7 +156,11 @@
     // redrawn is the same suggestion, so only a change of what is seen is recorded.
     function cards(container) {
       const follow = () => {
-        for (const card of container.querySelectorAll(".suggestion")) cardsSeen.observe(card);
+        for (const card of container.querySelectorAll(".suggestion")) {
+          if (roundOf.has(card)) continue;
+          roundOf.set(card, currentRound());
+          cardsSeen.observe(card);
+        }
       };
       new MutationObserver((changes) => {
         for (const change of changes) {

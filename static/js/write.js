@@ -327,10 +327,10 @@
         return;
       }
       joined = true;
-      recorder.setting(reply.record);
       connectionBadge("Connected", true);
       if (noticeAboutConnection) notice("");
       render(reply.state);
+      recorder.setting(reply.record); // its rows kept over a reload go first
       sendOutbox();
     });
   }

@@ -17,8 +17,8 @@ from cyoa.cowriting.process.operations import BOXES, SOURCES
 from cyoa.cowriting.process.store import COLUMNS
 
 WIRE = COLUMNS
-# A batch holds what the page recorded in about two seconds (or 50 rows); a page that has
-# been offline sends one batch per two seconds it was away, so no batch need be larger.
+# A batch holds what the page recorded in about five seconds (or 100 rows); a page that has
+# been offline sends one batch per five seconds it was away, so no batch need be larger.
 MAX_ROWS = 200
 # The largest text one operation can carry: a box's whole text (a paste into a full box).
 MAX_TEXT = DRAFT_MAX_CHARS

@@ -7,10 +7,10 @@ again) stores nothing twice: the rows already there are left as they were.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cyoa.db.facade import Db
+from cyoa.db.facade import INSERTS, Db
 from cyoa.db.transactions import write_transaction
 from cyoa.store import now
 
@@ -28,17 +28,26 @@ COLUMNS = (
 )
 
 
-def store_operations(db: Db, session_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
+def store_operations(db: Db, session_id: str, rows: Sequence[Mapping[str, Any]]) -> int:
     """Store a batch of the session's record in one transaction (joining the caller's, if
     any), each row stamped with the server's time; how many rows were new (a row whose
-    ``seq`` is stored already is skipped, whatever it holds)."""
+    ``seq`` is stored already is skipped, whatever it holds). One statement for the batch:
+    a page sends one every few seconds while its writer types."""
+    if not rows:
+        return 0
     stamp = now()
-    new = [
+    values = [
         {"session_id": session_id, **{c: row.get(c) for c in COLUMNS}, "received_at": stamp}
         for row in rows
     ]
-    with write_transaction(db):
-        return db.insert_all("text_operations", new, on_conflict="ignore")
+    table = db.table("text_operations")
+    stmt = (
+        INSERTS[db.dialect](table)
+        .on_conflict_do_nothing(index_elements=["session_id", "seq"])
+        .returning(table.c.seq)
+    )  # compiled once; SQLAlchemy sends the rows as one multi-row INSERT ("insertmanyvalues")
+    with write_transaction(db), db.connection() as conn:
+        return len(conn.execute(stmt, values).fetchall())
 
 
 def load_operations(
