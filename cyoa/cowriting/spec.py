@@ -173,16 +173,7 @@ def experiment_from_dict(
     title = need("title", str)
     if len(title) > MAX_TITLE_CHARS:
         raise SpecError(f"{where}: 'title' must be at most {MAX_TITLE_CHARS} characters.")
-    limits = Limits(
-        rounds=_whole(raw, "rounds", 5, where),
-        min_chars=_whole(raw, "min_chars", 20, where),
-        max_chars=_whole(raw, "max_chars", 260, where),
-    )
-    if limits.min_chars > limits.max_chars:
-        raise SpecError(
-            f"{where}: need 1 <= min_chars <= max_chars (the shortest turn cannot be longer "
-            "than the longest)."
-        )
+    limits = _limits(raw, where)
     systems_raw = raw.get("systems", [])
     if not isinstance(systems_raw, list) or len(systems_raw) > MAX_SYSTEMS:
         raise SpecError(
@@ -201,13 +192,6 @@ def experiment_from_dict(
     languages = _languages(raw, where)
     prompt = _table(raw, "prompt", where)
     completion_url, completion_code = _completion(raw, where)
-    timeout = raw.get("suggestion_timeout_seconds", 60.0)
-    low, high = RANGES["suggestion_timeout_seconds"]
-    if not _is_number(timeout) or not low <= timeout <= high:
-        raise SpecError(
-            f"{where}: 'suggestion_timeout_seconds' must be a number of seconds from {low} to "
-            f"{high}."
-        )
     return Experiment(
         id=exp_id,
         title=title,
@@ -220,7 +204,7 @@ def experiment_from_dict(
         prompt_image=_text(prompt, "image", f"{where}: prompt"),
         completion_url=completion_url,
         completion_code=completion_code,
-        suggestion_timeout_seconds=float(timeout),
+        suggestion_timeout_seconds=_timeout(raw, where),
         slot_order=slot_order,
         pairing=pairing,
         target_writers=_whole(raw, "target_writers", 0, where),
@@ -229,6 +213,31 @@ def experiment_from_dict(
         languages=languages.allowed,
         source=raw,
     )
+
+
+def _limits(raw: dict[str, Any], where: str) -> Limits:
+    limits = Limits(
+        rounds=_whole(raw, "rounds", 5, where),
+        min_chars=_whole(raw, "min_chars", 20, where),
+        max_chars=_whole(raw, "max_chars", 260, where),
+    )
+    if limits.min_chars > limits.max_chars:
+        raise SpecError(
+            f"{where}: need 1 <= min_chars <= max_chars (the shortest turn cannot be longer "
+            "than the longest)."
+        )
+    return limits
+
+
+def _timeout(raw: dict[str, Any], where: str) -> float:
+    timeout = raw.get("suggestion_timeout_seconds", 60.0)
+    low, high = RANGES["suggestion_timeout_seconds"]
+    if not _is_number(timeout) or not low <= timeout <= high:
+        raise SpecError(
+            f"{where}: 'suggestion_timeout_seconds' must be a number of seconds from {low} to "
+            f"{high}."
+        )
+    return float(timeout)
 
 
 def _languages(raw: dict[str, Any], where: str) -> StudyLanguages:
