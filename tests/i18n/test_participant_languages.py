@@ -18,13 +18,17 @@ from tests.paths import DATA
 from tests.rating.test_rating_journey import Rater, write_spec
 from tests.web.test_web_outage import sqlite_outage
 
+# The AISS is English only: the example crowd scale has Arabic and Spanish translations.
+CROWD = str(DATA / "scales" / "crowd-1-4.toml")
+
 
 def rating_study(app, tmp_path, **fields):
-    """``app`` with the journey tests' study (``fields`` added to its spec), open."""
+    """``app`` with the journey tests' study rated on the crowd scale (``fields`` added to
+    its spec), open."""
     runner = CliRunner()
     env = {"CYOA_MODELS_DIR": app.config["MODELS_DIR"], "CYOA_EXPERIMENTS_DIR": "/nonexistent"}
     base = ["--db", app.config["DATABASE"]]
-    spec = str(write_spec(tmp_path, **fields))
+    spec = str(write_spec(tmp_path, **{"instrument": CROWD, **fields}))
     assert runner.invoke(cli, [*base, "experiment", "create", spec], env=env).exit_code == 0
     assert runner.invoke(cli, [*base, "experiment", "open", "aiss-pilot"], env=env).exit_code == 0
     return app
@@ -74,9 +78,7 @@ def test_a_writer_turned_away_is_told_so_in_the_studys_language(tmp_path):
 
 
 def test_every_page_of_an_arabic_rating_study_is_arabic_and_right_to_left(app, tmp_path):
-    # The AISS is English only: the example crowd scale has an Arabic translation.
-    crowd = str(DATA / "scales" / "crowd-1-4.toml")
-    study = rating_study(app, tmp_path, language="ar", raters_per_story=1, instrument=crowd)
+    study = rating_study(app, tmp_path, language="ar", raters_per_story=1)
     rater = Rater(study)
     consent = rater.client.get("/r/aiss-pilot").get_data(as_text=True)
     assert_arabic(consent)
