@@ -33,15 +33,16 @@ def free_port() -> int:
 
 
 class Server:
-    """The app as `python app.py` runs it, in its own process, with fake models; it can be
-    killed (SIGKILL) and started again on the same port and database."""
+    """The app as `python app.py` runs it, in its own process, with fake models (each waiting
+    ``delays`` seconds before each word); it can be killed (SIGKILL) and started again on the
+    same port and database."""
 
-    def __init__(self, root: Path, rounds: int = 5):
+    def __init__(self, root: Path, rounds: int = 5, delays: tuple[float, float] = (0.02, 0.02)):
         config = write_setup(
             root,
             rounds=rounds,
-            options_a="delay_seconds = 0.02",
-            options_b="delay_seconds = 0.02",
+            options_a=f"delay_seconds = {delays[0]}",
+            options_b=f"delay_seconds = {delays[1]}",
         )
         self.root = root
         self.port = free_port()
