@@ -62,7 +62,7 @@ def test_every_writer_page_in_every_state_passes_axe_and_fits_320_px(server, con
     check(page, "writing, a line too short")
     page.fill("#line", LINE)
     page.click("#line-submit")
-    page.wait_for_selector("#suggestion-2.pending")
+    page.wait_for_selector("#suggestions .suggestion.pending")  # the slower model's
     expect(page.locator("#suggest-status")).to_have_text("Suggestions are being written…")
     check(page, "waiting for suggestions (streaming)")
     expect(page.locator("#suggest-status")).to_have_text("Two suggestions are ready.")
@@ -94,6 +94,13 @@ def test_every_writer_page_in_every_state_passes_axe_and_fits_320_px(server, con
     started.check("#consent")
     started.click("#start")
     started.wait_for_selector("#writing:not([hidden])")
+    started.set_viewport_size({"width": 320, "height": 640})
+    first.set_offline(True)
+    started.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
+    started.fill("#line", LINE)
+    started.click("#line-submit")
+    expect(started.locator("#notice")).to_contain_text("The connection is lost")
+    check(started, "writing, the connection lost and a line queued")
     elsewhere = second.new_page()  # the same participant id in a second browser
     elsewhere.set_viewport_size({"width": 320, "height": 640})
     elsewhere.goto(f"{server.url}/s/fake-ab?pid=axe2")
@@ -195,7 +202,7 @@ def test_on_a_phone_the_suggestions_and_edit_box_stay_put_while_the_story_grows(
     page.wait_for_selector("#round-label:text-is('Round 2 of 2')")
     page.fill("#line", long_line)
     page.click("#line-submit")
-    page.wait_for_selector("#suggestion-2.pending")
+    page.wait_for_selector("#suggestions .suggestion.pending")  # the slower model's
     where = "() => document.getElementById('suggesting').getBoundingClientRect().top + scrollY"
     streaming = page.evaluate(where)
     story = page.evaluate("document.getElementById('story').getBoundingClientRect().height")
