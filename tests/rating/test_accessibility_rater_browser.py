@@ -82,9 +82,10 @@ SPECS = [
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """The app with a researcher and the four studies open, started once for the file."""
+    """The app with a researcher and the four studies open, started once for the file; its
+    co-writing study (the researcher's replay is checked too) has one round."""
     root = tmp_path_factory.mktemp("a11y-rater")
-    srv = Server(root)
+    srv = Server(root, rounds=1)
     srv.env["CYOA_START_BURST"] = "1000"  # every test's raters start from this one address
     (root / "stories.jsonl").write_text("".join(json.dumps(s) + "\n" for s in STORIES))
     (root / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in FEI_QUESTIONS))
@@ -278,12 +279,31 @@ RESEARCHER_PAGES = [
 ]
 
 
+def write_a_story(page, server: Server, pid: str) -> int:
+    """A writer's whole one-round story and survey; their participant id."""
+    page.goto(f"{server.url}/s/fake-ab?pid={pid}")
+    page.check("#consent")
+    page.click("#start")
+    page.fill("#line", "The lighthouse keeper heard a knock at midnight.")
+    page.click("#line-submit")
+    page.click("#choose-1")
+    page.fill("#edit", "The keeper opened the door to nobody at all.")
+    page.click("#edit-submit")
+    for item in ["happy", "collaborative", "useful", "connected", "ideas"]:
+        page.check(f"input[name='{item}'][value='4']")
+    page.click("#survey-submit")
+    page.wait_for_selector("#completion-code")
+    [writer] = db_rows(server.db, f"SELECT id FROM participants WHERE external_id = '{pid}'")
+    return writer["id"]
+
+
 def test_the_researcher_s_pages_get_the_same_axe_run(server, context):
     page = context.new_page()
+    writer = write_a_story(page, server, "replayed1")
     page.goto(f"{server.url}/research/login")
     found = {"/research/login": violations(page)}
     log_in(page, server, "/research/")
-    for address in RESEARCHER_PAGES:
+    for address in [*RESEARCHER_PAGES, f"/research/experiments/fake-ab/writers/{writer}"]:
         page.goto(f"{server.url}{address}")
         found[address] = violations(page)
     report = "\n".join(f"{address}: {line}" for address, lines in found.items() for line in lines)
