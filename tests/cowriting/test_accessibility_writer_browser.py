@@ -64,6 +64,11 @@ def test_every_writer_page_in_every_state_passes_axe_and_fits_320_px(server, con
     page.click("#line-submit")
     page.wait_for_selector("#suggestions .suggestion.pending")  # the slower model's
     expect(page.locator("#suggest-status")).to_have_text("Suggestions are being written…")
+    live = "[aria-live], [role=status], [role=alert], [role=log]"
+    inside = page.eval_on_selector_all(
+        "#suggestions .text", f"ps => ps.filter(p => p.closest('{live}')).length"
+    )
+    assert inside == 0, "the streaming text is in a live region: every token would be read"
     check(page, "waiting for suggestions (streaming)")
     expect(page.locator("#suggest-status")).to_have_text("Two suggestions are ready.")
     check(page, "choosing")
