@@ -13,8 +13,10 @@
     if (go) window.location.assign(go);
     else window.location.reload();
   }, seconds * 1000);
+  const stay = document.getElementById("stay");
   box.hidden = false;
-  document.getElementById("stay").addEventListener("click", () => {
+  stay.hidden = false;
+  stay.addEventListener("click", () => {
     clearTimeout(timer);
     box.textContent = box.dataset.stayed;
   });
