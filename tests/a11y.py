@@ -39,16 +39,15 @@ def assert_fits_320(page, where: str) -> None:
 
 
 def focused(page) -> dict:
-    """The focused element: its tag, id, and whether a focus ring shows (an outline or a box
-    shadow, WCAG 2.4.7)."""
+    """The focused element: its tag, id and value, and whether a focus ring shows (an outline
+    or a box shadow, WCAG 2.4.7)."""
     return page.evaluate(
         """() => {
           const el = document.activeElement;
           const style = getComputedStyle(el);
           const ring = (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0)
             || style.boxShadow !== 'none';
-          return {tag: el.tagName.toLowerCase(), id: el.id, ring: ring,
-                  name: el.name || '', value: el.value || '', text: (el.textContent || '').trim()};
+          return {tag: el.tagName.toLowerCase(), id: el.id, ring: ring, value: el.value || ''};
         }"""
     )
 
