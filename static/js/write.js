@@ -197,8 +197,18 @@
   // {data, message, made: {round, phase}, key, sent, promise, resolve}: not yet answered
   const outbox = keptItems();
   let sending = false;
-  // A draft is saved quietly; the writer waits for any other action.
-  const writerWaits = () => outbox.some((item) => item.data.type !== "draft_saved");
+  // A draft and the keystroke record are sent quietly; the writer waits for any other action.
+  const RECORD = "record";
+  const QUIET = new Set(["draft_saved", RECORD]);
+  const writerWaits = () => outbox.some((item) => !QUIET.has(item.data.type));
+  // The keystroke record (static/js/record.js), handed to this outbox in batches.
+  const recorder = window.CyoaRecord.create({
+    key: app.dataset.outbox,
+    on: app.dataset.record === "on",
+    round: () => view && view.round,
+    handOver: (rows) => send(RECORD, { operations: rows }),
+  });
+  const RECORDED = new Set(["line_submitted", "draft_saved", "turn_submitted"]);
   // Actions whose outcome only the server knows: the page waits for their answer.
   const HOLDING = new Set(["line_submitted", "turn_submitted", "survey_submitted", "suggestions_retried"]);
   const busy = () => outbox.some((item) => HOLDING.has(item.data.type));
@@ -206,6 +216,8 @@
   // Queues an action made in the round on show (the server refuses it in any other round)
   // and keeps it in the browser before anything shows it as queued.
   function send(type, payload, message) {
+    const through = RECORDED.has(type) ? recorder.through() : null; // its rows queued first
+    if (through !== null) payload = { ...payload, record_seq: through };
     const data = { type, payload: { ...payload, round: view.round }, action_id: actionId() };
     const item = queued(data, message, { round: view.round, phase: view.phase }, null);
     keep(item);
@@ -222,6 +234,7 @@
 
   function answered(item, reply) {
     const { type, payload } = item.data;
+    if (type === RECORD) return; // a refused batch is not the writer's to mend
     if (reply.ok && type === "draft_saved") {
       confirmed = reply.state; // drawn as it is: the writer may be typing in the box
       view = projected(confirmed);
@@ -239,7 +252,8 @@
 
   function emitAction(data) {
     return new Promise((resolve) => {
-      socket.timeout(ACK_TIMEOUT_MS).emit("action", data, (err, reply) => resolve(err ? null : reply));
+      const [event, body] = data.type === RECORD ? [RECORD, data.payload] : ["action", data];
+      socket.timeout(ACK_TIMEOUT_MS).emit(event, body, (err, reply) => resolve(err ? null : reply));
     });
   }
 
@@ -316,6 +330,7 @@
       connectionBadge(gettext("Connected"), true);
       if (noticeAboutConnection) notice("");
       render(reply.state);
+      recorder.setting(reply.record); // its rows kept over a reload go first
       sendOutbox();
     });
   }
@@ -533,6 +548,14 @@
     if (pasted.length > room) notice(CUT_MESSAGE, "warn");
   }, true);
 
+  recorder.watch($("line"), () => ({ box: "line", slot: null, start: "" }));
+  recorder.watch($("edit"), () => {
+    const slot = view && view.current.chosen_slot;
+    const shown = slot && view.current.suggestions.find((s) => s.slot === slot);
+    return shown ? { box: "edit", slot, start: shown.text } : null;
+  });
+  recorder.cards($("suggestions"));
+
   $("line").addEventListener("input", () => { remember("line", $("line").value); updateCounter("line"); });
   $("edit").addEventListener("input", () => {
     const slot = view.current.chosen_slot;
@@ -560,6 +583,7 @@
       && item.data.payload.slot === slot);
     if (waiting) {
       waiting.data.payload.text = text;
+      delete waiting.data.payload.record_seq; // its rows since go after it: not checked
       keep(waiting);
     }
     const reply = await (waiting ? waiting.promise : send("draft_saved", payload));
