@@ -449,7 +449,7 @@ def test_a_survey_answer_over_the_limit_is_refused_before_sending(short_server, 
         page.check(f"input[name='{item}'][value='4']")
     page.fill("#q-why_chosen", "Because. " * 8000)  # 72,000 characters
     page.click("#survey-submit")
-    too_long = f"Please keep each answer under {OPEN_ANSWER_MAX_CHARS} characters."
+    too_long = f"Please keep each answer under {OPEN_ANSWER_MAX_CHARS:,} characters."
     expect(page.locator("#survey-message")).to_have_text(too_long)
     assert not [frame for frame in traffic.frames if "survey_submitted" in frame]
 
