@@ -740,6 +740,32 @@ def _analyses(db: Database) -> None:
     )
 
 
+def _text_operations(db: Database) -> None:
+    """The keystroke record (:mod:`cyoa.cowriting.process`): ``text_operations`` holds one
+    row per recorded event of a writer's page, a change of a box's text, a suggestion seen or
+    focused, the tab hidden or the connection lost, numbered by the page from 1 within its
+    session, so that a batch sent again stores nothing twice."""
+    db["text_operations"].create(
+        {
+            "session_id": str,
+            "seq": int,
+            "round": int,
+            "at_ms": int,
+            "kind": str,
+            "box": str,
+            "slot": int,
+            "position": int,
+            "deleted": str,
+            "inserted": str,
+            "source": str,
+            "received_at": str,
+        },
+        pk=("session_id", "seq"),
+        foreign_keys=[("session_id", "sessions", "id")],
+        not_null={"round", "at_ms", "kind", "source", "received_at"},
+    )
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -757,6 +783,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _database_moves,
     _pair_probabilities,
     _analyses,
+    _text_operations,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

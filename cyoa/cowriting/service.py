@@ -45,6 +45,8 @@ from cyoa.cowriting.flow import (
     check_round,
     is_slot,
 )
+from cyoa.cowriting.process import check as record_check
+from cyoa.cowriting.process.store import load_operations, stored_through
 from cyoa.cowriting.spec import Experiment, validate_survey
 from cyoa.db.transactions import write_transaction
 from cyoa.web.completion import shown_code
@@ -284,12 +286,13 @@ class Study:
                 if isinstance(decided, Outcome):
                     return decided
                 seq = decided.seq + 1
+                event = self._with_record_check(db, decided, payload)
                 new_state = recording.record(
                     db,
                     decided.session,
                     seq,
                     decided.state,
-                    decided.event,
+                    event,
                     client_action_id=client_action_id,
                     extra=decided.extra,
                 )
@@ -297,8 +300,35 @@ class Study:
         finally:
             db.close()
         for listener in self.listeners:
-            listener(decided.session["experiment_id"], session_id, decided.event.type)
-        return Outcome(new_state, decided.event, seq)
+            listener(decided.session["experiment_id"], session_id, event.type)
+        return Outcome(new_state, event, seq)
+
+    def _with_record_check(self, db, decided: _Accepted, payload: dict[str, Any]) -> Event:
+        """The event to record, with the record check (:mod:`cyoa.cowriting.process.check`)
+        in its payload as ``record`` when it is a line, a draft or a turn, the experiment
+        keeps the keystroke record and the page said through which row it had recorded the
+        text (``record_seq``). The check never refuses the action."""
+        event, through = decided.event, payload.get("record_seq")
+        exp = self.experiments[decided.session["experiment_id"]]
+        if (
+            event.type not in record_check.CHECKED
+            or not exp.record_keystrokes
+            or type(through) is not int
+            or not 0 <= through < 2**31
+        ):
+            return event
+        rnd, session_id = decided.state.current, decided.session["id"]
+        slot = None if event.type == "line_submitted" else event.payload["slot"]
+        outcome = record_check.record_outcome(
+            event.type,
+            load_operations(db, session_id, round_number=rnd.number, through=through),
+            through=through,
+            stored=stored_through(db, session_id, through),
+            slot=slot,
+            start="" if slot is None else rnd.suggestions.get(slot, ""),
+            submitted=event.payload["text"],
+        )
+        return Event(event.type, {**event.payload, "record": outcome})
 
     def _decide(
         self,

@@ -47,6 +47,7 @@ class Executed:
         return iter(self.rows)
 
 
+@lru_cache(maxsize=1024)
 def named_placeholders(sql: str) -> tuple[str, int]:
     """``sql`` with each ``?`` outside quotes replaced by ``:p0``, ``:p1``… and each colon
     inside quotes escaped (``\\:``, so that SQLAlchemy takes no ``'12:30'`` for a parameter);
@@ -71,31 +72,29 @@ def named_placeholders(sql: str) -> tuple[str, int]:
     return "".join(out), count
 
 
-@lru_cache(maxsize=1024)
-def _clause(sql: str) -> tuple[sa.TextClause, int]:
-    """The statement for ``sql`` and its number of ``?`` placeholders, built once per text:
-    a statement's set-up (placeholders translated, bound names parsed) cost more than running
-    it on SQLite, and the same few hundred texts are run again and again. A ``TextClause`` is
-    not changed by running it, so threads may share one."""
-    translated, count = named_placeholders(sql)
-    return sa.text(translated), count
-
-
 def statement(sql: str, params: Params) -> tuple[sa.TextClause, dict[str, Any]]:
     """The SQLAlchemy statement and parameters for ``sql`` with ``params`` (a sequence for
     ``?`` placeholders, a mapping for ``:name`` ones); ValueError when they do not match."""
-    clause, count = _clause(sql)
+    translated, count = named_placeholders(sql)
     if isinstance(params, Mapping):
         if count:
             raise ValueError("Give a list of values for ? placeholders, not a mapping.")
-        return clause, dict(params)
+        return _clause(translated), dict(params)
     values = list(params or ())
     if len(values) != count:
         raise ValueError(
             f"The statement has {count} placeholders but {len(values)} values were given: "
             f"{sql[:80]}"
         )
-    return clause, {f"p{i}": value for i, value in enumerate(values)}
+    return _clause(translated), {f"p{i}": value for i, value in enumerate(values)}
+
+
+@lru_cache(maxsize=1024)
+def _clause(sql: str) -> sa.TextClause:
+    """``sql`` as a text clause, made once per statement: SQLAlchemy reads its bind
+    parameters with a regular expression, which costs more than many a query it runs. A
+    clause holds no values, so one serves every execution and thread."""
+    return sa.text(sql)
 
 
 class Db:

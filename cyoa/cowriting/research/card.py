@@ -165,7 +165,23 @@ def _instructions_and_quality(exp: Experiment, details: dict[str, Any]) -> list[
         "Enforced by the app: one story per participant id per experiment; turn length limits; "
         "every action recorded before it is acknowledged.",
         "",
+        _keystroke_record(exp),
+        "",
     ]
+
+
+def _keystroke_record(exp: Experiment) -> str:
+    """Whether the writers' keystrokes were recorded (``record_keystrokes``), and what of."""
+    if not exp.record_keystrokes:
+        return "Keystroke record: off (`record_keystrokes = false`); only actions were stored."
+    return (
+        "Keystroke record: on (`record_keystrokes = true`, the default). Every change to the "
+        "writer's line and to the edit box (position, text removed and put in, the writer's "
+        "clock in ms, typed / pasted / dropped / cut / undo / redo / other), each suggestion "
+        "shown, hidden, focused or hovered, and the page hidden or offline, stored in "
+        "`text_operations`; writers were told so on the consent page. Each line, draft and "
+        "turn was checked against its replayed record (`record` in the events)."
+    )
 
 
 def _number_of_items(
