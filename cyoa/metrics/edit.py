@@ -41,7 +41,6 @@ from importlib import resources
 from typing import Literal
 
 import Levenshtein
-from nltk.tokenize import TreebankWordTokenizer
 
 from cyoa.metrics.pool import map_chunks
 from cyoa.metrics.tokens import ENGLISH, is_english, words
@@ -62,7 +61,6 @@ METRIC_COLUMNS: tuple[str, ...] = (
 
 # py-rouge 1.1 (Rouge.REMOVE_CHAR_PATTERN and its "cannot" hack, ensure_compatibility=True).
 _NON_ALNUM = re.compile("[^A-Za-z0-9]")
-_TREEBANK = TreebankWordTokenizer()
 
 
 @dataclass(frozen=True)
@@ -190,8 +188,17 @@ def rouge_tokens(text: str) -> list[str]:
 
 @lru_cache(maxsize=1 << 16)
 def _word_tokens(word: str) -> tuple[str, ...]:
-    tokens = _TREEBANK.tokenize(word.replace("cannot", "_cannot_"))
+    tokens = _treebank().tokenize(word.replace("cannot", "_cannot_"))
     return tuple(" ".join(tokens).replace("_cannot_", "cannot").split())
+
+
+@cache
+def _treebank():
+    """NLTK's Treebank tokenizer, imported at the first use: importing NLTK takes two
+    seconds of CPU, which every start of the app (it imports this module) would pay."""
+    from nltk.tokenize import TreebankWordTokenizer
+
+    return TreebankWordTokenizer()
 
 
 @cache
