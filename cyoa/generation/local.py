@@ -12,6 +12,7 @@ the engine's.
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import threading
 import time
@@ -192,18 +193,33 @@ def engine_for(card: ModelCard, device: str) -> str:
     return engine
 
 
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU here. A CPU-only torch build (its version ends in
+    ``+cpu``, as requirements.txt installs it) sees none, which is known without importing
+    torch: the llama.cpp engine never imports it, and its libraries would hold some 200 MB of
+    the process's memory (bench/results/peer.md)."""
+    try:
+        if importlib.metadata.version("torch").endswith("+cpu"):
+            return False
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def resolve_device(card: ModelCard) -> str:
     """The device the card's model runs on: ``cpu``, ``cuda:N`` or ``mps`` (``auto`` is
     ``cuda:0`` when torch sees a CUDA GPU, else ``cpu``). Raises
     :class:`~cyoa.generation.checkpoints.ModelLoadError` naming ``options.device`` when
     that device is not on this machine, and naming ``options.dtype`` or ``options.quantize``
     when the device cannot run them."""
-    import torch
-
     wanted = card.options.get("device", OPTIONS["device"])
     if wanted == "auto":
-        device = "cuda:0" if torch.cuda.is_available() else "cpu"
+        device = "cuda:0" if cuda_available() else "cpu"
     elif wanted.startswith("cuda"):
+        import torch
+
         if not torch.cuda.is_available():
             build = " (this torch is a CPU-only build)" if torch.version.cuda is None else ""
             raise card_error(
@@ -224,6 +240,8 @@ def resolve_device(card: ModelCard) -> str:
             )
         device = f"cuda:{index}"
     elif wanted == "mps":
+        import torch
+
         if not torch.backends.mps.is_available():
             raise card_error(
                 card,

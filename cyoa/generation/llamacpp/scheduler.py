@@ -3,7 +3,7 @@ every suggestion asked of the model in one batch, each in its own KV stream.
 
 Every step, each decoding row feeds its last token and each joining row its whole prompt, in
 one ``llama_decode`` call; then every row samples its next token from its own logits with
-CYOA's sampler (:mod:`cyoa.generation.engine.sampling`) and its own seeded generator. A row
+CYOA's sampling (:mod:`cyoa.generation.llamacpp.sampling`) and its own seeded generator. A row
 leaves as soon as it ends (an end-of-generation token, ``max_new_tokens``) or its reader
 stops reading; its stream is freed for the next joining row.
 
@@ -21,11 +21,10 @@ import logging
 from typing import Any
 
 import numpy as np
-import torch
 
 from cyoa.generation.engine.cores import CoreShare
 from cyoa.generation.engine.rows import SHUTDOWN, WINDOW_SECONDS, Row, RowServer
-from cyoa.generation.engine.sampling import sample_next_token
+from cyoa.generation.llamacpp.sampling import generator, next_token
 from cyoa.generation.llamacpp.settings import CONTEXT_STEP
 from cyoa.generation.llamacpp.vocabulary import Vocabulary
 
@@ -70,15 +69,15 @@ class LlamaScheduler(RowServer):
         self._threads = threads
         self._capacity = context_tokens + rows
         self._batch = lib.llama_batch_init(self._capacity, 0, 1)
-        self._banned = torch.tensor(vocabulary.banned_ids, dtype=torch.long)
+        self._banned = np.array(vocabulary.banned_ids, dtype=np.int64)
         # Rows decoding now (written by the scheduler thread only).
         self.rows = 0
         super().__init__(f"cyoa-llama-{name}")
 
+    def _generator(self, seed: int) -> np.random.Generator:
+        return generator(seed)
+
     def _run(self) -> None:
-        # Sampling is a few vector operations per row; one thread keeps them off the cores
-        # the models decode on.
-        torch.set_num_threads(1)
         active: list[Row] = []
         waiting: list[Row] = []
         try:
@@ -204,8 +203,10 @@ class LlamaScheduler(RowServer):
         size = self.vocabulary.size
         for row, index in outputs:
             pointer = self._lib.llama_get_logits_ith(self._context, index)
-            logits = torch.from_numpy(np.ctypeslib.as_array(pointer, shape=(size,)).copy())
-            token = sample_next_token(logits, row.sampling, row.generator, self._banned)
+            # A view of llama.cpp's buffer, which the sampler may overwrite: the next
+            # llama_decode call writes it anew.
+            logits = np.ctypeslib.as_array(pointer, shape=(size,))
+            token = next_token(logits, row.sampling, row.generator, self._banned)
             if token in self.vocabulary.stop_ids:
                 row.finish()
             else:
