@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -88,6 +89,8 @@ DEFAULT_SYSTEM_PROMPT = (
 # for the one-time set-up of the kernels.
 _WARM_UP_PROMPT = "The lighthouse keeper found a letter on the rocks."
 _WARM_UP_TOKENS = 2
+# The torch threads per operation configure_torch_threads was given (None: torch's own).
+_torch_threads: int | None = None
 
 
 class ModelUnloaded(RuntimeError):
@@ -95,17 +98,28 @@ class ModelUnloaded(RuntimeError):
 
 
 def configure_torch_threads(threads: int) -> None:
-    """Set how many CPU threads one torch operation may use (process-wide).
+    """Set how many CPU threads one torch operation may use (process-wide): now if torch is
+    loaded, else when the torch engine first loads a model (:func:`apply_torch_threads`),
+    so that a process running only llama.cpp models never imports torch (some 200 MB).
 
     Each model generates on its own Python thread, so with two models working at once the
     process uses about ``2 × threads`` cores; on a 2-core machine ``threads=1`` avoids the
     two models fighting over the same cores.
     """
+    global _torch_threads
     if threads < 1:
         raise ValueError("threads must be at least 1.")
-    import torch
+    _torch_threads = threads
+    if "torch" in sys.modules:
+        apply_torch_threads()
 
-    torch.set_num_threads(threads)
+
+def apply_torch_threads() -> None:
+    """Give torch the thread count :func:`configure_torch_threads` set, if one was set."""
+    if _torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(_torch_threads)
 
 
 def options_problem(options: dict[str, Any]) -> tuple[str, str] | None:
@@ -421,6 +435,7 @@ class TransformersBackend:
     def _load_torch(self, device: str, log: Callable[[str], None]) -> LocalModel | GenerateModel:
         """The model converted (a GGUF file, once) and loaded by the torch engine on the CPU
         or transformers' ``generate`` on a GPU."""
+        apply_torch_threads()
         folder = ensure_converted(self.card, self.cache_dir, log=log)
         check_memory(
             self.card,
