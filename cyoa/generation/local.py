@@ -34,7 +34,6 @@ from cyoa.generation.engine import (
     GENERATION_MODES,
     NAIVE,
     QUANTIZE_OPTIONS,
-    WEIGHTS_OPTIONS,
     CoreShare,
     PrefixStore,
     load_generate_model,
@@ -69,14 +68,11 @@ OPTIONS: dict[str, str | int] = {
     "dtype": "float32",
     # "int8": every linear layer quantized to 8-bit integers at load (CPU engine only).
     "quantize": "",
-    # "as_shipped": a GGUF card's 4-bit layers (Q4_1, Q4_K) multiplied from the file's own
-    # blocks by torch's int4 kernel, the rest in float32 (CPU engine, float32 only).
-    "weights": "",
 }
 LLAMA_CPP, TORCH = "llama.cpp", "torch"
 ENGINES = (LLAMA_CPP, TORCH)
 # The options only the torch engine takes, and those only llama.cpp takes.
-_TORCH_ONLY = ("dtype", "quantize", "weights")
+_TORCH_ONLY = ("dtype", "quantize")
 _LLAMA_ONLY = ("rows", "context_tokens")
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 GPU_DTYPES = ("float32", "bfloat16", "float16")
@@ -167,11 +163,6 @@ def options_problem(options: dict[str, Any]) -> tuple[str, str] | None:
         return "options.dtype", f"must be one of {', '.join(DTYPES)} on the CPU (found {dtype!r})."
     if quantize not in QUANTIZE_OPTIONS:
         return "options.quantize", f'must be "int8" or left out (found {quantize!r}).'
-    weights = options.get("weights", OPTIONS["weights"])
-    if weights not in WEIGHTS_OPTIONS:
-        return "options.weights", f'must be "as_shipped" or left out (found {weights!r}).'
-    if weights and (device not in ("auto", "cpu") or dtype != "float32" or quantize):
-        return "options.weights", '"as_shipped" is for the CPU engine in float32, without quantize.'
     if quantize and device not in ("auto", "cpu"):
         return "options.quantize", f'"int8" is for the CPU engine only, not {device!r}.'
     return None
@@ -180,7 +171,7 @@ def options_problem(options: dict[str, Any]) -> tuple[str, str] | None:
 def engine_for(card: ModelCard, device: str) -> str:
     """The engine that runs the card's model on ``device``: the card's ``engine`` option
     when given; else llama.cpp for a GGUF file (packaged or ``gguf``) on the CPU without a
-    torch-only option (``dtype``, ``quantize``, ``weights``), and the torch engine for the
+    torch-only option (``dtype``, ``quantize``), and the torch engine for the
     rest (a checkpoint folder, a GPU). Raises
     :class:`~cyoa.generation.checkpoints.ModelLoadError` naming ``options.engine`` for
     llama.cpp asked of a checkpoint folder, and naming the llama.cpp-only options given to
@@ -337,7 +328,6 @@ class TransformersBackend:
         self.engine = ""
         self.quantize = card.options.get("quantize", OPTIONS["quantize"])
         self.dtype = card.options.get("dtype", OPTIONS["dtype"])
-        self.weights = card.options.get("weights", OPTIONS["weights"])
         self.card = card
         self.cache_dir = Path(cache_dir)
         self.mode = mode
@@ -458,7 +448,6 @@ class TransformersBackend:
             mode=self.mode,
             cores=self.cores,
             prefixes=self.prefixes,
-            shipped=self._shipped_file(folder),
         )
 
     def stream(self, prompt: str, sampling: Sampling, seed: int) -> Iterator[str]:
@@ -482,21 +471,6 @@ class TransformersBackend:
             self.closed = True
         if local_model is not None:
             local_model.close()
-
-    def _shipped_file(self, folder: Path) -> Path | None:
-        """The GGUF file whose 4-bit blocks the card's ``weights = "as_shipped"`` reads (a
-        packaged file assembled from parts is assembled once into the converted ``folder``),
-        or None when the option is not set."""
-        if not self.weights:
-            return None
-        if self.card.path:
-            raise card_error(
-                self.card,
-                "options.weights",
-                '"as_shipped" needs a GGUF file (package or gguf), not a checkpoint folder '
-                "(path): leave weights out.",
-            )
-        return locate_gguf(self.card, folder)
 
     def _prompt(self, prompt: str) -> str:
         if not self.card.chat:
