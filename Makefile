@@ -12,7 +12,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=
 	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
 	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: run test test-fast lint format models browser redis postgres clean
+.PHONY: run test test-fast lint format models browser redis postgres clean messages catalogues
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -38,8 +38,21 @@ $(STAMP): requirements.txt requirements-dev.txt
 models: $(STAMP)
 	$(PY) -m cyoa prepare-models
 
-run: models
+run: models catalogues
 	$(PY) app.py
+
+# The participant pages' languages (docs/research.md, "Adding a language"). `make messages`
+# extracts every string marked for translation into the template and merges it into each
+# language's catalogue; `make catalogues` compiles the catalogues (.mo, not committed; the app
+# also compiles a missing or stale one at start, cyoa/web/language.py).
+BABEL_EXTRACT := -F babel.cfg -k sentence -k plural_sentence:1,2 -k marked --add-location=file \
+	--sort-by-file --no-wrap --project=CYOA
+messages: $(STAMP)
+	$(VENV)/bin/pybabel extract $(BABEL_EXTRACT) -o cyoa/translations/messages.pot .
+	$(VENV)/bin/pybabel update -i cyoa/translations/messages.pot -d cyoa/translations --no-wrap --ignore-obsolete
+
+catalogues: $(STAMP)
+	$(VENV)/bin/pybabel compile -d cyoa/translations --statistics
 
 # Debian's Chromium for the browser tests (Playwright's own download cannot work here).
 browser:
@@ -77,7 +90,7 @@ format: $(STAMP)
 # On two cores (pytest-xdist): each worker takes half the tests and steals from the other's
 # queue when its own runs out; each uses one CPU thread (tests/parallel_workers.py). The models
 # are converted beforehand (`models`), so the tests only read instance/models.
-test: models browser redis postgres lint
+test: models catalogues browser redis postgres lint
 	$(PY) -m pytest -q -n 2 --dist worksteal --durations=25
 
 # Without the real models and the browser (the PostgreSQL and Redis tests still run), for the

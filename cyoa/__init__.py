@@ -29,7 +29,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from cyoa import research, store
     from cyoa.generation import load_model_cards
     from cyoa.kinds import KINDS
-    from cyoa.web import favicon, parts, realtime, security
+    from cyoa.web import favicon, language, parts, realtime, security
 
     app = Flask(__name__, root_path=str(ROOT), instance_relative_config=True)
     app.config.from_mapping(default_settings(Path(app.instance_path)))
@@ -51,6 +51,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     needed = [model for name, kind in KINDS.items() for model in kind.models_needed(read[name])]
     shared = parts.init_app(app, cards, dict.fromkeys(needed))
     realtime.init_app(app)
+    language.init_app(app)
     for name, kind in KINDS.items():
         kind.init_app(app, shared, read[name])
     research.init_app(app)

@@ -193,9 +193,11 @@ class Writer:
     """A writer in a browser, as far as the server can tell: a cookie jar (the Flask test
     client) and a Socket.IO connection that shares it."""
 
-    def __init__(self, app, query: str = "", experiment: str = "fake-ab"):
+    def __init__(self, app, query: str = "", experiment: str = "fake-ab", lang: str = ""):
         self.app = app
         self.experiment = experiment
+        # The page's language, which its Socket.IO connection names (static/js/write.js).
+        self.lang = lang
         self.http = app.test_client()
         response = self.http.get(f"/s/{experiment}{query}")
         assert response.status_code in (200, 302)
@@ -213,7 +215,8 @@ class Writer:
             return s["csrf"]
 
     def connect(self) -> dict[str, Any]:
-        self.io = socketio.test_client(self.app, flask_test_client=self.http)
+        query = f"lang={self.lang}" if self.lang else None
+        self.io = socketio.test_client(self.app, flask_test_client=self.http, query_string=query)
         assert self.io.is_connected()
         self.joined = self.io.emit("join", {"experiment": self.experiment}, callback=True)
         return self.joined

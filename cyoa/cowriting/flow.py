@@ -19,12 +19,14 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from cyoa.web.language import sentence
+
 SLOTS = (1, 2)
 # A draft may overshoot the turn limit while the writer is editing; the limit is enforced
 # when the turn is submitted. This cap only protects the server from huge payloads.
 DRAFT_MAX_CHARS = 5000
 _SURROGATE = re.compile("[\ud800-\udfff]")
-STALE_ROUND = (
+STALE_ROUND = sentence(
     "Your story has gone on since this page last saw it (in another tab or window): the page "
     "now shows your story as it is saved."
 )
@@ -100,7 +102,7 @@ def normalize_text(text: str) -> str:
     of a character, which a browser can send but no database can store) removed, newlines
     and tabs as spaces, surrounding whitespace stripped. Otherwise exactly as typed."""
     if not isinstance(text, str):
-        raise RuleError("The text is missing. Please type your line and try again.")
+        raise RuleError(sentence("The text is missing. Please type your line and try again."))
     text = unicodedata.normalize("NFC", text)
     cleaned = []
     for ch in text:
@@ -124,12 +126,12 @@ def validate_turn(text: Any, limits: Limits) -> str:
     # A text twice the limit is too long whatever normalising would strip from it; refusing
     # it here keeps a huge paste from costing the server a pass over every character.
     if isinstance(text, str) and len(text) > 2 * max(limits.max_chars, DRAFT_MAX_CHARS):
-        raise RuleError(f"Too long — at most {limits.max_chars} characters.")
+        raise RuleError(sentence("Too long — at most %(n)s characters.", n=limits.max_chars))
     text = normalize_text(text)
     if len(text) < limits.min_chars:
-        raise RuleError(f"Too short — at least {limits.min_chars} characters.")
+        raise RuleError(sentence("Too short — at least %(n)s characters.", n=limits.min_chars))
     if len(text) > limits.max_chars:
-        raise RuleError(f"Too long — at most {limits.max_chars} characters.")
+        raise RuleError(sentence("Too long — at most %(n)s characters.", n=limits.max_chars))
     return text
 
 
@@ -140,18 +142,20 @@ def is_slot(value: Any) -> bool:
 
 def _slot(value: Any) -> int:
     if not is_slot(value):
-        raise RuleError("That suggestion does not exist. Please reload the page.")
+        raise RuleError(sentence("That suggestion does not exist. Please reload the page."))
     return value
 
 
 def _require(state: State, *phases: Phase) -> None:
     if state.phase not in phases:
         messages = {
-            Phase.WRITING: "Please write your own line first.",
-            Phase.SUGGESTING: "The suggestions are still being written. Please wait a moment.",
-            Phase.CHOOSING: "Please choose a suggestion and add it to the story first.",
-            Phase.SURVEY: "The story is finished; please answer the survey.",
-            Phase.DONE: "This session is complete. Thank you!",
+            Phase.WRITING: sentence("Please write your own line first."),
+            Phase.SUGGESTING: sentence(
+                "The suggestions are still being written. Please wait a moment."
+            ),
+            Phase.CHOOSING: sentence("Please choose a suggestion and add it to the story first."),
+            Phase.SURVEY: sentence("The story is finished; please answer the survey."),
+            Phase.DONE: sentence("This session is complete. Thank you!"),
         }
         raise RuleError(messages[state.phase])
 
@@ -167,7 +171,7 @@ def check_round(state: State, payload: Any) -> None:
         return
     meant = payload["round"]
     if type(meant) is not int:
-        raise RuleError("The request was malformed. Please reload the page.")
+        raise RuleError(sentence("The request was malformed. Please reload the page."))
     if meant != state.current.number:
         raise RuleError(STALE_ROUND)
 
@@ -180,7 +184,7 @@ def check(state: State, event_type: str, payload: dict[str, Any]) -> Event:
     ``payload``; this function checks the rules, it does not invent data.
     """
     if not isinstance(payload, dict):
-        raise RuleError("The request was malformed. Please reload the page.")
+        raise RuleError(sentence("The request was malformed. Please reload the page."))
     rnd = state.current
     if event_type == "line_submitted":
         _require(state, Phase.WRITING)
@@ -193,20 +197,22 @@ def check(state: State, event_type: str, payload: dict[str, Any]) -> Event:
         _require(state, Phase.SUGGESTING)
         slot = _slot(payload.get("slot"))
         if payload.get("round") != rnd.number or slot not in rnd.pending_slots():
-            raise RuleError("That suggestion is no longer awaited.")
+            raise RuleError(sentence("That suggestion is no longer awaited."))
         return Event(event_type, payload)
     if event_type == "suggestions_retried":
         _require(state, Phase.SUGGESTING)
         if not rnd.failures:
-            raise RuleError("Nothing to retry: the suggestions are still being written.")
+            raise RuleError(sentence("Nothing to retry: the suggestions are still being written."))
         return Event(event_type, {"round": rnd.number, "slots": sorted(rnd.failures)})
     if event_type == "suggestion_chosen":
         _require(state, Phase.CHOOSING)
         slot = _slot(payload.get("slot"))
         if slot not in rnd.suggestions:
-            raise RuleError("That suggestion could not be written; please choose the other one.")
+            raise RuleError(
+                sentence("That suggestion could not be written; please choose the other one.")
+            )
         if slot == rnd.chosen_slot:
-            raise RuleError("That suggestion is already chosen.")
+            raise RuleError(sentence("That suggestion is already chosen."))
         return Event(
             event_type,
             {"round": rnd.number, "slot": slot, "switch": rnd.chosen_slot is not None},
@@ -215,27 +221,29 @@ def check(state: State, event_type: str, payload: dict[str, Any]) -> Event:
         _require(state, Phase.CHOOSING)
         slot = _slot(payload.get("slot"))
         if slot not in rnd.suggestions:
-            raise RuleError("That suggestion does not exist. Please reload the page.")
+            raise RuleError(sentence("That suggestion does not exist. Please reload the page."))
         text = payload.get("text")
         if not isinstance(text, str):
-            raise RuleError("The draft is missing its text.")
+            raise RuleError(sentence("The draft is missing its text."))
         if len(text) > DRAFT_MAX_CHARS:
             raise RuleError(
-                f"The draft is too long (more than {DRAFT_MAX_CHARS} characters). "
-                "Please shorten it."
+                sentence(
+                    "The draft is too long (more than %(n)s characters). Please shorten it.",
+                    n=DRAFT_MAX_CHARS,
+                )
             )
         text = without_unpaired_surrogates(text)
         return Event(event_type, {"round": rnd.number, "slot": slot, "text": text})
     if event_type == "turn_submitted":
         _require(state, Phase.CHOOSING)
         if rnd.chosen_slot is None:
-            raise RuleError("Please choose one of the suggestions first.")
+            raise RuleError(sentence("Please choose one of the suggestions first."))
         text = validate_turn(payload.get("text"), state.limits)
         return Event(event_type, {"round": rnd.number, "slot": rnd.chosen_slot, "text": text})
     if event_type == "survey_submitted":
         _require(state, Phase.SURVEY)
         return Event(event_type, payload)
-    raise RuleError("Unknown action. Please reload the page.")
+    raise RuleError(sentence("Unknown action. Please reload the page."))
 
 
 def apply(state: State, event: Event) -> State:

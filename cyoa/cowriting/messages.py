@@ -13,9 +13,10 @@ from typing import Any
 
 from cyoa.cowriting.flow import RuleError
 from cyoa.cowriting.service import WRITER_ACTIONS
+from cyoa.web.language import sentence
 
-MALFORMED = "The request was malformed. Please reload the page."
-NOT_POSSIBLE = "That action is not possible. Please reload the page."
+MALFORMED = sentence("The request was malformed. Please reload the page.")
+NOT_POSSIBLE = sentence("That action is not possible. Please reload the page.")
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,11 @@ from cyoa.cowriting.flow import DRAFT_MAX_CHARS, Phase
 from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.web import outage, participants
 from cyoa.web.completion import completion_address, shown_code
+from cyoa.web.language import use_study_language
 
 bp = Blueprint("study", __name__)
 outage.answer_retry(bp)
+participants.pages(bp)
 # Long enough to read (and copy) the completion code before the crowd platform's page opens.
 COMPLETION_REDIRECT_SECONDS = 15
 # The first segment of a writer's link, and what a writer resumes by it.
@@ -37,6 +39,7 @@ def _experiment(exp_id: str):
     exp = _study().experiment(exp_id)
     if exp is None:
         abort(404)
+    use_study_language(exp.language, exp.languages)
     return exp
 
 

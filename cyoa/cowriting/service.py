@@ -48,6 +48,7 @@ from cyoa.cowriting.flow import (
 from cyoa.cowriting.spec import Experiment, validate_survey
 from cyoa.db.transactions import write_transaction
 from cyoa.web.completion import shown_code
+from cyoa.web.language import sentence
 from cyoa.web.participants import NUL_SENTENCE, holds_nul, new_completion_code, new_token
 
 # Actions a browser may send; everything else (suggestion results) comes from the server.
@@ -202,7 +203,9 @@ class Study:
         try:
             session = cowriting_store.get_session(db, session_id)
             if session is None:
-                raise RuleError("This session does not exist. Please use your study link again.")
+                raise RuleError(
+                    sentence("This session does not exist. Please use your study link again.")
+                )
             state, _ = self._fold(db, session)
             return session, state
         finally:
@@ -253,7 +256,7 @@ class Study:
             or len(client_action_id) > CLIENT_ACTION_ID_MAX
             or not client_action_id.isprintable()
         ):
-            raise RuleError("The request was malformed. Please reload the page.")
+            raise RuleError(sentence("The request was malformed. Please reload the page."))
         if holds_nul(payload):
             raise RuleError(NUL_SENTENCE)
         client_action_id = client_action_id or None  # an empty id is no id
@@ -299,7 +302,7 @@ class Study:
         record. Raises RuleError when the rules refuse it."""
         session = cowriting_store.get_session(db, session_id)
         if session is None:
-            raise RuleError("This session does not exist. Please use your study link.")
+            raise RuleError(sentence("This session does not exist. Please use your study link."))
         state, seq = self._fold(db, session)
         if client_action_id:
             previous = cowriting_store.find_action(db, session_id, client_action_id)
@@ -327,7 +330,7 @@ class Study:
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Add what only the server decides (slot order, seeds) and what the tables need."""
         if not isinstance(payload, dict):
-            raise RuleError("The request was malformed. Please reload the page.")
+            raise RuleError(sentence("The request was malformed. Please reload the page."))
         rnd = state.current
         if event_type == "line_submitted":
             pair = (session["system_a"], session["system_b"])

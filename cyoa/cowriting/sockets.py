@@ -35,17 +35,18 @@ from cyoa.cowriting.pages import DOOR
 from cyoa.cowriting.parts import parts
 from cyoa.cowriting.service import client_view
 from cyoa.web import outage
+from cyoa.web.language import sentence
 from cyoa.web.parts import shared as shared_parts
 from cyoa.web.ratelimit import RateLimiter
 from cyoa.web.realtime import socketio
 
 log = logging.getLogger(__name__)
-TOO_FAST_MESSAGE = (
+TOO_FAST_MESSAGE = sentence(
     "Your changes are arriving faster than the server saves them. Your text is kept; it will "
     "be sent again in a moment."
 )
 STALL_MAX_SECONDS = 1.0
-FAILED_MESSAGE = (
+FAILED_MESSAGE = sentence(
     "Something went wrong on the server. Your story so far is saved; please reload the page."
 )
 
@@ -81,7 +82,10 @@ def on_join(*args: Any) -> dict[str, Any]:
         return {"ok": False, "error": str(exc)}
     session_id = DOOR.cookie_id(exp_id)
     if not session_id or parts().study.session_row(session_id) is None:
-        return {"ok": False, "error": "No story found for this browser. Please open your link."}
+        return {
+            "ok": False,
+            "error": str(sentence("No story found for this browser. Please open your link.")),
+        }
     if too_fast := _over_rate(parts().limiter, session_id):
         return too_fast
     # Flask-SocketIO keeps a per-connection copy of the cookie session: remember the join.
@@ -96,7 +100,10 @@ def on_join(*args: Any) -> dict[str, Any]:
 def on_action(*args: Any) -> dict[str, Any]:
     session_id = session.get("joined")
     if session_id is None:
-        return {"ok": False, "error": "Please reload the page to reconnect to your story."}
+        return {
+            "ok": False,
+            "error": str(sentence("Please reload the page to reconnect to your story.")),
+        }
     if too_fast := _over_rate(parts().limiter, session_id):
         return too_fast
     try:
@@ -123,7 +130,7 @@ def _over_rate(limiter: RateLimiter, session_id: str) -> dict[str, Any] | None:
     if not wait:
         return None
     time.sleep(min(wait, STALL_MAX_SECONDS))
-    return {"ok": False, "retry": True, "error": TOO_FAST_MESSAGE}
+    return {"ok": False, "retry": True, "error": str(TOO_FAST_MESSAGE)}
 
 
 def _refusal(session_id: str, message: str) -> dict[str, Any]:
@@ -137,7 +144,7 @@ def on_error(exc: Exception) -> dict[str, Any]:
     if (retry := outage.socket_reply(exc)) is not None:
         return retry
     log.error("Socket.IO event %r failed", request.event["message"], exc_info=exc)
-    return {"ok": False, "error": FAILED_MESSAGE}
+    return {"ok": False, "error": str(FAILED_MESSAGE)}
 
 
 def register(socketio: SocketIO) -> None:

@@ -15,30 +15,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flask_babel import gettext
+
 from cyoa import store
 from cyoa.cowriting.flow import Limits, RuleError, normalize_text
 from cyoa.generation.types import ModelCard, System
+from cyoa.languages import SOURCE_LANGUAGE, StudyLanguages, marked, study_languages
 from cyoa.web.completion import completion_url_problem, study_code_problem
+from cyoa.web.language import sentence
 
+# The scale's labels and the default survey are drawn by the writing page's script, which
+# shows them in the page's language (cyoa/web/language.py: SCRIPT_SOURCES); a study's own
+# survey text is shown as written.
 LIKERT_LABELS = (
-    "Strongly disagree",
-    "Disagree",
-    "Neither agree nor disagree",
-    "Agree",
-    "Strongly agree",
+    marked("Strongly disagree"),
+    marked("Disagree"),
+    marked("Neither agree nor disagree"),
+    marked("Agree"),
+    marked("Strongly agree"),
 )
 
 # The paper's survey (Clark & Smith 2021, §4.3, Fig. 3).
 DEFAULT_LIKERT = (
-    ("happy", "I'm happy with my final story."),
-    ("collaborative", "I felt the system and I were working collaboratively to write the story."),
-    ("useful", "I thought having the suggestions was useful while writing the story."),
-    ("connected", "The suggestions connected to what had happened in the story so far."),
-    ("ideas", "The suggestions helped me come up with new ideas."),
+    ("happy", marked("I'm happy with my final story.")),
+    (
+        "collaborative",
+        marked("I felt the system and I were working collaboratively to write the story."),
+    ),
+    ("useful", marked("I thought having the suggestions was useful while writing the story.")),
+    ("connected", marked("The suggestions connected to what had happened in the story so far.")),
+    ("ideas", marked("The suggestions helped me come up with new ideas.")),
 )
 DEFAULT_OPEN = (
-    ("why_chosen", "What made you choose one suggestion over another?"),
-    ("looking_for", "What were you looking for in the suggestions?"),
+    ("why_chosen", marked("What made you choose one suggestion over another?")),
+    ("looking_for", marked("What were you looking for in the suggestions?")),
 )
 OPEN_ANSWER_MAX_CHARS = 2000
 # How the two systems of a writer's pair are placed in the slots each round:
@@ -46,9 +56,9 @@ OPEN_ANSWER_MAX_CHARS = 2000
 # slot 1 equally often (±1 for an odd number of rounds), in a random order of rounds.
 SLOT_ORDERS = ("coin", "balanced")
 # Which pair of systems a new writer gets (cyoa/cowriting/assignment.py): "balanced": the pair
-# with the fewest writers so far; "adaptive": drawn with the probabilities meant to narrow
-# the ranking most, every pair keeping a floor, the probability stored with the session
-# (bench/results/ranking.md: not yet narrower than "balanced").
+# with the fewest writers so far; "adaptive": mostly the pair that most narrows the ranking,
+# every pair keeping a floor, the probability stored with the session
+# (bench/results/ranking.md: narrower where the systems' strengths are spread out).
 PAIRINGS = ("balanced", "adaptive")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # /research/experiments/new and /research/ratings/new are the forms, so an experiment
@@ -104,6 +114,9 @@ class Experiment:
     pairing: str = "balanced"
     target_writers: int = 0
     likert_labels: tuple[str, ...] = LIKERT_LABELS
+    # The participant pages' language (BCP 47), and every one the browser may pick among.
+    language: str = SOURCE_LANGUAGE
+    languages: tuple[str, ...] = (SOURCE_LANGUAGE,)
     source: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -182,6 +195,7 @@ def experiment_from_dict(
     if slot_order not in SLOT_ORDERS:
         raise SpecError(f"{where}: 'slot_order' must be one of {', '.join(SLOT_ORDERS)}.")
     pairing = _pairing(raw, len(systems), where)
+    languages = _languages(raw, where)
     prompt = _table(raw, "prompt", where)
     completion_url, completion_code = _completion(raw, where)
     timeout = raw.get("suggestion_timeout_seconds", 60.0)
@@ -207,8 +221,17 @@ def experiment_from_dict(
         slot_order=slot_order,
         pairing=pairing,
         target_writers=_whole(raw, "target_writers", 0, where),
+        language=languages.default,
+        languages=languages.allowed,
         source=raw,
     )
+
+
+def _languages(raw: dict[str, Any], where: str) -> StudyLanguages:
+    try:
+        return study_languages(raw)
+    except ValueError as exc:
+        raise SpecError(f"{where}: {exc}") from None
 
 
 def _pairing(raw: dict[str, Any], systems: int, where: str) -> str:
@@ -347,23 +370,32 @@ def validate_survey(answers: Any, items: tuple[SurveyItem, ...]) -> dict[str, An
     """The survey answers, checked: every Likert item answered with 1–5 (an int), open
     answers optional text of at most OPEN_ANSWER_MAX_CHARS characters. Unknown ids rejected."""
     if not isinstance(answers, dict):
-        raise RuleError("The survey answers are missing. Please answer and submit again.")
+        raise RuleError(sentence("The survey answers are missing. Please answer and submit again."))
     known = {item.id for item in items}
     unknown = set(answers) - known
     if unknown:
-        raise RuleError("The survey contains an unknown question. Please reload the page.")
+        raise RuleError(
+            sentence("The survey contains an unknown question. Please reload the page.")
+        )
     clean: dict[str, Any] = {}
     for item in items:
         value = answers.get(item.id)
         if item.kind == "likert":
             if type(value) is not int or value not in (1, 2, 3, 4, 5):  # not True, not 4.0
-                raise RuleError(f"Please answer every statement (missing: “{item.text}”).")
+                raise RuleError(
+                    sentence(
+                        "Please answer every statement (missing: “%(statement)s”).",
+                        statement=gettext(item.text),
+                    )
+                )
             clean[item.id] = value
         else:
             text = normalize_text(value) if isinstance(value, str) else ""
             if len(text) > OPEN_ANSWER_MAX_CHARS:
                 raise RuleError(
-                    f"Please keep each answer under {OPEN_ANSWER_MAX_CHARS} characters."
+                    sentence(
+                        "Please keep each answer under %(n)s characters.", n=OPEN_ANSWER_MAX_CHARS
+                    )
                 )
             clean[item.id] = text
     return clean

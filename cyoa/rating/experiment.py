@@ -220,6 +220,8 @@ def _stored_spec(spec: RatingSpec) -> dict[str, Any]:
         "stories_per_rater": spec.stories_per_rater,
         "dropout_minutes": spec.dropout_minutes,
         "first_answer_minutes": spec.first_answer_minutes,
+        "language": spec.language,
+        "languages": list(spec.languages),
     }
 
 

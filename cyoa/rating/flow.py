@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from cyoa.rating.instruments import Instrument, InstrumentError, Item
+from cyoa.web.language import plural_sentence, sentence
 
 # "At least a sentence" (TTCW asks 1–3 sentences): enough words to say why.
 RATIONALE_MIN_WORDS = 5
@@ -106,61 +107,75 @@ def check(state: RaterState, questions: Questions, event_type: str, payload: Any
     sentence for the rater otherwise. Server-decided events (``rater_started``,
     ``story_shown``) are checked for their place in the journey only."""
     if not isinstance(payload, dict):
-        raise RuleError("The request was malformed. Please reload the page.")
+        raise RuleError(sentence("The request was malformed. Please reload the page."))
     if event_type == "rater_started":
         if state.tasks:
-            raise RuleError("You have started already.")
+            raise RuleError(sentence("You have started already."))
         return Event(event_type, payload)
     if state.phase == Phase.DONE:
-        raise RuleError("You have rated every story of this study. Thank you!")
+        raise RuleError(sentence("You have rated every story of this study. Thank you!"))
     task = state.current
     story = payload.get("story")
     if task is None or story != task.story_id:
-        raise RuleError("That story is not the one to rate now. Please reload the page.")
+        raise RuleError(sentence("That story is not the one to rate now. Please reload the page."))
     if event_type == "story_shown":
         return Event(event_type, {"story": story})
     if not task.shown:
-        raise RuleError("Please reload the page to see the story first.")
+        raise RuleError(sentence("Please reload the page to see the story first."))
     if event_type == "answer_given":
         return Event(event_type, _answer(task, questions, payload))
     if event_type == "story_finished":
         missing = task.unanswered(questions.required())
         if missing:
             raise RuleError(
-                f"Please answer every question first ({len(missing)} left: "
-                f"the first is question {task.questions.index(missing[0]) + 1})."
+                plural_sentence(
+                    "Please answer every question first (%(num)s left: the first is question "
+                    "%(first)s).",
+                    "Please answer every question first (%(num)s left: the first is question "
+                    "%(first)s).",
+                    len(missing),
+                    first=task.questions.index(missing[0]) + 1,
+                )
             )
         return Event(event_type, {"story": story})
-    raise RuleError("The request was malformed. Please reload the page.")
+    raise RuleError(sentence("The request was malformed. Please reload the page."))
 
 
 def _answer(task: StoryTask, questions: Questions, payload: dict[str, Any]) -> dict[str, Any]:
     item_id = payload.get("item")
     if not isinstance(item_id, str) or item_id not in task.questions:
-        raise RuleError("That question is not one of this story's. Please reload the page.")
+        raise RuleError(
+            sentence("That question is not one of this story's. Please reload the page.")
+        )
     item = questions.item(item_id)
     raw = payload.get("value")
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-        raise RuleError("Please choose an answer.")
+        raise RuleError(sentence("Please choose an answer."))
     try:
         value = questions.parse(item_id, raw)
     except InstrumentError:
-        raise RuleError("Please choose one of the answers offered.") from None
+        raise RuleError(sentence("Please choose one of the answers offered.")) from None
     if isinstance(value, str) and len(value) > TEXT_MAX_CHARS:
-        raise RuleError(f"Please keep your answer under {TEXT_MAX_CHARS:,} characters.")
+        raise RuleError(
+            sentence("Please keep your answer under %(n)s characters.", n=TEXT_MAX_CHARS)
+        )
     rationale = payload.get("rationale")
     if rationale is not None and not isinstance(rationale, str):
-        raise RuleError("The request was malformed. Please reload the page.")
+        raise RuleError(sentence("The request was malformed. Please reload the page."))
     rationale = (rationale or "").strip() or None
     if item.rationale:
         if rationale is None or len(rationale.split()) < RATIONALE_MIN_WORDS:
             raise RuleError(
-                f"Please explain your answer in at least a sentence ({RATIONALE_MIN_WORDS} "
-                "words or more)."
+                sentence(
+                    "Please explain your answer in at least a sentence (%(n)s words or more).",
+                    n=RATIONALE_MIN_WORDS,
+                )
             )
         if len(rationale) > RATIONALE_MAX_CHARS:
             raise RuleError(
-                f"Please keep your explanation under {RATIONALE_MAX_CHARS:,} characters."
+                sentence(
+                    "Please keep your explanation under %(n)s characters.", n=RATIONALE_MAX_CHARS
+                )
             )
     return {"story": task.story_id, "item": item_id, "value": value, "rationale": rationale}
 

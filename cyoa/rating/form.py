@@ -19,6 +19,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cyoa.languages import SOURCE_LANGUAGE, form_fields, spec_fields
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.spec import DEFAULTS, ID, RESERVED_IDS
 from cyoa.rating.stories.corrupt import OPERATIONS
@@ -100,6 +101,8 @@ def form_defaults() -> dict[str, Any]:
         "instructions": "",
         "completion_url": "",
         "completion_code": "",
+        "language": SOURCE_LANGUAGE,
+        "languages": "",
         "checks": "",
         "exclude_failed_checks": "",
         "exclude_words_per_minute": "",
@@ -169,6 +172,7 @@ def spec_from_form(form: Mapping[str, Any], files: Mapping[str, Any]) -> dict[st
     for key in ("completion_url", "completion_code"):
         if _text(form, key):
             spec[key] = _text(form, key)
+    spec |= spec_fields(_text(form, "language"), _text(form, "languages"))
     for key, label in (
         ("raters_per_story", "Raters per story"),
         ("stories_per_rater", "Stories per rater"),
@@ -376,6 +380,7 @@ def form_from_spec(spec: Mapping[str, Any], title: str) -> dict[str, Any]:
         "instructions": spec.get("instructions", ""),
         "completion_url": spec.get("completion_url", ""),
         "completion_code": spec.get("completion_code", ""),
+        **form_fields(dict(spec)),
         "stories_from": "keep",
         "links": "on" if isinstance(stories, dict) and stories.get("links") else "",
         "aiss_check": "",

@@ -24,6 +24,7 @@ from flask import (
     url_for,
 )
 
+from cyoa.languages import SOURCE_LANGUAGE
 from cyoa.rating.blind import from_rater, rater_item_ids
 from cyoa.rating.flow import Phase, RuleError
 from cyoa.rating.importing import is_unicode
@@ -32,10 +33,12 @@ from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
 from cyoa.web import outage, participants
 from cyoa.web.completion import completion_address, shown_code
+from cyoa.web.language import sentence, use_study_language
 
 bp = Blueprint("rating", __name__)
 outage.answer_retry(bp)
-TOO_FAST_MESSAGE = (
+participants.pages(bp)
+TOO_FAST_MESSAGE = sentence(
     "Your answers are arriving faster than the server saves them. They are kept on this page "
     "and will be sent again in a moment."
 )
@@ -43,7 +46,7 @@ ACTION_HEADER = "X-CYOA-Action"
 COMPLETION_REDIRECT_SECONDS = 15
 # The first segment of a rater's link, and what a rater resumes by it.
 START_PATH, WORK = "r", "ratings"
-NOT_UNICODE = (
+NOT_UNICODE = sentence(
     "Your answer holds a character that cannot be saved (half of an emoji or symbol); please "
     "retype it."
 )
@@ -57,7 +60,14 @@ def _experiment(exp_id: str) -> RatingExperiment:
     exp = _ratings().experiment(exp_id)
     if exp is None:
         abort(404)
+    use_language(exp)
     return exp
+
+
+def use_language(exp: RatingExperiment) -> None:
+    """Show the rater's pages and sentences in the study's language."""
+    default = exp.spec.get("language", SOURCE_LANGUAGE)
+    use_study_language(default, exp.spec.get("languages", [default]))
 
 
 def _find_rater(exp_id: str, external_id: str) -> tuple[str, str | None] | None:
@@ -195,22 +205,25 @@ def action(exp_id: str):
     (503, :mod:`cyoa.web.outage`) is not stored and gets ``retry: true`` and ``Retry-After``:
     the page sends it again with the same ``action_id``."""
     if request.headers.get(ACTION_HEADER) != "1":
-        return jsonify(ok=False, error="Please reload the page."), 400
+        return jsonify(ok=False, error=str(sentence("Please reload the page."))), 400
     # Checked before any database work, so a flood of actions costs the server nothing.
     held = DOOR.cookie_id(exp_id)
     if not held:
-        return jsonify(ok=False, error="Please use your study link again."), 403
+        return jsonify(ok=False, error=str(sentence("Please use your study link again."))), 403
     if wait := rating_parts().rater_limiter.take(f"{exp_id}/{held}"):
         return _retry(TOO_FAST_MESSAGE, 429, wait)
     exp = _ratings().experiment(exp_id)
     rater_id = _rater(exp_id)
     if exp is None or rater_id is None:
-        return jsonify(ok=False, error="Please use your study link again."), 403
+        return jsonify(ok=False, error=str(sentence("Please use your study link again."))), 403
+    use_language(exp)
     data = _action_body()
     if not isinstance(data, dict) or set(data) - {"action_id", "type", "payload"}:
-        return jsonify(ok=False, error="The request was malformed. Please reload the page."), 400
+        return jsonify(
+            ok=False, error=str(sentence("The request was malformed. Please reload the page."))
+        ), 400
     if not _all_unicode(data):
-        return jsonify(ok=False, error=NOT_UNICODE), 400
+        return jsonify(ok=False, error=str(NOT_UNICODE)), 400
     try:
         outcome = _ratings().act(
             exp,
@@ -237,19 +250,19 @@ def seen(exp_id: str):
     out by ``first_answer_minutes``. Nothing else is recorded. Same header, cookie and rate
     limit as :func:`action`."""
     if request.headers.get(ACTION_HEADER) != "1":
-        return jsonify(ok=False, error="Please reload the page."), 400
+        return jsonify(ok=False, error=str(sentence("Please reload the page."))), 400
     held = DOOR.cookie_id(exp_id)
     if not held:
-        return jsonify(ok=False, error="Please use your study link again."), 403
+        return jsonify(ok=False, error=str(sentence("Please use your study link again."))), 403
     if wait := rating_parts().rater_limiter.take(f"{exp_id}/{held}"):
         return _retry(TOO_FAST_MESSAGE, 429, wait)
     return jsonify(ok=_ratings().seen(exp_id, held))
 
 
-def _retry(message: str, status: int, wait: float):
+def _retry(message: object, status: int, wait: float):
     """The answer to an action that was not stored and should be sent again in ``wait``
     seconds."""
-    response = jsonify(ok=False, retry=True, error=message)
+    response = jsonify(ok=False, retry=True, error=str(message))
     response.status_code = status
     response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
     return response

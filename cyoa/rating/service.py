@@ -25,6 +25,7 @@ from cyoa.rating.flow import Event, Questions, RaterState, RuleError, apply, che
 from cyoa.rating.instruments.definition import instrument_from_dict
 from cyoa.rating.quality import QualitySpec, quality_spec
 from cyoa.rating.stories import StoryRecord
+from cyoa.web.language import sentence
 from cyoa.web.participants import NUL_SENTENCE, holds_nul, new_completion_code, new_token
 
 CLIENT_ACTION_ID_MAX = 64
@@ -152,16 +153,16 @@ class RatingStudy:
         if client_action_id is not None and (
             not isinstance(client_action_id, str) or len(client_action_id) > CLIENT_ACTION_ID_MAX
         ):
-            raise RuleError("The request was malformed. Please reload the page.")
+            raise RuleError(sentence("The request was malformed. Please reload the page."))
         if not isinstance(event_type, str) or event_type in ("rater_started",):
-            raise RuleError("The request was malformed. Please reload the page.")
+            raise RuleError(sentence("The request was malformed. Please reload the page."))
         if holds_nul([client_action_id, payload]):
             raise RuleError(NUL_SENTENCE)
         db = self.db()
         try:
             with write_transaction(db, lock=("rater", exp.id, rater_id)):
                 if rating_store.get_rater(db, exp.id, rater_id) is None:
-                    raise RuleError("Please use your study link again to start.")
+                    raise RuleError(sentence("Please use your study link again to start."))
                 if client_action_id:
                     previous = rating_store.find_rating_action(
                         db, exp.id, rater_id, client_action_id

@@ -13,6 +13,8 @@ instructions = "..."            # shown before the first story; required
 completion_url = "https://app.prolific.com/submissions/complete?cc={code}"   # optional
 completion_code = "C1ABC2XY"    # optional: one code for every rater (Prolific's study code)
 dropout_minutes = 60            # an unfinished story's place is freed after this long
+language = "en"                 # the participant pages' language: "en", "es" or "ar"
+languages = ["en", "es"]        # optional: the browser's Accept-Language picks among these
 first_answer_minutes = 15       # ... or after this long, if the rater has answered nothing yet
 
 [stories]
@@ -45,6 +47,7 @@ from typing import Any
 
 from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
+from cyoa.languages import SOURCE_LANGUAGE, study_languages
 from cyoa.rating.importing import (
     RatingImportError,
     fei_questions,
@@ -84,6 +87,7 @@ KNOWN = {
     "id", "title", "kind", "instrument", "raters_per_story", "stories_per_rater", "consent",
     "instructions", "completion_url", "completion_code", "dropout_minutes",
     "first_answer_minutes", "stories", "questions", "attention_checks", "exclusions", "corrupt",
+    "language", "languages",
 }  # fmt: skip
 
 
@@ -107,6 +111,9 @@ class RatingSpec:
     dropout_minutes: int
     first_answer_minutes: int
     show_links: bool
+    # The participant pages' language (BCP 47), and every one the browser may pick among.
+    language: str = SOURCE_LANGUAGE
+    languages: tuple[str, ...] = (SOURCE_LANGUAGE,)
     source: dict[str, Any] = field(default_factory=dict)
 
 
@@ -183,6 +190,10 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Db | None = None) ->
         )
     if exp_id in RESERVED_IDS:
         raise RatingSpecError(f"{where}: id '{exp_id}' names a page of the app; choose another.")
+    try:
+        languages = study_languages(raw)
+    except ValueError as error:
+        raise RatingSpecError(f"{where}: {error}") from None
     stories_table = raw.get("stories")
     if not isinstance(stories_table, dict):
         raise RatingSpecError(f'{where}: [stories] needs file = "PATH" or from = "cowriting".')
@@ -231,6 +242,8 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Db | None = None) ->
         dropout_minutes=_int_in_range(raw, "dropout_minutes", where),
         first_answer_minutes=_int_in_range(raw, "first_answer_minutes", where),
         show_links=show_links,
+        language=languages.default,
+        languages=languages.allowed,
         source=raw,
     )
 

@@ -23,16 +23,17 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 
 from cyoa.db.outage import DATABASE_ERRORS, OutageLog, is_outage
+from cyoa.web.language import sentence
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 2
 # A page asked for with GET reloads itself after this long.
 RELOAD_SECONDS = 5
-SENT_AGAIN = (
+SENT_AGAIN = sentence(
     "The study is reconnecting to its database. What you sent is kept on this page and will "
     "be sent again in a moment."
 )
-TEXT_KEPT = (
+TEXT_KEPT = sentence(
     "The study is reconnecting to its database. Your text is kept; it will be sent again in "
     "a moment."
 )
@@ -58,7 +59,7 @@ def _answer(error: Exception) -> Response:
     if not noted(error):
         raise error
     if _wants_json():
-        response = jsonify(ok=False, retry=True, error=SENT_AGAIN)
+        response = jsonify(ok=False, retry=True, error=str(SENT_AGAIN))
     else:
         again = request.method == "GET"
         page = render_template(
@@ -78,7 +79,7 @@ def socket_reply(error: Exception) -> dict[str, Any] | None:
     None when ``error`` is not one."""
     if not noted(error):
         return None
-    return {"ok": False, "retry": True, "error": TEXT_KEPT}
+    return {"ok": False, "retry": True, "error": str(TEXT_KEPT)}
 
 
 def _wants_json() -> bool:

@@ -25,15 +25,28 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Response, abort, make_response, render_template, request, session
+from flask import Blueprint, Response, abort, make_response, render_template, request, session
 
+from cyoa.web.language import for_participants, sentence
 from cyoa.web.parts import shared as shared_parts
 from cyoa.web.ratelimit import client_key
 from cyoa.web.security import csrf_valid
 
 LINK_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "pid")
-EXPIRED = "This page had expired. Please tick the box and start again."
+EXPIRED = sentence("This page had expired. Please tick the box and start again.")
 _PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+
+
+def pages(bp: Blueprint) -> None:
+    """Make ``bp``'s pages participants' pages: in the study's or the browser's language
+    (:mod:`cyoa.web.language`), and a study that does not exist answered with a page that
+    says so in that language."""
+    for_participants(bp)
+    bp.register_error_handler(404, _not_found)
+
+
+def _not_found(_error: Exception) -> tuple[str, int]:
+    return render_template("404.html"), 404
 
 
 class ResumeRefused(Exception):
@@ -74,7 +87,9 @@ def participant_from_args(args: Mapping[str, str]) -> dict[str, str] | None:
         value = (args.get(key) or "").strip()
         if value:
             if not _PARTICIPANT_ID.match(value):
-                abort(400, description="The participant id in this link is not valid.")
+                abort(
+                    400, description=str(sentence("The participant id in this link is not valid."))
+                )
             return {
                 "external_id": value,
                 "id_source": key,
@@ -195,7 +210,9 @@ def admit(
     if not is_open:
         return Entry(link, closed=True)
     if form.get("consent") != "yes":
-        return Entry(link, error="Please tick the box to say you agree before starting.")
+        return Entry(
+            link, error=str(sentence("Please tick the box to say you agree before starting."))
+        )
     if (wait := too_many_starts(experiment)) is not None:
         return Entry(link, wait=wait)
     return Entry(link, participant=participant or anonymous())
@@ -210,15 +227,15 @@ def too_many_starts(experiment: Any) -> Response | None:
     wait = shared_parts().start_limiter.take(client_key(request.remote_addr or ""))
     if not wait:
         return None
-    minutes = math.ceil(wait / 60)
-    words = "a minute" if minutes == 1 else f"{minutes} minutes"
-    page = render_template("too_many_starts.html", experiment=experiment, minutes=words)
+    page = render_template(
+        "too_many_starts.html", experiment=experiment, minutes=math.ceil(wait / 60)
+    )
     response = make_response(page, 429)
     response.headers["Retry-After"] = str(math.ceil(wait))
     return response
 
 
-NUL_SENTENCE = "Your text holds a character that cannot be saved (NUL): please remove it."
+NUL_SENTENCE = sentence("Your text holds a character that cannot be saved (NUL): please remove it.")
 
 
 def holds_nul(value: Any) -> bool:

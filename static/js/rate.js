@@ -10,6 +10,7 @@
   "use strict";
   const form = document.getElementById("questions");
   if (!form) return;
+  const { gettext, ngettext, formatNumber, lang } = window.cyoaI18n;
   const story = form.dataset.story; // an opaque alias: only ever compared and sent back
   const endpoint = form.dataset.action;
   const seenEndpoint = form.dataset.seen;
@@ -28,10 +29,9 @@
   // A server that fails the same action this often will not store it by being asked again:
   // the rater is told, the draft stays, and the actions after it go through.
   const MAX_FAILURES = 5;
-  const NOT_SAVED =
-    "An answer could not be saved: the server failed to store it " + MAX_FAILURES + " times. " +
-    "What you typed is kept in this browser: reload the page to try again, and if this " +
-    "keeps happening, contact the researcher.";
+  const NOT_SAVED = gettext(
+    "An answer could not be saved: the server failed to store it {n} times. What you typed is kept in this browser: reload the page to try again, and if this keeps happening, contact the researcher.",
+    { n: MAX_FAILURES });
   const boxes = Array.from(form.querySelectorAll("fieldset.question"));
   const saved = new Map(); // item id → key of the answer the server stored
   const timers = new Map(); // item id → the pending debounced save
@@ -103,9 +103,9 @@
 
   // Why the answer in this box cannot be saved yet ("" when it can).
   function problem(box, answer) {
-    if (answer.value === null) return answer.rationale ? "Choose an answer to save it." : "";
+    if (answer.value === null) return answer.rationale ? gettext("Choose an answer to save it.") : "";
     if (box.dataset.rationale && words(answer.rationale) < RATIONALE_MIN_WORDS) {
-      return "Add your reason (at least a sentence) to save this answer.";
+      return gettext("Add your reason (at least a sentence) to save this answer.");
     }
     return "";
   }
@@ -139,19 +139,21 @@
   }
 
   function badgeText(open) {
-    if (preview) return ["Preview — nothing you answer is saved", ""];
+    if (preview) return [gettext("Preview — nothing you answer is saved"), ""];
     if (open === 0 && queue.length === 0) {
-      return saved.size ? ["All answers saved", "ok"] : ["No answers yet", "ok"];
+      return saved.size ? [gettext("All answers saved"), "ok"] : [gettext("No answers yet"), "ok"];
     }
-    const count = open === 0 ? "Not saved yet"
-      : open === 1 ? "1 answer not saved yet" : open + " answers not saved yet";
-    if (link === "offline") return [count + " — offline; kept in this browser until you are back", "lost"];
+    const count = open === 0 ? gettext("Not saved yet")
+      : ngettext("{n} answer not saved yet", "{n} answers not saved yet", open);
+    if (link === "offline") {
+      return [gettext("{count} — offline; kept in this browser until you are back", { count }), "lost"];
+    }
     if (link === "reconnecting") {
-      return [count + " — the study is reconnecting; kept in this browser until it is back", "lost"];
+      return [gettext("{count} — the study is reconnecting; kept in this browser until it is back", { count }), "lost"];
     }
-    if (link === "retrying") return [count + " — trying again", "lost"];
+    if (link === "retrying") return [gettext("{count} — trying again", { count }), "lost"];
     const waiting = unsaved().filter((box) => !queuedAnswer(box.dataset.item)).length;
-    if (queue.length && waiting === 0) return ["Saving…", ""];
+    if (queue.length && waiting === 0) return [gettext("Saving…"), ""];
     return [count, "lost"];
   }
 
@@ -160,7 +162,7 @@
     badge.textContent = text;
     badge.className = "connection " + state;
     const answered = boxes.filter((box) => saved.has(box.dataset.item)).length;
-    answeredCount.textContent = String(answered);
+    answeredCount.textContent = formatNumber(answered);
     fill.style.width = (boxes.length ? (100 * answered) / boxes.length : 0) + "%";
   }
 
@@ -189,7 +191,10 @@
   function post(action) {
     return fetch(endpoint, {
       method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CYOA-Action": "1" },
+      // The server's sentences come in the page's language (cyoa/web/language.py).
+      headers: {
+        "Content-Type": "application/json", Accept: "application/json", "Accept-Language": lang, "X-CYOA-Action": "1",
+      },
       credentials: "same-origin",
       body: JSON.stringify({ action_id: action.id, type: action.type, payload: action.payload }),
     }).then(
@@ -255,7 +260,7 @@
     link = "ok";
     retryDelay = FIRST_RETRY_MS;
     const box = boxes.find((b) => action.type === "answer_given" && b.dataset.item === action.payload.item);
-    if (box && action.payload.story === story) note(box, "Not saved");
+    if (box && action.payload.story === story) note(box, gettext("Not saved"));
     if (action.type === "story_finished") finishButton.disabled = false;
     showError(NOT_SAVED);
     refresh();
@@ -273,15 +278,15 @@
     const box = boxes.find((b) => b.dataset.item === action.payload.item);
     if (!box) return;
     if (!body.ok) {
-      note(box, body.error || "Not saved.");
-      showError(body.error || "This answer was not saved. Please try again.");
+      note(box, body.error || gettext("Not saved."));
+      showError(body.error || gettext("This answer was not saved. Please try again."));
       return;
     }
     const key = keyOf(action.payload);
     saved.set(box.dataset.item, key);
     if (keyOf(answerOf(box)) === key) {
       keep(draftKey(box.dataset.item), null);
-      note(box, preview ? "Fine (preview: not saved)" : "Saved");
+      note(box, preview ? gettext("Fine (preview: not saved)") : gettext("Saved"));
       box.classList.remove("missing");
       if (!unsaved().length) showError("");
     }
@@ -295,7 +300,7 @@
       return;
     }
     finishButton.disabled = false;
-    showError(body.error || "Please try again.");
+    showError(body.error || gettext("Please try again."));
   }
 
   const replies = { answer_given: answerStored, story_finished: storyFinished };
@@ -316,7 +321,7 @@
       return;
     }
     if (key === saved.get(item)) {
-      note(box, preview ? "Fine (preview: not saved)" : "Saved");
+      note(box, preview ? gettext("Fine (preview: not saved)") : gettext("Saved"));
       refresh();
       return;
     }
@@ -324,7 +329,7 @@
     if (waiting && keyOf(waiting.payload) === key) return;
     const payload = { story: story, item: item, value: answer.value };
     if (box.dataset.rationale) payload.rationale = answer.rationale;
-    note(box, "Saving…");
+    note(box, gettext("Saving…"));
     if (waiting && !waiting.tried) {
       waiting.payload = payload; // never sent: the newest answer simply replaces it
       keepQueue();
@@ -341,7 +346,7 @@
     keep(draftKey(item), open ? raw : null);
     clearTimeout(timers.get(item));
     timers.set(item, setTimeout(() => save(box), delay));
-    if (open) note(box, problem(box, answerOf(box)) || "Not saved yet");
+    if (open) note(box, problem(box, answerOf(box)) || gettext("Not saved yet"));
     refresh();
   }
 
@@ -375,7 +380,7 @@
       return open;
     });
     if (missing.length) {
-      showError("Please answer every question first (" + missing.length + " left).");
+      showError(ngettext("Please answer every question first ({n} left).", "Please answer every question first ({n} left).", missing.length));
       missing[0].scrollIntoView({ behavior: "smooth", block: "center" });
       return;
     }
@@ -390,7 +395,7 @@
     if (preview || leaving || document.visibilityState !== "visible") return;
     fetch(seenEndpoint, {
       method: "POST",
-      headers: { Accept: "application/json", "X-CYOA-Action": "1" },
+      headers: { Accept: "application/json", "Accept-Language": lang, "X-CYOA-Action": "1" },
       credentials: "same-origin",
     }).catch(() => {});
   }
@@ -405,7 +410,7 @@
     const shown = answerOf(box);
     if (shown.value !== null) {
       saved.set(item, keyOf(shown));
-      note(box, "Saved");
+      note(box, gettext("Saved"));
     }
     const draft = recall(draftKey(item));
     if (draft && typeof draft === "object") {

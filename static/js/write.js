@@ -14,6 +14,7 @@
 (function () {
   "use strict";
 
+  const { gettext, formatNumber } = window.cyoaI18n;
   const app = document.getElementById("app");
   const experiment = app.dataset.experiment;
   const doneUrl = app.dataset.doneUrl;
@@ -27,15 +28,14 @@
   const MAX_ACTION_BYTES = 64 * 1024;
   // The server's limit on one open survey answer (OPEN_ANSWER_MAX_CHARS in cyoa/cowriting/spec.py).
   const OPEN_ANSWER_MAX_CHARS = 2000;
-  const OFFLINE_MESSAGE = "The connection is lost. What you did is kept and will be sent as "
-    + "soon as the connection is back; please keep this page open.";
-  const DRAFT_TOO_LONG = "Too long to save: your text is kept in this browser until you shorten it.";
+  const OFFLINE_MESSAGE = gettext("The connection is lost. What you did is kept and will be sent as soon as the connection is back; please keep this page open.");
+  const DRAFT_TOO_LONG = gettext("Too long to save: your text is kept in this browser until you shorten it.");
   // Every box takes at most this many characters (the server's limit on a draft), well over
   // any turn or survey answer, so an over-long text is still shown to be shortened; a longer
   // paste is cut by the browser before it is laid out, which for one unbroken line of
   // 100,000 characters would hold the page up for seconds.
   const boxMax = app.dataset.boxMax;
-  const CUT_MESSAGE = `What you pasted was cut: a box here takes at most ${Number(boxMax).toLocaleString("en")} characters.`;
+  const CUT_MESSAGE = gettext("What you pasted was cut: a box here takes at most {n} characters.", { n: Number(boxMax) });
 
   let confirmed = null; // the state as the server last sent it
   let view = null; // what the page shows: `confirmed` with this round's queued choices and drafts
@@ -58,8 +58,8 @@
 
   function lengthProblem(text) {
     const n = textLength(text);
-    if (n < view.limits.min) return `Too short — at least ${view.limits.min} characters.`;
-    if (n > view.limits.max) return `Too long — at most ${view.limits.max} characters.`;
+    if (n < view.limits.min) return gettext("Too short — at least {n} characters.", { n: view.limits.min });
+    if (n > view.limits.max) return gettext("Too long — at most {n} characters.", { n: view.limits.max });
     return "";
   }
 
@@ -105,8 +105,7 @@
   // an action id once, whichever tab sends it). Per writer's session (data-outbox), so a second
   // participant in this browser never sends the first one's actions.
   const OUTBOX_PREFIX = `cyoa:outbox:${app.dataset.outbox}:`;
-  const MOVED_ON = "Your story had gone on in another tab or window, so this page now shows it "
-    + "as it is saved. Nothing saved was lost.";
+  const MOVED_ON = gettext("Your story had gone on in another tab or window, so this page now shows it as it is saved. Nothing saved was lost.");
   const storage = (() => {
     try {
       localStorage.setItem("cyoa:probe", "1");
@@ -189,7 +188,8 @@
 
   // --- talking to the server -----------------------------------------------------------
 
-  const socket = io({ transports: ["websocket", "polling"] });
+  // The server answers in the page's language (cyoa/web/language.py).
+  const socket = io({ transports: ["websocket", "polling"], query: { lang: window.cyoaI18n.lang } });
   // The server attaches a connection to the story only on `join` (and forgets it when it
   // restarts), so actions are sent on a joined connection only, oldest first, one at a time.
   let joined = false;
@@ -257,7 +257,7 @@
       const reply = await emitAction(item.data); // a resend keeps the action_id: recorded once
       if (reply === null) {
         // No reply: the connection dropped (sent again after the next join) or timed out.
-        if (joined) notice("Still saving… please keep this page open.", "warn", true);
+        if (joined) notice(gettext("Still saving… please keep this page open."), "warn", true);
         continue;
       }
       if (reply.retry) {
@@ -280,7 +280,7 @@
   // Sends an action the page waits for (HOLDING): its buttons wait for the answer.
   function act(type, payload, message) {
     if (!fitsInOneMessage({ type, payload })) {
-      const error = "This is too long to send. Please shorten your text and try again.";
+      const error = gettext("This is too long to send. Please shorten your text and try again.");
       notice(error, "error");
       return Promise.resolve({ ok: false, error });
     }
@@ -300,20 +300,20 @@
       if (err) { join(ofConnection); return; }
       if (reply.retry) {
         // The server cannot reach its database yet: join again, keeping the outbox.
-        connectionBadge("Reconnecting… your text is kept", false);
+        connectionBadge(gettext("Reconnecting… your text is kept"), false);
         notice(reply.error, "warn", true);
         setTimeout(() => join(ofConnection), BUSY_RETRY_MS);
         return;
       }
       if (!reply.ok) {
         // The story cannot be joined: answer what was waiting rather than leave it waiting.
-        connectionBadge("Not connected", false);
+        connectionBadge(gettext("Not connected"), false);
         for (const item of outbox.splice(0)) item.resolve({ ok: false, error: reply.error });
         notice(reply.error, "error", true);
         return;
       }
       joined = true;
-      connectionBadge("Connected", true);
+      connectionBadge(gettext("Connected"), true);
       if (noticeAboutConnection) notice("");
       render(reply.state);
       sendOutbox();
@@ -327,7 +327,7 @@
 
   socket.on("disconnect", () => {
     joined = false;
-    connectionBadge("Reconnecting… your text is kept", false);
+    connectionBadge(gettext("Reconnecting… your text is kept"), false);
     if (writerWaits()) notice(OFFLINE_MESSAGE, "warn", true);
   });
 
@@ -371,8 +371,8 @@
   function renderProgress() {
     const done = view.phase === "survey";
     $("round-label").textContent = done
-      ? "Story finished — one last step"
-      : `Round ${view.round} of ${view.rounds}`;
+      ? gettext("Story finished — one last step")
+      : gettext("Round {round} of {rounds}", { round: view.round, rounds: view.rounds });
     const fraction = done ? 1 : (view.round - 1) / view.rounds;
     $("round-bar").style.width = `${Math.round(fraction * 100)}%`;
   }
@@ -381,16 +381,16 @@
     const story = $("story");
     story.replaceChildren();
     const turns = view.story.slice();
-    if (!turns.length) story.appendChild(el("p", { class: "muted" }, "Your story will appear here."));
-    for (const turn of turns) story.appendChild(el("p", { class: `turn ${turn.author}` }, turn.text));
+    if (!turns.length) story.appendChild(el("p", { class: "muted" }, gettext("Your story will appear here.")));
+    for (const turn of turns) story.appendChild(el("p", { class: `turn ${turn.author}`, dir: "auto" }, turn.text));
   }
 
   function renderSuggestions() {
     const current = view.current;
     const settled = current.suggestions.every((s) => s.status !== "pending");
     $("suggest-heading").textContent = settled
-      ? "Choose the suggestion you like best"
-      : "The computer is writing two suggestions…";
+      ? gettext("Choose the suggestion you like best")
+      : gettext("The computer is writing two suggestions…");
     $("models-warming").hidden = view.models_ready || settled;
     const allFailed = current.suggestions.every((s) => s.status === "failed");
     $("retry-box").hidden = !(view.phase === "suggesting" && allFailed);
@@ -398,15 +398,15 @@
     box.replaceChildren();
     for (const s of current.suggestions) {
       const card = el("article", { class: `card suggestion ${s.status}`, id: `suggestion-${s.slot}` });
-      card.appendChild(el("h3", {}, `Suggestion ${s.slot}`));
+      card.appendChild(el("h3", {}, gettext("Suggestion {n}", { n: s.slot })));
       if (s.status === "failed") {
-        card.appendChild(el("p", { class: "text error" }, "This suggestion could not be written."));
+        card.appendChild(el("p", { class: "text error" }, gettext("This suggestion could not be written.")));
       } else {
-        card.appendChild(el("p", { class: "text" }, s.text));
+        card.appendChild(el("p", { class: "text", dir: "auto" }, s.text));
       }
       if (s.status === "pending") card.appendChild(el("p", { class: "muted thinking" }, "writing…"));
       const chosen = current.chosen_slot === s.slot;
-      const label = chosen ? "Chosen" : current.chosen_slot ? "Switch to this one" : "Choose this one";
+      const label = chosen ? gettext("Chosen") : current.chosen_slot ? gettext("Switch to this one") : gettext("Choose this one");
       const button = el("button", { class: chosen ? "chosen" : "primary", id: `choose-${s.slot}` }, label);
       button.disabled = chosen || s.status !== "done" || view.phase !== "choosing" || busy();
       button.addEventListener("click", () => choose(s.slot));
@@ -434,7 +434,7 @@
   function updateCounter(which) {
     const text = $(which).value;
     const n = textLength(text);
-    $(`${which}-counter`).textContent = `${n} / ${view.limits.max}`;
+    $(`${which}-counter`).textContent = `${formatNumber(n)} / ${formatNumber(view.limits.max)}`;
     const problem = lengthProblem(text);
     $(`${which}-message`).textContent = n > 0 ? problem : "";
     $(`${which}-submit`).disabled = Boolean(problem) || busy();
@@ -446,19 +446,19 @@
     for (const item of view.survey) {
       if (item.kind === "likert") {
         const field = el("fieldset", { class: "likert", id: `q-${item.id}` });
-        field.appendChild(el("legend", {}, item.text));
+        field.appendChild(el("legend", {}, gettext(item.text)));
         view.likert_labels.forEach((label, i) => {
           const wrap = el("label", {});
           const input = el("input", { type: "radio", name: item.id, value: String(i + 1) });
           wrap.appendChild(input);
-          wrap.appendChild(document.createTextNode(" " + label));
+          wrap.appendChild(document.createTextNode(" " + gettext(label)));
           field.appendChild(wrap);
         });
         holder.appendChild(field);
       } else {
-        const wrap = el("label", { class: "open", for: `q-${item.id}` }, item.text);
+        const wrap = el("label", { class: "open", for: `q-${item.id}` }, gettext(item.text));
         holder.appendChild(wrap);
-        holder.appendChild(el("textarea", { id: `q-${item.id}`, name: item.id, rows: "3", maxlength: boxMax }));
+        holder.appendChild(el("textarea", { id: `q-${item.id}`, name: item.id, rows: "3", maxlength: boxMax, dir: "auto" }));
       }
     }
   }
@@ -512,7 +512,7 @@
     if (reply.ok) {
       view.current.drafts[String(slot)] = reply.state.current.drafts[String(slot)];
       if (drafts[slot] === view.current.drafts[String(slot)]) {
-        $("draft-status").textContent = "Draft saved";
+        $("draft-status").textContent = gettext("Draft saved");
       }
     }
   }
@@ -522,7 +522,7 @@
   $("line-submit").addEventListener("click", () => withBusy(async () => {
     const text = $("line").value;
     if (lengthProblem(text)) { updateCounter("line"); return; }
-    await act("line_submitted", { text: text.trim() }, "Saving your sentence…");
+    await act("line_submitted", { text: text.trim() }, gettext("Saving your sentence…"));
   }));
 
   // Shown at once, answered or not: the writer edits the chosen suggestion meanwhile.
@@ -538,7 +538,7 @@
     const text = drafts[view.current.chosen_slot];
     if (lengthProblem(text)) { updateCounter("edit"); return; }
     clearTimeout(draftTimer); // the turn carries the text
-    await act("turn_submitted", { text: text.trim() }, "Adding to your story…");
+    await act("turn_submitted", { text: text.trim() }, gettext("Adding to your story…"));
   }));
 
   function forgetRoundOf(round) {
@@ -563,14 +563,14 @@
           const text = $(`q-${item.id}`).value;
           if (textLength(text) > OPEN_ANSWER_MAX_CHARS) {
             $("survey-message").textContent =
-              `Please keep each answer under ${OPEN_ANSWER_MAX_CHARS} characters.`;
+              gettext("Please keep each answer under {n} characters.", { n: OPEN_ANSWER_MAX_CHARS });
             $(`q-${item.id}`).focus();
             return;
           }
           answers[item.id] = text.trim();
         }
       }
-      const reply = await act("survey_submitted", { answers }, "Sending your answers…");
+      const reply = await act("survey_submitted", { answers }, gettext("Sending your answers…"));
       $("survey-message").textContent = reply.ok ? "" : reply.error;
     });
   });

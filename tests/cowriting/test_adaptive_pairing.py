@@ -1,6 +1,7 @@
 """Adaptive pairing in a running study: each new writer's pair is drawn with the stated
 probabilities, the probability is stored with the session (and its first event) before the
-writer starts, and the dashboard's ranking weighs the writers by it."""
+writer starts, and the dashboard's ranking says it is the unweighted fit, with the check
+beside it."""
 
 import json
 
@@ -50,9 +51,9 @@ def test_each_adaptively_paired_writer_has_the_probability_of_their_pair_stored(
     researcher.login()
     results = researcher.analysed("/research/experiments/fake-ab/results.json")
     style = next(t for t in results["tables"] if t["key"] == "ranking-style")
-    assert any(
-        "Adaptive pairing: the choices of 8 writers are weighted" in n for n in style["notes"]
-    )
+    shown = " ".join(style["notes"])
+    assert "Adaptive pairing (8 writers with a stored pair probability)" in shown
+    assert "Check with every pair weighing the same" in shown
 
 
 def test_a_balanced_study_stores_no_pair_probability(make_app):

@@ -10,7 +10,7 @@ from study_builder import Turn, add_writer, make_experiment
 
 from cyoa import store
 from cyoa.cowriting.analysis.data import experiment_pairs, load_study
-from cyoa.cowriting.analysis.rankings import rank_systems, writer_weights
+from cyoa.cowriting.analysis.rankings import notes, pair_weights, rank_systems
 from cyoa.cowriting.analysis.report import report
 
 SYSTEMS = ("a", "b", "c", "d")
@@ -87,12 +87,44 @@ def test_analyze_prints_the_ranking_plain_and_at_equal_style_in_every_format(lon
     assert "Ranking of all systems" not in report(longer_wins, "exp", "markdown", pair=("a", "d"))
 
 
-def test_adaptive_weights_are_inverse_probabilities_normalised_within_each_pair():
+def test_the_check_gives_every_pair_the_same_weight_however_many_writers_it_drew():
     pairs = {w: frozenset(p) for w, p in (("w1", "ab"), ("w2", "ab"), ("w3", "cd"), ("w4", "ab"))}
-    weights = writer_weights(pairs, {"w1": 0.5, "w2": 0.25, "w3": 0.25}, pairs=2)
-    # Raw 1 / (2π): 1, 2 and 2; three weighted writers over two pairs: 1.5 per pair.
-    assert weights["w1"] == pytest.approx(0.5)
-    assert weights["w2"] == pytest.approx(1.0)
-    assert weights["w3"] == pytest.approx(1.5)
-    # A writer paired by balance keeps weight 1.
-    assert weights["w4"] == 1.0
+    weights = pair_weights(pairs)
+    # Four writers over two pairs: each pair weighs 2; the weights average 1.
+    assert weights == pytest.approx({"w1": 2 / 3, "w2": 2 / 3, "w3": 2.0, "w4": 2 / 3})
+
+
+def circular_study(db) -> None:
+    """Choices that go round in a circle: a beats b, b beats c, c beats a, each 4 to 1; the
+    pair (a, b) drew three times the writers of each other pair, as an adaptive design may."""
+    make_experiment(db, systems=("a", "b", "c"))
+    plan = [("a", "b")] * 15 + [("b", "c")] * 5 + [("c", "a")] * 5
+    for n, (winner, loser) in enumerate(plan):
+        turns = []
+        for r in range(1, 6):
+            chosen = winner if r < 5 else loser
+            texts = {winner: f"{winner} text {r}.", loser: f"{loser} text {r}."}
+            turns.append(Turn(f"line {r}.", texts, winner, chosen, texts[chosen]))
+        add_writer(db, f"w{n}", turns, pair=(winner, loser))
+
+
+def test_under_adaptive_pairing_the_ranking_is_unweighted_and_the_check_weighs_pairs_equally(
+    tmp_path,
+):
+    db = store.connect(tmp_path / "circle.sqlite")
+    circular_study(db)
+    studies = [load_study(db, "exp", pair) for pair in experiment_pairs(db, "exp")]
+    sessions = {r.session_id for data in studies for r in data.rounds}
+    adaptive = rank_systems(studies, ("a", "b", "c"), {s: 0.5 for s in sessions})
+    balanced = rank_systems(studies, ("a", "b", "c"), {})
+    db.close()
+    # The ranking itself is the plain fit, whatever the stored probabilities.
+    assert adaptive.plain == balanced.plain and balanced.equal_pairs is None
+    # The crowded pair pulls a above b; with every pair weighing the same the circle is a tie.
+    plain = {s.system: s.share.estimate for s in adaptive.plain.systems}
+    assert plain["a"] > plain["c"] > plain["b"]
+    check = {s.system: s.share.estimate for s in adaptive.equal_pairs.systems}
+    assert check == {name: pytest.approx(1 / 3, abs=1e-9) for name in "abc"}
+    shown = " ".join(notes(adaptive))
+    assert "Adaptive pairing (25 writers with a stored pair probability)" in shown
+    assert all(f"{name} 0.333 (" in shown for name in "abc")

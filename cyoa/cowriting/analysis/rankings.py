@@ -4,9 +4,30 @@ the plain Bradley–Terry fit beside the style-controlled one
 (or with more dialogue) is seen: its strength drops once style is held equal.
 
 Both fits use every counted choice (both suggestions shown, :attr:`RoundRecord.
-counts_for_preference`) of every pair, with intervals clustered by writer. Under adaptive
-pairing each writer's choices are weighted by :func:`writer_weights`, so the ranking is that
-of uniform pairing; sessions without a stored probability (balanced pairing) weigh 1.
+counts_for_preference`) of every pair, unweighted, with intervals clustered by writer.
+
+Under adaptive pairing (:mod:`cyoa.cowriting.assignment`) the ranking is still the unweighted
+fit. Each writer's pair depends only on earlier writers' choices, so the design is ignorable:
+the likelihood, and with it the maximum-likelihood estimate and its (here writer-clustered)
+asymptotic intervals, is that of a fixed design (the likelihood principle, Berger & Wolpert
+1988; for estimates and intervals after a sequential design, Ford, Titterington & Wu
+1985; Rosenberger, Flournoy & Durham 1997). Weighting by the inverse assignment probability
+would only matter where the model is wrong, and it costs: under the near-deterministic
+adaptive design the probabilities range from the floor ``ε/K`` to almost 1, and the
+inverse-probability-weighted intervals are far wider and cover too little
+(bench/results/ranking.md). Beside the ranking, a check that needs no model for how pairs were
+drawn: the plain fit with every pair weighing the same (:func:`pair_weights`), which is what
+uniform pairing estimates even when Bradley–Terry does not fit the writers; a ranking that
+moves there by more than its intervals says the model does not fit.
+
+References:
+    Berger, J. O. and Wolpert, R. L. (1988). The Likelihood Principle, 2nd ed. IMS Lecture
+    Notes 6.
+    Ford, I., Titterington, D. M. and Wu, C. F. J. (1985). Inference and sequential design.
+    Biometrika 72(3), 545–551.
+    Rosenberger, W. F., Flournoy, N. and Durham, S. D. (1997). Asymptotic normality of maximum
+    likelihood estimators from multiparameter response-driven designs. Journal of
+    Statistical Planning and Inference 60(1), 69–76.
 """
 
 from __future__ import annotations
@@ -45,51 +66,44 @@ COVARIATE_TEXT = {
 @dataclass(frozen=True)
 class SystemRankings:
     """The plain and the style-controlled ranking (``None`` with the reason in ``plain_error``
-    or ``style_error`` when the choices do not determine it); ``weighted_writers`` counts the
-    writers whose choices carry an inverse-propensity weight."""
+    or ``style_error`` when the choices do not determine it); under adaptive pairing
+    (``adaptive_writers`` > 0, the writers with a stored pair probability) also the check
+    with every pair weighing the same (``equal_pairs``, ``None`` when not determined)."""
 
     plain: LogitRanking | None
     style: LogitRanking | None
     plain_error: str | None
     style_error: str | None
-    weighted_writers: int
+    adaptive_writers: int
+    equal_pairs: LogitRanking | None = None
 
 
-def writer_weights(
-    writer_pairs: Mapping[str, frozenset[str]], probabilities: Mapping[str, float], pairs: int
-) -> dict[str, float]:
-    """Each adaptively paired writer's weight: the inverse-propensity weight
-    ``1 / (pairs · π)`` (Horvitz & Thompson 1952; ``π`` the probability their pair was drawn
-    with), self-normalised within each pair so that every pair's writers together weigh
-    ``n / pairs``, ``n`` the adaptively paired writers (Hájek 1971). Each pair then carries
-    the weight it would have under uniform pairing, which is the ranking's estimand; the
-    normalisation keeps out the chance variation in how many writers a pair drew, which
-    unnormalised weights add to the intervals. Writers without a stored ``π`` weigh 1.
+def pair_weights(writer_pairs: Mapping[str, frozenset[str]]) -> dict[str, float]:
+    """Each writer's weight ``n / (K · n_k)``, ``n`` writers in all, ``n_k`` of them on the
+    writer's pair and ``K`` the pairs with writers: every pair then weighs ``n / K``, as under
+    uniform pairing, and the weights average 1. Post-stratification by pair (Holt & Smith
+    1979): within a pair the writers are exchangeable, since a writer's pair depended on
+    earlier writers only, so the pair's realised share replaces each writer's assignment
+    probability, which under adaptive pairing varies many-fold within a pair and would make
+    the check far noisier (estimated in place of known propensities, Hirano, Imbens & Ridder
+    2003).
 
     References:
-        Horvitz, D. G. and Thompson, D. J. (1952). JASA 47(260), 663–685.
-        Hájek, J. (1971). Comment on a paper by D. Basu. In Foundations of Statistical
-        Inference, p. 236. Holt, Rinehart and Winston.
+        Holt, D. and Smith, T. M. F. (1979). Post stratification. JRSS A 142(1), 33–46.
+        Hirano, K., Imbens, G. W. and Ridder, G. (2003). Efficient estimation of average
+        treatment effects using the estimated propensity score. Econometrica 71(4),
+        1161–1189.
     """
-    raw = {w: 1.0 / (pairs * probabilities[w]) for w in writer_pairs if w in probabilities}
-    totals: dict[frozenset[str], float] = {}
-    for writer, weight in raw.items():
-        totals[writer_pairs[writer]] = totals.get(writer_pairs[writer], 0.0) + weight
-    share = len(raw) / pairs
-    weights = {w: 1.0 for w in writer_pairs}
-    weights.update({w: r * share / totals[writer_pairs[w]] for w, r in raw.items()})
-    return weights
+    per_pair: dict[frozenset[str], int] = {}
+    for pair in writer_pairs.values():
+        per_pair[pair] = per_pair.get(pair, 0) + 1
+    share = len(writer_pairs) / len(per_pair) if per_pair else 0.0
+    return {w: share / per_pair[pair] for w, pair in writer_pairs.items()}
 
 
-def comparisons(
-    studies: Sequence[StudyData], probabilities: Mapping[str, float], pairs: int
-) -> list[Comparison]:
+def comparisons(studies: Sequence[StudyData]) -> list[Comparison]:
     """Every counted choice of ``studies`` as a :class:`Comparison` with its style
-    differences and its writer's weight (:func:`writer_weights`)."""
-    writer_pairs = {
-        r.session_id: frozenset(r.slot_systems) for data in studies for r in data.rounds
-    }
-    weights = writer_weights(writer_pairs, probabilities, pairs)
+    differences (weight 1)."""
     out = []
     for data in studies:
         for r in data.rounds:
@@ -103,32 +117,40 @@ def comparisons(
                     second=r.slot_systems[1],
                     first_chosen=r.chosen_system == r.slot_systems[0],
                     style=style_differences(first or "", second or ""),
-                    weight=weights[r.session_id],
                 )
             )
     return out
 
 
+def _fit(
+    data: Sequence[Comparison], systems: Sequence[str], covariates: Sequence[str]
+) -> tuple[LogitRanking | None, str | None]:
+    try:
+        return logit_rank(data, systems, covariates=covariates), None
+    except NotEstimable as exc:
+        return None, str(exc)
+
+
 def rank_systems(
     studies: Sequence[StudyData], systems: Sequence[str], probabilities: Mapping[str, float]
 ) -> SystemRankings:
-    """Both rankings of ``systems`` from ``studies`` (every pair writers compared)."""
-    pairs = len(systems) * (len(systems) - 1) // 2
-    styled = comparisons(studies, probabilities, pairs)
-    plain_input = [
-        Comparison(c.writer, c.first, c.second, c.first_chosen, (), c.weight) for c in styled
-    ]
-    results: list[LogitRanking | None] = []
-    errors: list[str | None] = []
-    for data, covariates in ((plain_input, ()), (styled, COVARIATES)):
-        try:
-            results.append(logit_rank(data, systems, covariates=covariates))
-            errors.append(None)
-        except NotEstimable as exc:
-            results.append(None)
-            errors.append(str(exc))
-    weighted = {c.writer for c in styled if c.writer in probabilities}
-    return SystemRankings(results[0], results[1], errors[0], errors[1], len(weighted))
+    """Both rankings of ``systems`` from ``studies`` (every pair writers compared), and the
+    equal-pairs check when any writer has a stored pair probability (``probabilities``, by
+    session: adaptive pairing)."""
+    styled = comparisons(studies)
+    plain_input = [Comparison(c.writer, c.first, c.second, c.first_chosen) for c in styled]
+    plain, plain_error = _fit(plain_input, systems, ())
+    style, style_error = _fit(styled, systems, COVARIATES)
+    adaptive = len({c.writer for c in styled if c.writer in probabilities})
+    check = None
+    if adaptive:
+        weights = pair_weights({c.writer: frozenset((c.first, c.second)) for c in styled})
+        weighted = [
+            Comparison(c.writer, c.first, c.second, c.first_chosen, (), weights[c.writer])
+            for c in plain_input
+        ]
+        check, _ = _fit(weighted, systems, ())
+    return SystemRankings(plain, style, plain_error, style_error, adaptive, check)
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -192,16 +214,30 @@ def notes(rankings: SystemRankings) -> list[str]:
             "(lmarena's style control, Li et al. 2024): a system whose share drops there won "
             "partly by its style."
         )
-    if rankings.weighted_writers:
+    if rankings.adaptive_writers:
         out.append(
-            f"Adaptive pairing: the choices of {rankings.weighted_writers} writers are weighted "
-            "by the inverse of the probability their pair was drawn with, normalised within "
-            "each pair (Hájek), so the ranking is that of uniform pairing."
+            f"Adaptive pairing ({rankings.adaptive_writers} writers with a stored pair "
+            "probability): the ranking is the unweighted fit, valid because each writer's pair "
+            "depended only on earlier writers' choices (Ford, Titterington & Wu 1985)."
         )
+        out.append(_check_note(rankings.equal_pairs))
     for label, error in (("plain", rankings.plain_error), ("at equal style", rankings.style_error)):
         if error:
             out.append(f"No ranking {label} yet: {error}")
     return out
+
+
+def _check_note(check: LogitRanking | None) -> str:
+    if check is None:
+        return "Check with every pair weighing the same: not determined yet."
+    shares = "; ".join(
+        f"{s.system} {_num(s.share.estimate)} ({_span(s.share)})" for s in check.systems
+    )
+    return (
+        "Check with every pair weighing the same (what uniform pairing estimates, even where "
+        f"Bradley–Terry does not fit): shares {shares}. A share far outside the plain "
+        "ranking's interval says the model does not fit these writers."
+    )
 
 
 def markdown_lines(rankings: SystemRankings, experiment: str) -> list[str]:
@@ -246,9 +282,15 @@ def _estimate_rows(table: str, ranking: LogitRanking) -> list[tuple[str, str, st
 
 
 def csv_rows(rankings: SystemRankings) -> list[tuple[str, str, str, Any]]:
-    """``(table, row, column, value)`` rows: tables ``ranking`` and ``ranking_style``."""
+    """``(table, row, column, value)`` rows: tables ``ranking``, ``ranking_style`` and, under
+    adaptive pairing, ``ranking_equal_pairs``."""
     rows: list[tuple[str, str, str, Any]] = []
-    for table, ranking in (("ranking", rankings.plain), ("ranking_style", rankings.style)):
+    tables = (
+        ("ranking", rankings.plain),
+        ("ranking_style", rankings.style),
+        ("ranking_equal_pairs", rankings.equal_pairs),
+    )
+    for table, ranking in tables:
         if ranking is not None:
             rows += _estimate_rows(table, ranking)
     for index, note in enumerate(notes(rankings), start=1):
@@ -265,10 +307,11 @@ def _plain_dict(ranking: LogitRanking | None) -> dict[str, Any] | None:
 
 
 def to_dict(rankings: SystemRankings) -> dict[str, Any]:
-    """The rankings for JSON: both fits (without the covariance) and the notes."""
+    """The rankings for JSON: the fits (without the covariance) and the notes."""
     return {
         "plain": _plain_dict(rankings.plain),
         "style": _plain_dict(rankings.style),
-        "weighted_writers": rankings.weighted_writers,
+        "equal_pairs": _plain_dict(rankings.equal_pairs),
+        "adaptive_writers": rankings.adaptive_writers,
         "notes": notes(rankings),
     }

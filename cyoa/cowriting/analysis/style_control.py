@@ -1,5 +1,5 @@
-"""Bradley–Terry as a logistic regression, with style covariates, inverse-propensity weights and
-intervals clustered by writer.
+"""Bradley–Terry as a logistic regression, with style covariates, weights and intervals
+clustered by writer.
 
 Model (Bradley & Terry 1952, written as a logistic regression as in Agresti 2013, §11.6): the
 suggestion in slot 1 (system ``a``) is chosen over the one in slot 2 (system ``b``) with
@@ -22,11 +22,10 @@ Identification: the strengths are centred (``Σθ = 0``), so ``θ_i`` reads as "
 the average system". The fit is Newton–Raphson on the weighted log-likelihood with the
 centring as a penalty ``½(Σθ)²``, which is zero at the solution and changes nothing else.
 
-Weights: each comparison may carry a weight; the adaptive pairing
-(:mod:`cyoa.cowriting.assignment`) gives each writer's comparisons ``1 / (K·π)``, the inverse
-of the probability ``π`` with which the writer's pair (of ``K``) was drawn, so the weighted
-likelihood is in expectation that of uniform pairing (inverse-propensity weighting, Horvitz &
-Thompson 1952; as in Chiang et al. 2024, §5, and arena-rank's ``weights``).
+Weights: each comparison may carry a weight in the log-likelihood (as arena-rank's
+``weights``; Chiang et al. 2024, §5, weight by the inverse sampling probability). The ranking
+itself is unweighted; the check beside it under adaptive pairing weighs every pair the same
+(:func:`cyoa.cowriting.analysis.rankings.pair_weights`).
 
 Intervals: Wald intervals ``estimate ± z·SE`` with the sandwich covariance clustered by writer
 (Liang & Zeger 1986; CR0, no small-sample factor): ``A⁻¹ B A⁻¹`` with ``A = Σ w·p(1−p)·x xᵀ``
@@ -41,7 +40,6 @@ References:
     style and substance in Chatbot Arena. LMSYS blog, 2024-08-29.
     Chiang, W.-L. et al. (2024). Chatbot Arena: an open platform for evaluating LLMs by human
     preference. ICML 2024.
-    Horvitz, D. G. and Thompson, D. J. (1952). JASA 47(260), 663–685.
     Liang, K.-Y. and Zeger, S. L. (1986). Longitudinal data analysis using generalized linear
     models. Biometrika 73(1), 13–22.
 """
@@ -66,8 +64,8 @@ _QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
 class Comparison:
     """One choice between two suggestions: ``first`` (slot 1) and ``second`` (slot 2) are
     systems, ``first_chosen`` whether slot 1 was chosen, ``style`` the covariate differences
-    (first minus second, :func:`style_differences`), ``weight`` the inverse-propensity weight
-    (1 under uniform pairing)."""
+    (first minus second, :func:`style_differences`), ``weight`` its weight in the
+    log-likelihood (1 unless a check reweighs it)."""
 
     writer: str
     first: str

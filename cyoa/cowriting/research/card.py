@@ -26,6 +26,7 @@ from cyoa.cowriting.analysis.tables import edit_scores, edit_table, preference_t
 from cyoa.cowriting.research.lifecycle import models_without_card
 from cyoa.cowriting.spec import Experiment
 from cyoa.generation.types import System
+from cyoa.languages import described
 from cyoa.web.card import header, planned_sample_size, quote
 from cyoa.web.research import format_seconds
 
@@ -91,6 +92,8 @@ def _task(exp: Experiment, now: datetime) -> list[str]:
         f"random slot order, slot order mode '{exp.slot_order}'), the writer chooses one, may "
         "switch, edits it and adds it to the story. The choice is the preference judgement; "
         "the edits measure how much of the suggestion the writer kept.",
+        "",
+        described(exp.source),
         "",
     ]
 
@@ -342,7 +345,7 @@ def _ranking(
     exp: Experiment, sessions: Sequence[dict[str, Any]], studies: Sequence[StudyData]
 ) -> list[str]:
     """With more than two systems: the ranking of all systems, plain and at equal style
-    (:mod:`cyoa.cowriting.analysis.rankings`), weighted under adaptive pairing."""
+    (:mod:`cyoa.cowriting.analysis.rankings`), with its check under adaptive pairing."""
     systems = [s.name for s in exp.systems]
     if len(systems) < 3 or not any(data.rounds for data in studies):
         return []

@@ -7,8 +7,8 @@ display tables and the data for its charts, computed off the request path
   compares one pair; :func:`cyoa.cowriting.analysis.data.experiment_pairs`), plus
   a Bradley–Terry ranking of all systems from every counted choice, with writer-level
   bootstrap intervals (:mod:`cyoa.cowriting.analysis.bradley_terry`), and beside it the
-  ranking at equal style, weighted under adaptive pairing, with writer-clustered intervals
-  (:mod:`cyoa.cowriting.analysis.rankings`).
+  ranking at equal style with writer-clustered intervals, and under adaptive pairing the
+  check with every pair weighing the same (:mod:`cyoa.cowriting.analysis.rankings`).
 - Likert answers per pair of systems, both orientations of the pair pooled.
 - Per pair, the preference with writers as the unit first (the writers' t-test and t
   interval), the confidence sequence with its anytime-valid p, and the study-status line

@@ -16,6 +16,7 @@ from cyoa.cowriting.spec import (
     SLOT_ORDERS,
     SpecError,
 )
+from cyoa.languages import form_fields, spec_fields
 
 FORM_SYSTEM_ROWS = 4
 MAX_SYSTEM_ROWS = MAX_SYSTEMS
@@ -58,6 +59,7 @@ def form_from_spec(spec: Mapping[str, Any]) -> dict[str, str]:
         "target_writers": str(spec.get("target_writers", 0)),
         "slot_order": spec.get("slot_order", "coin"),
         "pairing": spec.get("pairing", "balanced"),
+        **form_fields(spec),
         "likert": _survey_text(survey, "likert", DEFAULT_LIKERT),
         "open": _survey_text(survey, "open", DEFAULT_OPEN),
         "system_rows": str(max(FORM_SYSTEM_ROWS, len(systems))),
@@ -146,6 +148,7 @@ def spec_from_form(form: Mapping[str, str]) -> dict[str, Any]:
     completion_code = (form.get("completion_code") or "").strip()
     if completion_code:
         spec["completion_code"] = completion_code
+    spec |= spec_fields(form.get("language") or "", form.get("languages") or "")
     prompt = (form.get("prompt_text") or "").strip()
     if prompt:
         spec["prompt"] = {"text": prompt}

@@ -25,6 +25,7 @@ from typing import Any
 
 from cyoa import store
 from cyoa.db.facade import Db
+from cyoa.languages import described
 from cyoa.rating import planner
 from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.ratings import RatingAnalysis
@@ -325,7 +326,9 @@ def _task_lines(data: RatingCardData) -> list[str]:
         f"Rating study: each rater reads {data.spec.get('stories_per_rater', 1)} stories, one at "
         "a time, and answers the instrument about each, with any attention checks among the "
         "items. Stories are assigned least-rated first, balanced across sources, and a rater "
-        f"never sees two copies of one story nor any story's source. {order}"
+        f"never sees two copies of one story nor any story's source. {order}",
+        "",
+        described(data.spec),
     ]
 
 

@@ -12,6 +12,7 @@ from flask import flash, redirect, render_template, request, url_for
 
 from cyoa.rating.blind import rater_item_ids
 from cyoa.rating.instruments import rater_credit
+from cyoa.rating.pages import use_language
 from cyoa.rating.research.views import rating_experiment_or_404
 from cyoa.rating.service import question_order
 from cyoa.web import auth
@@ -31,6 +32,7 @@ def story_number(asked: int | None, total: int) -> int:
 def preview(exp_id: str):
     """Story ``?story=N`` of the study, as its raters see it, with links to the others."""
     exp = rating_experiment_or_404(exp_id)
+    use_language(exp)  # the rater's page, in the study's language
     dashboard = url_for("research_ratings.rating_experiment", exp_id=exp_id)
     story_ids = list(exp.stories)
     if not story_ids:
