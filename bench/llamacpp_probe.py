@@ -16,6 +16,10 @@ probe decodes the whole prompt fresh, then (in another context) the previous pro
 generated tokens, drops those and decodes the rest: alone, and while three other writers'
 sequences decode beside it. It also cuts one fresh prompt in two at several points.
 
+**Rows per call**: a decoding row's next-token logits when its token goes to llama.cpp alone
+and in one call with the tokens of k other decoding rows (each prompt decoded in a call of
+its own first), for k from 1 to 15: whether they are the same bits.
+
 Results: ``bench/results/llamacpp-probe.md`` and ``llamacpp-probe.json``.
 """
 
@@ -218,6 +222,41 @@ def prefix_reuse(path: Path) -> dict[str, Any]:
     return result
 
 
+def rows_per_call(path: Path) -> dict[str, bool]:
+    """For k other rows: whether a row's next three steps' logits beside them (one call a
+    step) are the bits it gets alone."""
+    lib = llama()
+    model = load_gguf(lib, path)
+    vocabulary = Vocabulary(lib, model)
+    target = vocabulary(STORY).input_ids
+    other = vocabulary(OTHERS[0]).input_ids
+
+    def steps(k: int) -> list[bytes]:
+        context = new_context(lib, model, 16, 256, 1)
+        batch = lib.llama_batch_init(512, 0, 1)
+        try:
+            last = {0: decode(lib, context, batch, [(0, target, 0)])[0]}
+            for stream in range(1, k + 1):
+                last[stream] = decode(lib, context, batch, [(stream, other, 0)])[stream]
+            seen = []
+            for step in range(3):
+                chunks = [
+                    (s, [int(last[s].argmax())], (len(target) if s == 0 else len(other)) + step)
+                    for s in range(k + 1)
+                ]
+                last = decode(lib, context, batch, chunks)
+                seen.append(last[0].tobytes())
+            return seen
+        finally:
+            lib.llama_batch_free(batch)
+            lib.llama_free(context)
+
+    alone = steps(0)
+    result = {str(k): steps(k) == alone for k in range(1, 16)}
+    lib.llama_model_free(model)
+    return result
+
+
 def write_page(result: dict[str, Any], command: str, out: Path) -> None:
     lines = [
         "# Inside the llama.cpp engine: where a round goes, and prefix reuse",
@@ -265,6 +304,17 @@ def write_page(result: dict[str, Any], command: str, out: Path) -> None:
             f"{p['kept_prefix_alone_max_difference']:.3g} | "
             f"{p['kept_prefix_beside_others_max_difference']:.3g} | {cuts} |"
         )
+    lines += [
+        "",
+        "## Rows per call: a decoding row's logits beside k others in one call, the same bits "
+        "as alone?",
+        "",
+        "| model | " + " | ".join(f"k={k}" for k in range(1, 16)) + " |",
+        "|---|" + "---|" * 15,
+    ]
+    for model, same in result["rows_per_call"].items():
+        cells = " | ".join("same" if same[str(k)] else "**differ**" for k in range(1, 16))
+        lines.append(f"| {model} | {cells} |")
     lines += ["", f"Raw figures: [{out.stem}.json]({out.stem}.json)", ""]
     out.with_suffix(".md").write_text("\n".join(lines))
 
@@ -286,6 +336,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     result["time"] = time_rounds(files, args.rounds)
     result["prefix"] = {name: prefix_reuse(path) for name, path in files.items()}
+    result["rows_per_call"] = {name: rows_per_call(path) for name, path in files.items()}
     result["load_end"] = [round(x, 2) for x in os.getloadavg()]
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     command = "python bench/llamacpp_probe.py " + " ".join(argv or sys.argv[1:])

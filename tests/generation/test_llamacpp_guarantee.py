@@ -259,3 +259,29 @@ def test_a_suggestion_is_the_same_when_another_writer_s_prompt_arrives_with_it(g
             assert together == reference, shorter
     finally:
         model.close()
+
+
+@pytest.mark.real_model
+def test_a_suggestion_is_the_same_among_fifteen_other_writers_decoding(gguf):
+    # From eight tokens a call, llama.cpp multiplied Gemma's layers with another kernel
+    # (other rounding) than for one row alone: a row's text changed once eight writers
+    # decoded together (bench/results/llamacpp-probe.md).
+    sampling = Sampling(top_k=40, temperature=1.0, max_new_tokens=12)
+    model = LlamaModel(gguf, name="crowd", rows=16, threads=1)
+    try:
+        reference = read(model.stream(PROMPT, sampling, seed=5))
+        long = Sampling(top_k=40, temperature=1.0, max_new_tokens=40)
+        others = [model.stream(OTHERS[i % 3], long, seed=100 + i) for i in range(15)]
+        for pieces in others:
+            next(pieces, None)  # each is decoding (or done) before the suggestion joins
+        readers = [threading.Thread(target=read, args=(pieces,)) for pieces in others]
+        for reader in readers:
+            reader.start()
+        rows: list[int] = []
+        together = read(model.stream(PROMPT, sampling, seed=5), rows, model)
+        for reader in readers:
+            reader.join(timeout=120)
+        assert max(rows) >= 9, rows  # it was decoded among at least eight others
+        assert together == reference
+    finally:
+        model.close()

@@ -1,8 +1,8 @@
 """Continuous batching on one llama.cpp context: one thread owns a model's context and decodes
 every suggestion asked of the model in one batch, each in its own KV stream.
 
-Every step, the decoding rows feed their last tokens in one ``llama_decode`` call and each
-joining row its whole prompt in a call of its own (see :meth:`LlamaScheduler._step`); then
+Every step, the decoding rows feed their last tokens in ``llama_decode`` calls of a few rows
+and each joining row its whole prompt in a call of its own (see :meth:`LlamaScheduler._step`); then
 every row samples its next token from its own logits with CYOA's sampling
 (:mod:`cyoa.generation.llamacpp.sampling`) and its own seeded generator. A row leaves as
 soon as it ends (an end-of-generation token, ``max_new_tokens``) or its reader stops reading;
@@ -26,7 +26,7 @@ import numpy as np
 from cyoa.generation.engine.cores import CoreShare
 from cyoa.generation.engine.rows import SHUTDOWN, WINDOW_SECONDS, Row, RowServer
 from cyoa.generation.llamacpp.sampling import generator, next_token
-from cyoa.generation.llamacpp.settings import CONTEXT_STEP
+from cyoa.generation.llamacpp.settings import CONTEXT_STEP, DECODE_CALL_ROWS
 from cyoa.generation.llamacpp.vocabulary import Vocabulary
 
 log = logging.getLogger(__name__)
@@ -174,9 +174,15 @@ class LlamaScheduler(RowServer):
         return [row for row in kept if row is not None]
 
     def _step(self, active: list[Row], joining: list[Row]) -> None:
-        """The decoding rows' last tokens in one ``llama_decode`` call, then each joining
+        """The decoding rows' last tokens in ``llama_decode`` calls of at most
+        :data:`~cyoa.generation.llamacpp.settings.DECODE_CALL_ROWS` rows, then each joining
         row's prompt in a call of its own; every row's next token is drawn from the logits
         of its call.
+
+        From eight tokens a call, llama.cpp multiplies some of Gemma's layers with another
+        kernel than for one token, which rounds otherwise: a row decoding beside seven or
+        more others got other logits than alone (bench/results/llamacpp-probe.md). In calls
+        of a few rows, a row's token gives the same bits as alone.
 
         A prompt is decoded alone so that llama.cpp cuts it into passes the same way
         whatever else joins: it splits a call's sequences into passes of equal length each
@@ -186,11 +192,12 @@ class LlamaScheduler(RowServer):
         first ``n_ubatch`` tokens, the next ``n_ubatch``, …; a decoding row's one token
         gives the same bits alone or beside the others' (the guarantee tests)."""
         self._take_share()
-        if active:
+        for start in range(0, len(active), DECODE_CALL_ROWS):
+            rows = active[start : start + DECODE_CALL_ROWS]
             self._decode(
-                [[(row.generated[-1], len(row.ids) + len(row.generated) - 1)] for row in active],
-                active,
-                first_stream=0,
+                [[(row.generated[-1], len(row.ids) + len(row.generated) - 1)] for row in rows],
+                rows,
+                first_stream=start,
             )
         for offset, row in enumerate(joining):
             stream = len(active) + offset

@@ -57,6 +57,12 @@ DEFAULT_CONTEXT_TOKENS = 768
 CONTEXT_STEP = 256
 # Tokens of one llama_decode call split into passes of at most this many.
 UBATCH_TOKENS = 512
+# The decoding rows' next tokens go to llama.cpp in calls of at most this many rows: from 8
+# tokens a call llama.cpp multiplies Gemma-3-270M's layers with a kernel that rounds
+# otherwise than for one token (measured: 1 to 7 rows gave a row's logits alone, 8 and more
+# did not; SmolLM2-135M's were the same at every size), so a row beside many others would
+# write another text. tests/generation/test_llamacpp_guarantee.py decodes one among 15.
+DECODE_CALL_ROWS = 4
 
 
 def context_settings(rows: int, context_tokens: int, threads: int) -> dict[str, Any]:
