@@ -14,11 +14,14 @@ KV cells and decoding only the new tokens is worth building only if the new prom
 are then the same bits as a fresh decode of the whole prompt. For each packaged model the
 probe decodes the whole prompt fresh, then (in another context) the previous prompt, six
 generated tokens, drops those and decodes the rest: alone, and while three other writers'
-sequences decode beside it. It also cuts one fresh prompt in two at several points.
+sequences decode beside it. It also cuts the fresh prompt in two, its second part from 1 to
+half the prompt's tokens.
 
 **Rows per call**: a decoding row's next-token logits when its token goes to llama.cpp alone
 and in one call with the tokens of k other decoding rows (each prompt decoded in a call of
-its own first), for k from 1 to 15: whether they are the same bits.
+its own first), for k from 1 to 15: whether they are the same bits; and what a step of 16
+decoding rows costs (thread CPU time, one thread, mean of 6 steps) sent in calls of 16, 8, 4
+or 1 rows.
 
 Results: ``bench/results/llamacpp-probe.md`` and ``llamacpp-probe.json``.
 """
@@ -202,13 +205,14 @@ def prefix_reuse(path: Path) -> dict[str, Any]:
         return float(np.abs(logits - fresh).max())
 
     cuts = {}
-    for cut in (1, len(whole) // 2, len(whole) - 1):
+    for new in (1, 2, 4, 7, 8, 12, 16, len(whole) - kept, len(whole) // 2):
+        cut = len(whole) - new
 
         def halves(c: Any, b: Any, cut: int = cut) -> np.ndarray:
             decode(lib, c, b, [(0, whole[:cut], 0)])
             return decode(lib, c, b, [(0, whole[cut:], cut)])[0]
 
-        cuts[str(cut)] = difference(run(halves))
+        cuts[str(new)] = difference(run(halves))
     result = {
         "prompt_tokens": len(whole),
         "kept_tokens": kept,
@@ -252,9 +256,32 @@ def rows_per_call(path: Path) -> dict[str, bool]:
             lib.llama_free(context)
 
     alone = steps(0)
-    result = {str(k): steps(k) == alone for k in range(1, 16)}
+    result: dict[str, Any] = {str(k): steps(k) == alone for k in range(1, 16)}
+    result["step_cpu_ms_by_rows_per_call"] = step_cost(lib, model, other)
     lib.llama_model_free(model)
     return result
+
+
+def step_cost(lib: Any, model: Any, ids: list[int]) -> dict[str, float]:
+    """Thread CPU milliseconds of one step of 16 decoding rows, by rows per call."""
+    context = new_context(lib, model, 16, 256, 1)
+    batch = lib.llama_batch_init(512, 0, 1)
+    try:
+        for stream in range(16):
+            decode(lib, context, batch, [(stream, ids, 0)])
+        position, cost = len(ids), {}
+        for size in (16, 8, 4, 1):
+            started = time.thread_time()
+            for _ in range(6):
+                for first in range(0, 16, size):
+                    rows = range(first, first + size)
+                    decode(lib, context, batch, [(s, [ids[-1]], position) for s in rows])
+                position += 1
+            cost[str(size)] = round(1000 * (time.thread_time() - started) / 6, 1)
+        return cost
+    finally:
+        lib.llama_batch_free(batch)
+        lib.llama_free(context)
 
 
 def write_page(result: dict[str, Any], command: str, out: Path) -> None:
@@ -292,7 +319,7 @@ def write_page(result: dict[str, Any], command: str, out: Path) -> None:
         "## Prefix reuse: the new prompt's last logits against a fresh decode (max |difference|)",
         "",
         "| model | prompt / kept tokens | kept prefix, alone | kept prefix, beside 3 others "
-        "| a fresh prompt cut in two (at: difference) |",
+        "| the prompt cut in two, by the second part's tokens (tokens: difference) |",
         "|---|---|---|---|---|",
     ]
     for model, p in result["prefix"].items():
@@ -315,6 +342,18 @@ def write_page(result: dict[str, Any], command: str, out: Path) -> None:
     for model, same in result["rows_per_call"].items():
         cells = " | ".join("same" if same[str(k)] else "**differ**" for k in range(1, 16))
         lines.append(f"| {model} | {cells} |")
+    lines += [
+        "",
+        "One step of 16 decoding rows, thread CPU ms (one thread), by rows per llama_decode call:",
+        "",
+        "| model | 16 | 8 | 4 | 1 |",
+        "|---|---|---|---|---|",
+    ]
+    for model, same in result["rows_per_call"].items():
+        cost = same["step_cpu_ms_by_rows_per_call"]
+        lines.append(
+            f"| {model} | " + " | ".join(str(cost[k]) for k in ("16", "8", "4", "1")) + " |"
+        )
     lines += ["", f"Raw figures: [{out.stem}.json]({out.stem}.json)", ""]
     out.with_suffix(".md").write_text("\n".join(lines))
 
