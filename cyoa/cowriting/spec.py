@@ -201,13 +201,6 @@ def experiment_from_dict(
     languages = _languages(raw, where)
     prompt = _table(raw, "prompt", where)
     completion_url, completion_code = _completion(raw, where)
-    timeout = raw.get("suggestion_timeout_seconds", 60.0)
-    low, high = RANGES["suggestion_timeout_seconds"]
-    if not _is_number(timeout) or not low <= timeout <= high:
-        raise SpecError(
-            f"{where}: 'suggestion_timeout_seconds' must be a number of seconds from {low} to "
-            f"{high}."
-        )
     return Experiment(
         id=exp_id,
         title=title,
@@ -220,7 +213,7 @@ def experiment_from_dict(
         prompt_image=_text(prompt, "image", f"{where}: prompt"),
         completion_url=completion_url,
         completion_code=completion_code,
-        suggestion_timeout_seconds=float(timeout),
+        suggestion_timeout_seconds=_timeout(raw, where),
         slot_order=slot_order,
         pairing=pairing,
         target_writers=_whole(raw, "target_writers", 0, where),
@@ -229,6 +222,17 @@ def experiment_from_dict(
         languages=languages.allowed,
         source=raw,
     )
+
+
+def _timeout(raw: dict[str, Any], where: str) -> float:
+    timeout = raw.get("suggestion_timeout_seconds", 60.0)
+    low, high = RANGES["suggestion_timeout_seconds"]
+    if not _is_number(timeout) or not low <= timeout <= high:
+        raise SpecError(
+            f"{where}: 'suggestion_timeout_seconds' must be a number of seconds from {low} to "
+            f"{high}."
+        )
+    return float(timeout)
 
 
 def _languages(raw: dict[str, Any], where: str) -> StudyLanguages:
