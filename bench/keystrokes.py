@@ -10,7 +10,7 @@ writer's clock simulated, so the run takes seconds, not minutes): each round the
 real sentence of their own (57–111 characters), look at both suggestions and hover each
 (view rows), choose one (in one round in three first the other, typing a few words into it
 before switching back), take back its last word and type a clause of their own, with one
-draft saved midway, and add it; then the survey. The record goes in the page's batches (five
+draft saved midway, and add it; then the survey. The record goes in the page's batches (ten
 seconds of typing or 100 rows).
 
 Measured: the bytes of each message a page sends (its JSON as the browser encodes it,
