@@ -229,6 +229,9 @@ def render_markdown(result: dict[str, Any]) -> str:
     """The benchmark's page: the command, the table, what was checked."""
     r, s = result, result["stored"]
     kib = 1024
+    rows_per_round = r["rows_per_writer"] / r["rounds_per_writer"]
+    wire_row = r["record_bytes_per_round"]["mean"] / rows_per_round
+    stored_row = r["record_bytes_stored_per_writer"] / r["rows_per_writer"]
     lines = [
         "# The keystroke record's cost",
         "",
@@ -255,6 +258,17 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"Checked: {s['checks_matching']} of {s['checks']} record checks (every line, draft "
         f"and turn) matched, and the stored rows reconstruct {s['rounds_rebuilt']} of "
         f"{s['sessions'] * r['rounds_per_writer']} rounds' line and turn exactly.",
+        "",
+        "## Reading the table",
+        "",
+        f"- A row is about {wire_row:.0f} bytes on the wire and {stored_row:.0f} bytes in "
+        "SQLite: one keystroke is one row (its text is a character or two), so a round's "
+        f"record grows with the keys pressed, a kilobyte on the wire per {1024 / wire_row:.0f}.",
+        "- The batches go through the page's outbox like the actions: each is one message "
+        "the server answers after its commit, so a writer's messages grow by the batches "
+        "(a batch costs the server about what an action does); their effect on capacity is "
+        "on [capacity.md](capacity.md), measured with the record on and off.",
+        "- A study that sets `record_keystrokes = false` sends and stores none of it.",
         "",
         "Raw figures: [keystrokes.json](keystrokes.json).",
         "",
