@@ -270,10 +270,63 @@ def render_markdown(result: dict[str, Any]) -> str:
         "on [capacity.md](capacity.md), measured with the record on and off.",
         "- A study that sets `record_keystrokes = false` sends and stores none of it.",
         "",
+        *_capacity_lines(result.get("capacity") or []),
         "Raw figures: [keystrokes.json](keystrokes.json).",
         "",
     ]
     return "\n".join(lines)
+
+
+def capacity_runs(folders: list[Path]) -> list[dict[str, Any]]:
+    """The runs of bench/capacity.py kept in ``folders`` (each its ``--results``), in the
+    order given: the record off and on, interleaved in one sitting."""
+    runs = []
+    for folder in folders:
+        for run in json.loads((folder / "capacity.json").read_text()).values():
+            runs.append(
+                {
+                    "config": run["config"],
+                    "command": run["command"],
+                    "load_average_start": run["load_average_start"],
+                    "largest_held": run["largest_held"],
+                    "steps": [
+                        {
+                            "participants": step["participants"],
+                            "held": step["held"],
+                            "p95_s": step["all"]["p95_s"],
+                            "p99_s": step["all"]["p99_s"],
+                            "messages": step["all"]["n"],
+                            "app_cpu_cores": step["app_cpu_cores"][0],
+                        }
+                        for step in run["steps"]
+                    ],
+                }
+            )
+    return runs
+
+
+def _capacity_lines(runs: list[dict[str, Any]]) -> list[str]:
+    if not runs:
+        return []
+    lines = [
+        "## Capacity with the record on and off",
+        "",
+        "bench/capacity.py, one app process on SQLite, the record off and on in turn in one "
+        "sitting (`--record off|on`, otherwise the same command); per run its first step "
+        "(the step every run reached) and the largest number of participants held.",
+        "",
+        "| run | load average at start | largest held | first step: participants, "
+        "p95 / p99 (ms), messages, app CPU (cores) |",
+        "|---|---|---|---|",
+    ]
+    for run in runs:
+        first = run["steps"][0]
+        lines.append(
+            f"| {run['config']} | {run['load_average_start']} | {run['largest_held'] or 'none'} | "
+            f"{first['participants']}, {first['p95_s'] * 1000:.0f} / "
+            f"{first['p99_s'] * 1000:.0f}, {first['messages']}, {first['app_cpu_cores']} |"
+        )
+    return [*lines, "", f"Command of the last run: `{runs[-1]['command']}`.", ""]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -281,7 +334,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--writers", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--capacity",
+        type=Path,
+        nargs="+",
+        help="add these bench/capacity.py --results folders to the stored page; run no writer",
+    )
     args = parser.parse_args(argv)
+    if args.capacity:
+        path = args.results / "keystrokes.json"
+        result = json.loads(path.read_text()) | {"capacity": capacity_runs(args.capacity)}
+        path.write_text(json.dumps(result, indent=2) + "\n")
+        (args.results / "keystrokes.md").write_text(render_markdown(result))
+        return
     started = [round(x, 2) for x in os.getloadavg()]
     result = run(args.writers, args.seed)
     result |= {
