@@ -326,7 +326,30 @@ def _capacity_lines(runs: list[dict[str, Any]]) -> list[str]:
             f"{first['participants']}, {first['p95_s'] * 1000:.0f} / "
             f"{first['p99_s'] * 1000:.0f}, {first['messages']}, {first['app_cpu_cores']} |"
         )
-    return [*lines, "", f"Command of the last run: `{runs[-1]['command']}`.", ""]
+    lines += ["", f"Command of the last run: `{runs[-1]['command']}`.", ""]
+    by_mode: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_mode.setdefault(run["config"].rsplit(" ", 1)[-1], []).append(run)
+    if {"on", "off"} <= set(by_mode):
+        cpu = {
+            m: statistics.mean(r["steps"][0]["app_cpu_cores"] for r in by_mode[m]) for m in by_mode
+        }
+        sent = {m: statistics.mean(r["steps"][0]["messages"] for r in by_mode[m]) for m in by_mode}
+        lines.append(
+            f"At the first step the app process used {cpu['off']:.3f} cores with the record off "
+            f"and {cpu['on']:.3f} with it on ({(cpu['on'] / cpu['off'] - 1) * 100:+.0f}%), for "
+            f"{sent['off']:.0f} and {sent['on']:.0f} messages."
+        )
+        held = {m: [r["largest_held"] or 0 for r in by_mode[m]] for m in by_mode}
+        if any(len(set(h)) > 1 for h in held.values()):
+            lines.append(
+                "Runs of the same setting held from "
+                + " and from ".join(f"{min(h)} to {max(h)} ({m})" for m, h in held.items())
+                + " participants: on this machine its load, not the setting, decided the "
+                "largest number held."
+            )
+        lines.append("")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
