@@ -173,16 +173,7 @@ def experiment_from_dict(
     title = need("title", str)
     if len(title) > MAX_TITLE_CHARS:
         raise SpecError(f"{where}: 'title' must be at most {MAX_TITLE_CHARS} characters.")
-    limits = Limits(
-        rounds=_whole(raw, "rounds", 5, where),
-        min_chars=_whole(raw, "min_chars", 20, where),
-        max_chars=_whole(raw, "max_chars", 260, where),
-    )
-    if limits.min_chars > limits.max_chars:
-        raise SpecError(
-            f"{where}: need 1 <= min_chars <= max_chars (the shortest turn cannot be longer "
-            "than the longest)."
-        )
+    limits = _limits(raw, where)
     systems_raw = raw.get("systems", [])
     if not isinstance(systems_raw, list) or len(systems_raw) > MAX_SYSTEMS:
         raise SpecError(
@@ -222,6 +213,20 @@ def experiment_from_dict(
         languages=languages.allowed,
         source=raw,
     )
+
+
+def _limits(raw: dict[str, Any], where: str) -> Limits:
+    limits = Limits(
+        rounds=_whole(raw, "rounds", 5, where),
+        min_chars=_whole(raw, "min_chars", 20, where),
+        max_chars=_whole(raw, "max_chars", 260, where),
+    )
+    if limits.min_chars > limits.max_chars:
+        raise SpecError(
+            f"{where}: need 1 <= min_chars <= max_chars (the shortest turn cannot be longer "
+            "than the longest)."
+        )
+    return limits
 
 
 def _timeout(raw: dict[str, Any], where: str) -> float:
