@@ -97,7 +97,7 @@ def described(spec: Mapping[str, Any]) -> str:
     others = ", ".join(f"{language_name(code)} ({code})" for code in allowed)
     return (
         f"The participants' interface was in {shown}, or in {others} for a participant whose "
-        "browser preferred it (which one each participant saw is not recorded)."
+        "browser preferred it (the language each participant saw is recorded when they start)."
     )
 
 

@@ -141,14 +141,21 @@ class Study:
     # --- sessions -----------------------------------------------------------------------
 
     def open_session(
-        self, exp: Experiment, participant: dict[str, str], user_agent: str = ""
+        self,
+        exp: Experiment,
+        participant: dict[str, str],
+        user_agent: str = "",
+        language: str | None = None,
     ) -> str | None:
         """A new session for the participant in ``exp``, or None when they have one already
         (also when another request created it a moment ago): who may resume that one is for
         the caller to decide (:mod:`cyoa.cowriting.pages`).
 
         ``participant`` has ``external_id`` and ``id_source`` (and optionally ``study_id``,
-        ``platform_session_id``)."""
+        ``platform_session_id``); ``language`` is the BCP 47 code of the language the
+        writer's pages are shown in (the study's when not given), recorded in the
+        ``session_started`` event: a study may let the browser choose among several, so the
+        study's own is not enough."""
         db = self.db()
         try:
             if cowriting_store.find_session_for_participant(db, exp.id, participant["external_id"]):
@@ -162,6 +169,7 @@ class Study:
                 pair = assign_pair(exp.pairs, counts, _rng)
             first_event: dict[str, Any] = {
                 "experiment": exp.id,
+                "language": language or exp.language,
                 "systems": list(pair),
                 "slot_order": exp.slot_order,
                 "limits": {

@@ -36,7 +36,8 @@ def test_a_rating_study_made_on_the_form_is_in_arabic_or_the_browsers_choice_of_
     assert (spec["language"], spec["languages"]) == ("ar", ["ar", "es"])
     expected = (
         "The participants' interface was in Arabic (ar, written right to left), or in Spanish "
-        "(es) for a participant whose browser preferred it"
+        "(es) for a participant whose browser preferred it (the language each participant saw "
+        "is recorded when they start)."
     )
     page = html.unescape(researcher.get("/research/ratings/aiss-pilot").get_data(as_text=True))
     assert expected in page

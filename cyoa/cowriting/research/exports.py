@@ -157,6 +157,11 @@ SESSION_COLUMNS: tuple[Column, ...] = (
     Column("finished_at", "string", "survey submission (null until done)"),
     Column("session_seconds", "float", "seconds from started_at to finished_at"),
     Column("user_agent", "string", "browser User-Agent (first 500 characters)"),
+    Column(
+        "language",
+        "string",
+        "BCP 47 code of the language the writer's pages were in (null: not recorded)",
+    ),
 )
 
 EVENT_COLUMNS: tuple[Column, ...] = (
@@ -337,6 +342,8 @@ def session_rows(
     for s in db.query(
         "SELECT s.*, p.external_id AS participant, p.id_source, p.study_id,"
         " p.platform_session_id,"
+        " (SELECT e.payload FROM events e WHERE e.session_id = s.id"
+        "  AND e.type = 'session_started') AS started,"
         " (SELECT count(*) FROM rounds r WHERE r.session_id = s.id"
         "  AND r.turn_submitted_at IS NOT NULL) AS rounds_submitted"
         " FROM sessions s JOIN participants p ON p.id = s.participant_id"
@@ -348,6 +355,7 @@ def session_rows(
         row["completion_code"] = shown_code(study_code, s["completion_code"])
         row["status"] = session_status(s, now, dropout_minutes)
         row["session_seconds"] = seconds_between(s["started_at"], s["finished_at"])
+        row["language"] = json.loads(s["started"] or "{}").get("language")
         rows.append(row)
     return rows
 
