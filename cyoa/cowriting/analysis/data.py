@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cyoa import store
+from cyoa.cowriting.process import exclusion
+from cyoa.cowriting.process.flags import session_flags
+from cyoa.cowriting.process.store import load_operations
 from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 
@@ -93,7 +96,9 @@ class StudyData:
     ``slot_order_recorded``: False for data imported without it (see
     ``cyoa.cowriting.analysis.tsv``). ``completed``: the sessions whose every round was
     submitted, in the order their last turn was submitted (ties: the order they started), the
-    order in which a study watched as it runs sees writers finish.
+    order in which a study watched as it runs sees writers finish. ``left_out``: the
+    writers the spec's process-flag rule leaves out (:mod:`cyoa.cowriting.process.exclusion`),
+    none of whose rounds or answers are in the rest.
     """
 
     experiment: str
@@ -107,6 +112,7 @@ class StudyData:
     likert_items: dict[str, str]
     slot_order_recorded: bool = True
     completed: tuple[str, ...] = ()
+    left_out: tuple[exclusion.LeftOut, ...] = ()
 
 
 def _spec(row: dict[str, Any]) -> dict[str, Any]:
@@ -206,6 +212,9 @@ def load_study(
     systems = _pair(_systems(db, experiment, spec), pair, experiment)
     scope = _Scope.of(experiment, systems, finished_only)
     writers, finished = _writers(db, scope)
+    left_out = _left_out(db, spec, writers, experiment)
+    for writer in left_out:
+        del writers[writer.session_id]
     rounds = _submitted_rounds(db, scope, writers, _shown_suggestions(db, scope))
     with_rounds = {r.session_id for r in rounds}
     writers = {sid: external for sid, external in writers.items() if sid in with_rounds}
@@ -223,7 +232,26 @@ def load_study(
         likert_items=_likert_items(spec, survey),
         slot_order_recorded=bool(spec.get("import", {}).get("slot_order_recorded", True)),
         completed=_completed(db, scope, writers, rounds_per_story),
+        left_out=left_out,
     )
+
+
+def _left_out(
+    db: Db, spec: dict[str, Any], writers: dict[str, str], experiment: str
+) -> tuple[exclusion.LeftOut, ...]:
+    """The writers the spec's process-flag rule leaves out (none without a rule: the flags
+    alone exclude nobody, and no record is read)."""
+    try:
+        kinds = exclusion.flag_rule(spec, f"experiment '{experiment}'")
+    except exclusion.ExclusionRuleError as exc:
+        raise AnalysisError(str(exc)) from None
+    if not kinds:
+        return ()
+    flags = (
+        (sid, external, session_flags(load_operations(db, sid)))
+        for sid, external in writers.items()
+    )
+    return exclusion.left_out(flags, kinds)
 
 
 @dataclass(frozen=True)
@@ -307,7 +335,8 @@ def _submitted_rounds(
     writers: dict[str, str],
     suggestions: dict[tuple[str, int, int], str | None],
 ) -> list[RoundRecord]:
-    """The rounds whose turn was submitted, by writer (in ``writers``' order) and round."""
+    """The rounds whose turn was submitted of the sessions in ``writers``, by writer (in
+    ``writers``' order) and round."""
     rounds: list[RoundRecord] = []
     for (
         sid,
@@ -328,6 +357,8 @@ def _submitted_rounds(
         f"{scope.session_filter}",
         scope.params,
     ).fetchall():
+        if sid not in writers:
+            continue  # left out by the spec's process-flag rule
         rounds.append(
             RoundRecord(
                 session_id=sid,

@@ -435,6 +435,8 @@ def to_markdown(analysis: Analysis) -> str:
         f"Writers: {analysis.writers}; rounds: {analysis.rounds}.",
         "",
     ]
+    if analysis.left_out:
+        lines += [analysis.left_out, ""]
     lines += _preference_lines(analysis)
     lines += _edit_lines(analysis)
     lines += _text_lines(analysis)

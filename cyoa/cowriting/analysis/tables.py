@@ -53,6 +53,7 @@ from cyoa.cowriting.analysis.results import (
     WriterEditRow,
     WriterLevel,
 )
+from cyoa.cowriting.process import exclusion
 from cyoa.metrics.edit import Variant, edit_metrics_many
 from cyoa.metrics.text import LemmaCache, TextProfile, corpus_distinct_n, text_profiles
 from cyoa.stats import (
@@ -495,7 +496,8 @@ def analyze(
             raise ValueError(f"Unknown compat mode {compat!r}: use one of {COMPAT_MODES}.")
         from cyoa.cowriting.analysis.compat import analyze_cyoa_2021
 
-        return analyze_cyoa_2021(data, workers=processes, cache=cache)
+        compat_analysis = analyze_cyoa_2021(data, workers=processes, cache=cache)
+        return replace(compat_analysis, left_out=exclusion.sentence(data.left_out))
     first, second = data.systems
     preference_result = preference_table(data, alternative, resamples, seed)
     notes = [
@@ -504,6 +506,9 @@ def analyze(
         "with their submitted rounds).",
         f"Preference: share of rounds in which {first} was chosen over {second}.",
     ]
+    left_out = exclusion.sentence(data.left_out)
+    if left_out:
+        notes.insert(0, left_out)
     if preference_result is not None:
         notes.append(
             f"Preference tests: {preference_result.method}; "
@@ -543,4 +548,5 @@ def analyze(
         writer_level=writer_level(
             data, preference_result, scores, alternative, variant, planned_writers
         ),
+        left_out=left_out,
     )

@@ -43,6 +43,7 @@ from cyoa.cowriting.analysis.results import (
 from cyoa.cowriting.analysis.tables import analyze, likert_rows
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
 from cyoa.cowriting.judges import report as judges_report
+from cyoa.cowriting.process import exclusion
 from cyoa.cowriting.research.exports import process_rows
 from cyoa.cowriting.spec import Experiment
 from cyoa.db.facade import Db
@@ -500,6 +501,8 @@ def compute_results(
         f"{counted(rounds, 'submitted round')}, {counted(finished, 'finished survey')}. "
         "Unfinished stories count with their submitted rounds."
     ]
+    left_out = exclusion.sentence([w for data in studies for w in data.left_out])
+    notes += [left_out] if left_out else []
     return Results(
         experiment=exp.id,
         version=version,
