@@ -70,7 +70,9 @@ def headline(db) -> tuple[int, float, str]:
 def test_without_the_rule_the_pasting_writer_counts_in_the_headline(db):
     build(db, None)
     assert headline(db) == (4, 0.75, "")
-    assert "process-flag rule" not in report(db, "exp", "markdown")
+    text = report(db, "exp", "markdown")
+    assert "4 of 4 submitted rounds have a keystroke record." in text
+    assert "process-flag rule" not in text
 
 
 def test_a_rule_on_another_flag_leaves_the_pasting_writer_in(db):
@@ -85,6 +87,7 @@ def test_with_the_rule_the_pasting_writer_is_left_out_and_the_analysis_says_so(d
     text = report(db, "exp", "markdown")
     header = text.split("## ", 1)[0]
     assert LEFT_OUT in header and "Writers: 3; rounds: 3." in header
+    assert "3 of 3 submitted rounds have a keystroke record." in text  # the process table
 
 
 def test_the_participants_page_says_why_the_writer_is_excluded(app, researcher):

@@ -421,7 +421,9 @@ def _process_tables(db: Db, studies: list[StudyData], resamples: int) -> list[Ta
         if not data.rounds:
             continue
         found = process_report.process_table(
-            process_report.of_pair(rows, data.systems), data.systems, resamples=resamples
+            process_report.of_pair(rows, data.systems, {w.session_id for w in data.left_out}),
+            data.systems,
+            resamples=resamples,
         )
         line = process_report.headline(found)
         tables.append(
