@@ -467,6 +467,19 @@ def likert_rows(data: StudyData) -> tuple[LikertRow, ...]:
     )
 
 
+def _first_notes(data: StudyData, left_out: str) -> list[str]:
+    """The analysis's first notes: who the spec's process-flag rule left out (if anyone),
+    what was counted, what the preference is."""
+    first, second = data.systems
+    return [
+        *([left_out] if left_out else []),
+        f"{len(data.writers)} writers, {len(data.rounds)} submitted rounds "
+        f"({len(data.finished)} writers finished the survey; unfinished stories count "
+        "with their submitted rounds).",
+        f"Preference: share of rounds in which {first} was chosen over {second}.",
+    ]
+
+
 def analyze(
     data: StudyData,
     compat: Compat | None = None,
@@ -500,15 +513,8 @@ def analyze(
         return replace(compat_analysis, left_out=exclusion.sentence(data.left_out))
     first, second = data.systems
     preference_result = preference_table(data, alternative, resamples, seed)
-    notes = [
-        f"{len(data.writers)} writers, {len(data.rounds)} submitted rounds "
-        f"({len(data.finished)} writers finished the survey; unfinished stories count "
-        "with their submitted rounds).",
-        f"Preference: share of rounds in which {first} was chosen over {second}.",
-    ]
     left_out = exclusion.sentence(data.left_out)
-    if left_out:
-        notes.insert(0, left_out)
+    notes = _first_notes(data, left_out)
     if preference_result is not None:
         notes.append(
             f"Preference tests: {preference_result.method}; "
