@@ -358,6 +358,11 @@
   // --- drawing the state ---------------------------------------------------------------
 
   function render(server) {
+    const before = {
+      phase: view && view.phase,
+      slot: view && view.phase === "choosing" ? view.current.chosen_slot : null,
+      focused: document.activeElement && document.activeElement.id,
+    };
     confirmed = server;
     view = projected(server);
     const state = view;
@@ -381,6 +386,31 @@
     if (state.phase === "suggesting" || state.phase === "choosing") renderSuggestions();
     if (state.phase === "choosing" && state.current.chosen_slot) renderEditor();
     if (state.phase === "survey") renderSurvey();
+    placeFocus(before);
+  }
+
+  // Where the keyboard goes when the page changes under it (WCAG 2.4.3): to what the writer
+  // does next, never left on <body>. After Add my sentence, to the suggestions' heading (read
+  // out as it changes); when they are ready, to it again if focus was waiting there; after
+  // Choose or Switch, to the edit box; after Add to story, to the next line's box or the
+  // survey. A control redrawn under the keyboard gets it back.
+  const FOCUS_AFTER = { writing: "line", suggesting: "suggest-heading", choosing: "suggest-heading", survey: "survey-heading" };
+
+  function placeFocus(before) {
+    if (!before.phase) return; // the page's first draw: focus stays where the browser put it
+    const slot = view.phase === "choosing" ? view.current.chosen_slot : null;
+    const lost = document.activeElement === document.body || !document.activeElement;
+    const waiting = lost || document.activeElement.closest("#suggesting");
+    let target = null;
+    if (slot && slot !== before.slot) target = "edit";
+    else if (view.phase !== before.phase) {
+      const arrived = before.phase === "suggesting" && view.phase === "choosing";
+      if (!arrived || waiting) target = FOCUS_AFTER[view.phase];
+    } else if (lost && before.focused) {
+      target = $(before.focused) && !$(before.focused).disabled ? before.focused : FOCUS_AFTER[view.phase];
+    }
+    const node = target && $(target);
+    if (node && !node.closest("[hidden]")) node.focus();
   }
 
   function renderProgress() {
@@ -397,7 +427,15 @@
     story.replaceChildren();
     const turns = view.story.slice();
     if (!turns.length) story.appendChild(el("p", { class: "muted" }, gettext("Your story will appear here.")));
-    for (const turn of turns) story.appendChild(el("p", { class: `turn ${turn.author}`, dir: "auto" }, turn.text));
+    for (const turn of turns) {
+      // Who wrote a line is said in words too, not by its colour alone (WCAG 1.4.1).
+      const line = el("p", { class: `turn ${turn.author}`, dir: "auto" });
+      const who = turn.author === "writer" ? gettext("You wrote:") : gettext("From a suggestion:");
+      line.appendChild(el("span", { class: "visually-hidden" }, who + " "));
+      line.appendChild(document.createTextNode(turn.text));
+      story.appendChild(line);
+    }
+    story.scrollTop = story.scrollHeight; // where it scrolls in its own area: the newest line
   }
 
   function renderSuggestions() {
@@ -407,6 +445,7 @@
       ? gettext("Choose the suggestion you like best")
       : gettext("The computer is writing two suggestions…");
     $("models-warming").hidden = view.models_ready || settled;
+    announce(current.suggestions, settled);
     const allFailed = current.suggestions.every((s) => s.status === "failed");
     $("retry-box").hidden = !(view.phase === "suggesting" && allFailed);
     const box = $("suggestions");
@@ -429,6 +468,19 @@
       if (chosen) card.classList.add("is-chosen");
       box.appendChild(card);
     }
+  }
+
+  // Said politely once as the suggestions start and once when they are settled; the text
+  // streaming into the cards is not a live region, so no token is read out.
+  function announce(suggestions, settled) {
+    const written = suggestions.filter((s) => s.status === "done").length;
+    let message = gettext("Suggestions are being written…");
+    if (settled) {
+      message = written === 2 ? gettext("Two suggestions are ready.")
+        : written === 1 ? gettext("One suggestion is ready; the other could not be written.")
+          : gettext("The suggestions could not be written.");
+    }
+    if ($("suggest-status").textContent !== message) $("suggest-status").textContent = message;
   }
 
   function renderEditor() {
@@ -462,13 +514,15 @@
       if (item.kind === "likert") {
         const field = el("fieldset", { class: "likert", id: `q-${item.id}` });
         field.appendChild(el("legend", {}, gettext(item.text)));
+        const scale = el("div", { class: "scale" });
         view.likert_labels.forEach((label, i) => {
           const wrap = el("label", {});
           const input = el("input", { type: "radio", name: item.id, value: String(i + 1) });
           wrap.appendChild(input);
-          wrap.appendChild(document.createTextNode(" " + gettext(label)));
-          field.appendChild(wrap);
+          wrap.appendChild(el("span", {}, gettext(label)));
+          scale.appendChild(wrap);
         });
+        field.appendChild(scale);
         holder.appendChild(field);
       } else {
         const wrap = el("label", { class: "open", for: `q-${item.id}` }, gettext(item.text));

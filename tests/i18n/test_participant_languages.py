@@ -4,6 +4,7 @@ the server sends them, and the browser's choice when a study allows several lang
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -14,6 +15,7 @@ from cyoa.cli import cli
 from tests.conftest import write_setup
 from tests.i18n.pages import english_words, html_language, page_text
 from tests.rating.test_rating_journey import Rater, write_spec
+from tests.web.test_web_outage import sqlite_outage
 
 
 def rating_study(app, tmp_path, **fields):
@@ -139,3 +141,28 @@ def test_the_researchers_pages_stay_english_for_an_arabic_browser(researcher):
     researcher.login()
     page = researcher.get("/research/", headers={"Accept-Language": "ar"})
     assert '<html lang="en">' in page.get_data(as_text=True)
+
+
+def test_during_an_outage_an_arabic_writer_and_rater_are_told_to_wait_in_arabic(make_app, tmp_path):
+    app = rating_study(make_app(top='language = "ar"'), tmp_path, language="ar")
+    writer = Writer(app, lang="ar")
+    rater = Rater(app, "?pid=r0")
+    rater.start()
+    _, state = rater.state()
+    payload = {"story": state.current.story_id, "item": state.current.questions[0], "value": "3"}
+    body = {"action_id": "a1", "type": "answer_given", "payload": rater.as_shown(payload)}
+    # As static/js/rate.js sends an answer: in the page's language.
+    headers = {"X-CYOA-Action": "1", "Accept": "application/json", "Accept-Language": "ar"}
+    with sqlite_outage(Path(app.config["DATABASE"]))():
+        page = writer.http.get("/s/fake-ab/write")
+        answered = rater.client.post("/r/aiss-pilot/action", json=body, headers=headers)
+        joined = writer.io.emit("join", {"experiment": "fake-ab"}, callback=True)
+    assert page.status_code == 503
+    assert_arabic(page.get_data(as_text=True))
+    assert "تعيد الدراسة الاتصال بقاعدة بياناتها." in page.get_data(as_text=True)
+    assert answered.get_json()["error"].startswith("تعيد الدراسة الاتصال بقاعدة بياناتها.")
+    assert joined == {
+        "ok": False,
+        "retry": True,
+        "error": "تعيد الدراسة الاتصال بقاعدة بياناتها. نصك محفوظ؛ وسيُرسل مرة أخرى بعد لحظة.",
+    }
