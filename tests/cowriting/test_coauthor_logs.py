@@ -335,7 +335,7 @@ def test_a_log_as_coauthors_interface_writes_it_imports_with_its_keystrokes(tmp_
     db.close()
 
 
-def test_an_edit_the_log_leaves_outside_the_turn_is_named_in_the_imports_output():
+def test_an_edit_the_log_leaves_outside_the_turn_is_named_in_the_imports_output(tmp_path):
     offered = [{"index": 0, "original": " It sang.", "trimmed": "It sang.", "source": ""}]
     log = [
         event("system-initialize", "api", currentDoc="A prompt.\n"),
@@ -349,3 +349,14 @@ def test_an_edit_the_log_leaves_outside_the_turn_is_named_in_the_imports_output(
     assert record.rows == []
     assert any(p.startswith("Round 1 is left out of the record:") for p in record.problems)
     assert "3 text events have no eventTimestamp" in " ".join(record.problems)
+    (tmp_path / "fox.jsonl").write_text(json.dumps(log), encoding="utf-8")
+    result = CliRunner().invoke(
+        cli,
+        ["--db", str(tmp_path / "s.sqlite"), "import-coauthor", str(tmp_path / "fox.jsonl")]
+        + ["--name", "fox"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "with 0 keystroke record rows." in result.output
+    assert "Not in the keystroke record: fox.jsonl: Round 1 is left out of the record" in (
+        result.output
+    )
