@@ -360,3 +360,34 @@ def test_an_edit_the_log_leaves_outside_the_turn_is_named_in_the_imports_output(
     assert "Not in the keystroke record: fox.jsonl: Round 1 is left out of the record" in (
         result.output
     )
+
+
+def test_a_fix_in_an_earlier_turn_keeps_the_later_rounds_keystrokes_in_place():
+    def offer(text):
+        return event("suggestion-open", "api", currentSuggestions=[{"index": 0, "original": text}])
+
+    def typed(at, text):
+        return event("text-insert", delta={"ops": [{"retain": at}, {"insert": text}]})
+
+    log = [
+        event("system-initialize", "api", currentDoc="P.\n"),
+        typed(2, " A fox ran."),
+        offer(" It sang."),
+        event("suggestion-select", currentSuggestionIndex=0),
+        event("text-insert", "api", {"ops": [{"retain": 13}, {"insert": " It sang."}]}),
+        typed(22, " Then"),
+        event("text-delete", delta={"ops": [{"retain": 3}, {"delete": 2}]}),  # "A " of round 1
+        typed(25, " it rained."),
+        offer(" Puddles."),
+        event("suggestion-select", currentSuggestionIndex=0),
+        event("text-insert", "api", {"ops": [{"retain": 36}, {"insert": " Puddles."}]}),
+    ]
+    session = read_session(log)
+    assert [r.writer_line for r in session.rounds] == ["fox ran.", "Then it rained."]
+    record = log_record(log, session)
+    assert [(o["round"], o["position"], o["inserted"]) for o in record.rows] == [
+        (2, 0, " Then"),
+        (2, 5, " it rained."),
+    ]
+    assert record.problems[0].startswith("Event 6 (counted from 0) changes the document outside")
+    assert record.problems[-1].startswith("Round 1 is left out of the record")

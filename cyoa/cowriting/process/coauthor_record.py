@@ -124,6 +124,8 @@ class _Reader:
         self.problems: list[str] = []
         self.at_ms = 0
         self.untimed = 0
+        self.outside: list[int] = []  # events that change text outside every box
+        self.past_end = False  # after the last round's turn: text the import leaves out
 
     def row(self, change: Change, box: _Box) -> None:
         self.rows.append(
@@ -141,12 +143,23 @@ class _Reader:
             }
         )
 
+    def elsewhere(self, number: int, change: Change) -> None:
+        """A change outside the current box: named, and the box moved with the text before
+        it (a typo fixed in an earlier turn shifts where the writer is writing now)."""
+        self.outside.append(number)
+        box = self.box
+        if box and change.position + len(change.deleted) <= box.start:
+            box.start += len(change.inserted) - len(change.deleted)
+
     def user(self, number: int, change: Change) -> None:
         box = self.box
         end = box.start + len(box.text) if box else 0
         if box and box.box == "edit" and not box.open_end and change.position == end:
-            if change.deleted or box.round_index + 1 >= len(self.session.rounds):
-                box = None  # past the last round's turn: text that is left out
+            if box.round_index + 1 >= len(self.session.rounds):
+                self.box, self.past_end = None, True  # text after the last turn: left out
+                return
+            if change.deleted:
+                box = None
             else:
                 box = self.box = _Box(box.round_index + 1, "line", None, end, "")
                 end = box.start
@@ -158,10 +171,8 @@ class _Reader:
             and not (closed and change.inserted)
         )
         if not inside:
-            self.problems.append(
-                f"Event {number} changes the document outside the writer's line and the "
-                "chosen suggestion of the round it falls in; it is not in the record."
-            )
+            if not self.past_end:
+                self.elsewhere(number, change)
             return
         offset = change.position - box.start
         box.text = box.text[:offset] + change.inserted + box.text[offset + len(change.deleted) :]
@@ -172,14 +183,16 @@ class _Reader:
     def system(self, number: int, change: Change, select: int | None, offered, picked) -> None:
         if select is None:
             box = self.box
-            if box and change.position >= box.start + len(box.text) and not change.deleted:
-                if box.box == "edit" and change.inserted.isspace():
+            if box and change.position < box.start + len(box.text):
+                self.elsewhere(number, change)  # the system changed the writer's text
+            elif box and not change.deleted:
+                if box.box == "line":
+                    box.open_end = False  # the system's space after the line closes it
+                elif change.inserted.isspace() and box.round_index + 1 < len(self.session.rounds):
                     after = change.position + len(change.inserted)
                     self.box = _Box(box.round_index + 1, "line", None, after, "")
                 else:
-                    self.box = None if box.box == "edit" else box
-                    if box.box == "line":
-                        box.open_end = False
+                    self.box, self.past_end = None, True
             return
         index = self.round_of_select.get(select)
         if index is None:
@@ -272,6 +285,15 @@ def _separated(events: Sequence[Mapping[str, Any]]) -> bool:
 
 def _checked(reader: _Reader, session: ImportedSession) -> LogRecord:
     record = LogRecord(problems=list(reader.problems))
+    if reader.outside:
+        numbers = ", ".join(str(n) for n in reader.outside)
+        many = len(reader.outside) > 1
+        record.problems.append(
+            f"{'Events' if many else 'Event'} {numbers} (counted from 0) "
+            f"{'change' if many else 'changes'} the document outside the writer's line and the "
+            "chosen suggestion of the round; not in the record, so a round whose text it "
+            "changed is left out of the record too."
+        )
     if reader.untimed:
         record.problems.append(
             f"{reader.untimed} text events have no eventTimestamp; each is given the time of "
