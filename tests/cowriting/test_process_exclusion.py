@@ -13,6 +13,7 @@ from cyoa import store
 from cyoa.cowriting.analysis.data import load_study
 from cyoa.cowriting.analysis.report import report
 from cyoa.cowriting.analysis.tables import analyze
+from cyoa.cowriting.analysis.tsv import export_cyoa_tsv
 from cyoa.cowriting.process.store import store_operations
 from tests.cowriting.test_process_measures import Log
 from tests.study_builder import FIRST, SECOND, Turn, add_writer
@@ -112,3 +113,9 @@ def test_the_dashboard_and_the_card_say_who_the_rule_left_out(app, researcher):
     assert LEFT_OUT in results["notes"]
     card = researcher.get("/research/experiments/exp/evaluation-card.md").get_data(True)
     assert LEFT_OUT in card
+
+
+def test_the_cyoa_tsv_export_keeps_every_writer_under_the_rule(db):
+    build(db, ["pasted_line"])
+    writers = [line.split("\t")[0] for line in export_cyoa_tsv(db, "exp").splitlines()[1:]]
+    assert writers == ["w1", "w2", "w3", "w4"]

@@ -200,19 +200,22 @@ def load_study(
     experiment: str,
     pair: tuple[str, str] | None = None,
     finished_only: bool = False,
+    apply_exclusions: bool = True,
 ) -> StudyData:
     """Read the submitted rounds and survey answers of ``experiment``'s writers who compared
     ``pair`` (either orientation; optional for a two-system experiment).
 
     Raises :class:`AnalysisError` when the experiment does not exist, or the pair is missing
     or not the experiment's. See the module docstring for which rounds and sessions count.
+    ``apply_exclusions``: leave out the writers of the spec's process-flag rule (off for an
+    export of the data, which keeps every writer).
     """
     row = store.experiment_row(db, experiment)
     spec = _spec(row)
     systems = _pair(_systems(db, experiment, spec), pair, experiment)
     scope = _Scope.of(experiment, systems, finished_only)
     writers, finished = _writers(db, scope)
-    left_out = _left_out(db, spec, writers, experiment)
+    left_out = _left_out(db, spec, writers, experiment) if apply_exclusions else ()
     for writer in left_out:
         del writers[writer.session_id]
     rounds = _submitted_rounds(db, scope, writers, _shown_suggestions(db, scope))
