@@ -76,9 +76,13 @@ def test_without_the_rule_the_pasting_writer_counts_in_the_headline(db):
     assert "process-flag rule" not in text
 
 
-def test_a_rule_on_another_flag_leaves_the_pasting_writer_in(db):
+def test_a_rule_on_another_flag_leaves_the_pasting_writer_in_and_says_so(db):
     build(db, ["hidden_tab", "fast_typing"])
-    assert headline(db)[:2] == (4, 0.75)
+    assert headline(db) == (
+        4,
+        0.75,
+        "No writer left out by the spec's process-flag rule (fast_typing, hidden_tab).",
+    )
 
 
 def test_with_the_rule_the_pasting_writer_is_left_out_and_the_analysis_says_so(db):

@@ -98,7 +98,8 @@ class StudyData:
     submitted, in the order their last turn was submitted (ties: the order they started), the
     order in which a study watched as it runs sees writers finish. ``left_out``: the
     writers the spec's process-flag rule leaves out (:mod:`cyoa.cowriting.process.exclusion`),
-    none of whose rounds or answers are in the rest.
+    none of whose rounds or answers are in the rest; ``exclusion_rule``: the flags that rule
+    names (``()``: no rule applied).
     """
 
     experiment: str
@@ -113,6 +114,7 @@ class StudyData:
     slot_order_recorded: bool = True
     completed: tuple[str, ...] = ()
     left_out: tuple[exclusion.LeftOut, ...] = ()
+    exclusion_rule: tuple[str, ...] = ()
 
 
 def _spec(row: dict[str, Any]) -> dict[str, Any]:
@@ -215,7 +217,8 @@ def load_study(
     systems = _pair(_systems(db, experiment, spec), pair, experiment)
     scope = _Scope.of(experiment, systems, finished_only)
     writers, finished = _writers(db, scope)
-    left_out = _left_out(db, spec, writers, experiment) if apply_exclusions else ()
+    rule = _flag_rule(spec, experiment) if apply_exclusions else ()
+    left_out = _left_out(db, rule, writers)
     for writer in left_out:
         del writers[writer.session_id]
     rounds = _submitted_rounds(db, scope, writers, _shown_suggestions(db, scope))
@@ -236,18 +239,22 @@ def load_study(
         slot_order_recorded=bool(spec.get("import", {}).get("slot_order_recorded", True)),
         completed=_completed(db, scope, writers, rounds_per_story),
         left_out=left_out,
+        exclusion_rule=rule,
     )
 
 
-def _left_out(
-    db: Db, spec: dict[str, Any], writers: dict[str, str], experiment: str
-) -> tuple[exclusion.LeftOut, ...]:
-    """The writers the spec's process-flag rule leaves out (none without a rule: the flags
-    alone exclude nobody, and no record is read)."""
+def _flag_rule(spec: dict[str, Any], experiment: str) -> tuple[str, ...]:
     try:
-        kinds = exclusion.flag_rule(spec, f"experiment '{experiment}'")
+        return exclusion.flag_rule(spec, f"experiment '{experiment}'")
     except exclusion.ExclusionRuleError as exc:
         raise AnalysisError(str(exc)) from None
+
+
+def _left_out(
+    db: Db, kinds: tuple[str, ...], writers: dict[str, str]
+) -> tuple[exclusion.LeftOut, ...]:
+    """The writers the process-flag rule naming ``kinds`` leaves out (none without a rule:
+    the flags alone exclude nobody, and no record is read)."""
     if not kinds:
         return ()
     flags = (

@@ -510,10 +510,11 @@ def analyze(
         from cyoa.cowriting.analysis.compat import analyze_cyoa_2021
 
         compat_analysis = analyze_cyoa_2021(data, workers=processes, cache=cache)
-        return replace(compat_analysis, left_out=exclusion.sentence(data.left_out))
+        left_out = exclusion.sentence(data.left_out, data.exclusion_rule)
+        return replace(compat_analysis, left_out=left_out)
     first, second = data.systems
     preference_result = preference_table(data, alternative, resamples, seed)
-    left_out = exclusion.sentence(data.left_out)
+    left_out = exclusion.sentence(data.left_out, data.exclusion_rule)
     notes = _first_notes(data, left_out)
     if preference_result is not None:
         notes.append(

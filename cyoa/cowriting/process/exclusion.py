@@ -87,11 +87,14 @@ def reason(writer: LeftOut) -> str:
     return f"left out by the spec's process-flag rule ({', '.join(kinds)})"
 
 
-def sentence(writers: Sequence[LeftOut]) -> str:
-    """The results' line on who the rule left out ('' for nobody): "2 writers left out by
-    the spec's process-flag rule: w1 (pasted_line), w3 (hidden_tab)."."""
-    if not writers:
+def sentence(writers: Sequence[LeftOut], kinds: Sequence[str]) -> str:
+    """The results' line on who the rule naming ``kinds`` left out: "2 writers left out by
+    the spec's process-flag rule: w1 (pasted_line), w3 (hidden_tab).", or that it left out
+    nobody; '' without a rule."""
+    if not kinds:
         return ""
+    if not writers:
+        return f"No writer left out by the spec's process-flag rule ({', '.join(kinds)})."
     count = f"{len(writers)} writer{'s' if len(writers) != 1 else ''}"
     names = ", ".join(
         f"{w.writer} ({', '.join(sorted({f.kind for f in w.flags}, key=KINDS.index))})"

@@ -299,7 +299,10 @@ def _results(studies: Sequence[StudyData], planned: int | None) -> list[str]:
     anytime-valid confidence sequence with the study status, and the within-writer edit
     tests beside the paper's Mann–Whitney; per-round edit means are descriptive."""
     lines = ["## Results (writers as the unit)", ""]
-    left_out = exclusion.sentence([w for data in studies for w in data.left_out])
+    left_out = exclusion.sentence(
+        [w for data in studies for w in data.left_out],
+        studies[0].exclusion_rule if studies else (),
+    )
     lines += [left_out, ""] if left_out else []
     analysed = [data for data in studies if data.rounds]
     if not analysed:

@@ -503,7 +503,10 @@ def compute_results(
         f"{counted(rounds, 'submitted round')}, {counted(finished, 'finished survey')}. "
         "Unfinished stories count with their submitted rounds."
     ]
-    left_out = exclusion.sentence([w for data in studies for w in data.left_out])
+    left_out = exclusion.sentence(
+        [w for data in studies for w in data.left_out],
+        studies[0].exclusion_rule if studies else (),
+    )
     notes += [left_out] if left_out else []
     return Results(
         experiment=exp.id,
