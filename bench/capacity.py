@@ -17,7 +17,7 @@ two suggestions (5–15 s), chooses one, edits it (10–30 s, one draft saved mi
 it; a rater reads a story (30–90 s), answers its 22 questions one by one (2–6 s each) and
 finishes it. With ``--record on`` (the default, as a study's ``record_keystrokes``) a writer
 types each text key by key meanwhile and sends its keystroke record as the page does
-(bench/typist.py: a batch every five seconds of typing, spread over the pause), each line,
+(bench/typist.py: a batch every ten seconds of typing, spread over the pause), each line,
 draft and turn checked against it; ``--record off`` is a study without the record. Each
 participant is a client of one process, round-robin, over websocket only (no load
 balancer: a client that keeps to its process is what sticky sessions give). The

@@ -10,7 +10,7 @@ writer's clock simulated, so the run takes seconds, not minutes): each round the
 real sentence of their own (57–111 characters), look at both suggestions and hover each
 (view rows), choose one (in one round in three first the other, typing a few words into it
 before switching back), take back its last word and type a clause of their own, with one
-draft saved midway, and add it; then the survey. The record goes in the page's batches (five
+draft saved midway, and add it; then the survey. The record goes in the page's batches (ten
 seconds of typing or 100 rows).
 
 Measured: the bytes of each message a page sends (its JSON as the browser encodes it,
@@ -229,6 +229,9 @@ def render_markdown(result: dict[str, Any]) -> str:
     """The benchmark's page: the command, the table, what was checked."""
     r, s = result, result["stored"]
     kib = 1024
+    rows_per_round = r["rows_per_writer"] / r["rounds_per_writer"]
+    wire_row = r["record_bytes_per_round"]["mean"] / rows_per_round
+    stored_row = r["record_bytes_stored_per_writer"] / r["rows_per_writer"]
     lines = [
         "# The keystroke record's cost",
         "",
@@ -256,10 +259,97 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"and turn) matched, and the stored rows reconstruct {s['rounds_rebuilt']} of "
         f"{s['sessions'] * r['rounds_per_writer']} rounds' line and turn exactly.",
         "",
+        "## Reading the table",
+        "",
+        f"- A row is about {wire_row:.0f} bytes on the wire and {stored_row:.0f} bytes in "
+        "SQLite: one keystroke is one row (its text is a character or two), so a round's "
+        f"record grows with the keys pressed, a kilobyte on the wire per {1024 / wire_row:.0f}.",
+        "- The batches go through the page's outbox like the actions: each is one message "
+        "the server answers after its commit, so a writer's messages grow by the batches "
+        "(a batch costs the server about what an action does); their effect on capacity is "
+        "on [capacity.md](capacity.md), measured with the record on and off.",
+        "- A study that sets `record_keystrokes = false` sends and stores none of it.",
+        "",
+        *_capacity_lines(result.get("capacity") or []),
         "Raw figures: [keystrokes.json](keystrokes.json).",
         "",
     ]
     return "\n".join(lines)
+
+
+def capacity_runs(folders: list[Path]) -> list[dict[str, Any]]:
+    """The runs of bench/capacity.py kept in ``folders`` (each its ``--results``), in the
+    order given: the record off and on, interleaved in one sitting."""
+    runs = []
+    for folder in folders:
+        for run in json.loads((folder / "capacity.json").read_text()).values():
+            runs.append(
+                {
+                    "config": run["config"],
+                    "command": run["command"],
+                    "load_average_start": run["load_average_start"],
+                    "largest_held": run["largest_held"],
+                    "steps": [
+                        {
+                            "participants": step["participants"],
+                            "held": step["held"],
+                            "p95_s": step["all"]["p95_s"],
+                            "p99_s": step["all"]["p99_s"],
+                            "messages": step["all"]["n"],
+                            "app_cpu_cores": step["app_cpu_cores"][0],
+                        }
+                        for step in run["steps"]
+                    ],
+                }
+            )
+    return runs
+
+
+def _capacity_lines(runs: list[dict[str, Any]]) -> list[str]:
+    if not runs:
+        return []
+    lines = [
+        "## Capacity with the record on and off",
+        "",
+        "bench/capacity.py, one app process on SQLite, the record off and on in turn in one "
+        "sitting (`--record off|on`, otherwise the same command); per run its first step "
+        "(the step every run reached) and the largest number of participants held.",
+        "",
+        "| run | load average at start | largest held | first step: participants, "
+        "p95 / p99 (ms), messages, app CPU (cores) |",
+        "|---|---|---|---|",
+    ]
+    for run in runs:
+        first = run["steps"][0]
+        lines.append(
+            f"| {run['config']} | {run['load_average_start']} | {run['largest_held'] or 'none'} | "
+            f"{first['participants']}, {first['p95_s'] * 1000:.0f} / "
+            f"{first['p99_s'] * 1000:.0f}, {first['messages']}, {first['app_cpu_cores']} |"
+        )
+    lines += ["", f"Command of the last run: `{runs[-1]['command']}`.", ""]
+    by_mode: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_mode.setdefault(run["config"].rsplit(" ", 1)[-1], []).append(run)
+    if {"on", "off"} <= set(by_mode):
+        cpu = {
+            m: statistics.mean(r["steps"][0]["app_cpu_cores"] for r in by_mode[m]) for m in by_mode
+        }
+        sent = {m: statistics.mean(r["steps"][0]["messages"] for r in by_mode[m]) for m in by_mode}
+        lines.append(
+            f"At the first step the app process used {cpu['off']:.3f} cores with the record off "
+            f"and {cpu['on']:.3f} with it on ({(cpu['on'] / cpu['off'] - 1) * 100:+.0f}%), for "
+            f"{sent['off']:.0f} and {sent['on']:.0f} messages."
+        )
+        held = {m: [r["largest_held"] or 0 for r in by_mode[m]] for m in by_mode}
+        if any(len(set(h)) > 1 for h in held.values()):
+            lines.append(
+                "Runs of the same setting held from "
+                + " and from ".join(f"{min(h)} to {max(h)} ({m})" for m, h in held.items())
+                + " participants: on this machine its load, not the setting, decided the "
+                "largest number held."
+            )
+        lines.append("")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -267,7 +357,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--writers", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--capacity",
+        type=Path,
+        nargs="+",
+        help="add these bench/capacity.py --results folders to the stored page; run no writer",
+    )
     args = parser.parse_args(argv)
+    if args.capacity:
+        path = args.results / "keystrokes.json"
+        result = json.loads(path.read_text()) | {"capacity": capacity_runs(args.capacity)}
+        path.write_text(json.dumps(result, indent=2) + "\n")
+        (args.results / "keystrokes.md").write_text(render_markdown(result))
+        return
     started = [round(x, 2) for x in os.getloadavg()]
     result = run(args.writers, args.seed)
     result |= {

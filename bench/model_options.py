@@ -3,7 +3,7 @@
     .venv/bin/python bench/model_options.py    # bench/results/model-options.{md,json}
 
 For each packaged model and each variant (float32 as converted, ``dtype = "bfloat16"``,
-``quantize = "int8"``, ``weights = "as_shipped"``), with one torch thread: the time of one
+``quantize = "int8"``), with one torch thread: the time of one
 decoding step for a batch of 1 and of 16 rows, scoring and sampling included (a 25-token
 prompt, then 8 steps of sampled tokens, mean; for a screened vocabulary also with the whole
 vocabulary scored), the perplexity of a fixed 80-token story text and the mean KL divergence
@@ -41,7 +41,6 @@ VARIANTS = {
     "float32": {},
     "bfloat16": {"dtype": "bfloat16"},
     "int8": {"quantize": "int8"},
-    "as shipped": {"weights": "as_shipped"},
 }
 
 

@@ -228,7 +228,8 @@ def render(results: dict[str, Any]) -> str:
         f"sittings in this order: {', '.join(s['label'] for s in sittings)}",
         "- the peer: `python -m llama_cpp.server` 0.3.36, one per model, `--n_threads 1 "
         "--n_threads_batch 1 --n_ctx 2048 --interrupt_requests False`, behind the `openai` "
-        "backend (the server applies its own sampling defaults on top of what the card sends)",
+        "backend, which sends every sampling setting, neutral ones included (no `min_p`, no "
+        "repetition penalty), so both sides sample as the card says",
         "",
         "| figure | CYOA (each sitting) | peer (each sitting) |",
         "|---|---|---|",

@@ -6,7 +6,7 @@ keystroke logs of fluent typists show: Dhakal et al., "Observations on typing fr
 million keystrokes", CHI 2018, report 52 words a minute on average, about 230 ms a key), a
 typo now and then taken back with Backspace, and a pause before each text. Its rows are the
 page's wire rows (cyoa/cowriting/process/batches.py's WIRE), batched as the page batches them:
-a batch every five seconds of the writer's clock or every 100 rows.
+a batch every ten seconds of the writer's clock or every 100 rows.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from cyoa.cowriting.process.operations import operation_between
 
 KEY_MS = 200
 TYPO_RATE = 0.03
-BATCH_MS = 5000
+BATCH_MS = 10000
 BATCH_ROWS = 100
 
 

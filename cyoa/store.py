@@ -16,12 +16,14 @@ described in docs/data-dictionary.md.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,15 @@ def forget(location: str | Path) -> None:
 
 
 def _handle_key(location: str | Path) -> str:
+    """The database's key among the handles: a SQLite file's resolved path, or the URL."""
+    return _resolved_key(str(location), os.getcwd())
+
+
+@lru_cache(maxsize=1024)
+def _resolved_key(location: str, cwd: str) -> str:
+    """Remembered per location and working folder (a relative path depends on it): resolving
+    a path asks the file system once per folder on the way, and every unit of work connects
+    (about half a query's time)."""
     place = parse_database(location)
     return str(place.path.resolve()) if place.path is not None else str(place.url)
 

@@ -25,7 +25,8 @@ def init_db_command(ctx: click.Context) -> None:
 @click.command("prepare-models")
 @click.pass_context
 def prepare_models_command(ctx: click.Context) -> None:
-    """Convert the packaged models once into the model cache (shows progress)."""
+    """Make the study's models ready once in the model cache: GGUF files found (a packaged
+    one assembled), and only what the torch engine runs here converted (shows progress)."""
     from cyoa.generation import load_model_cards, prepare_models
 
     app = get_app(ctx)

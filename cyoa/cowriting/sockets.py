@@ -35,12 +35,12 @@ from flask import Flask, current_app, request, session
 from flask_socketio import SocketIO, emit, join_room
 
 from cyoa.cowriting import messages
-from cyoa.cowriting.flow import RuleError
+from cyoa.cowriting.flow import RuleError, State
 from cyoa.cowriting.pages import DOOR
 from cyoa.cowriting.parts import parts
 from cyoa.cowriting.process import batches
 from cyoa.cowriting.process.store import next_seq, store_operations
-from cyoa.cowriting.service import client_view
+from cyoa.cowriting.service import Refused, client_view
 from cyoa.web import outage
 from cyoa.web.language import sentence
 from cyoa.web.parts import shared as shared_parts
@@ -58,10 +58,14 @@ FAILED_MESSAGE = sentence(
 )
 
 
-def view_for(app: Flask, session_id: str) -> dict[str, Any]:
+def view_for(
+    app: Flask, session_id: str, known: tuple[dict[str, Any], State] | None = None
+) -> dict[str, Any]:
+    """The page's view of the session: of its row and state when ``known`` (a refusal's,
+    just read), else as the database has them now."""
     study, runner = parts(app).study, parts(app).runner
     pool = shared_parts(app).pool
-    row, state = study.state(session_id)
+    row, state = known if known is not None else study.state(session_id)
     exp = study.experiments[row["experiment_id"]]
     live = runner.live_text(session_id, state.current.number)
     ready = pool.is_ready(system.model.name for system in exp.systems)
@@ -163,6 +167,8 @@ def on_action(*args: Any) -> dict[str, Any]:
         ):
             return too_fast
         outcome = parts().study.act(session_id, action.type, action.payload, action.action_id)
+    except Refused as exc:
+        return _refusal(session_id, str(exc), (exc.session, exc.state))
     except RuleError as exc:
         return _refusal(session_id, str(exc))
     if outcome.event.type in ("line_submitted", "suggestions_retried"):
@@ -183,8 +189,10 @@ def _over_rate(limiter: RateLimiter, session_id: str) -> dict[str, Any] | None:
     return {"ok": False, "retry": True, "error": str(TOO_FAST_MESSAGE)}
 
 
-def _refusal(session_id: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error": message, "state": view_for(current_app, session_id)}
+def _refusal(
+    session_id: str, message: str, known: tuple[dict[str, Any], State] | None = None
+) -> dict[str, Any]:
+    return {"ok": False, "error": message, "state": view_for(current_app, session_id, known)}
 
 
 def on_error(exc: Exception) -> dict[str, Any]:

@@ -12,7 +12,9 @@ the engine's.
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +34,6 @@ from cyoa.generation.engine import (
     GENERATION_MODES,
     NAIVE,
     QUANTIZE_OPTIONS,
-    WEIGHTS_OPTIONS,
     CoreShare,
     PrefixStore,
     load_generate_model,
@@ -67,14 +68,11 @@ OPTIONS: dict[str, str | int] = {
     "dtype": "float32",
     # "int8": every linear layer quantized to 8-bit integers at load (CPU engine only).
     "quantize": "",
-    # "as_shipped": a GGUF card's 4-bit layers (Q4_1, Q4_K) multiplied from the file's own
-    # blocks by torch's int4 kernel, the rest in float32 (CPU engine, float32 only).
-    "weights": "",
 }
 LLAMA_CPP, TORCH = "llama.cpp", "torch"
 ENGINES = (LLAMA_CPP, TORCH)
 # The options only the torch engine takes, and those only llama.cpp takes.
-_TORCH_ONLY = ("dtype", "quantize", "weights")
+_TORCH_ONLY = ("dtype", "quantize")
 _LLAMA_ONLY = ("rows", "context_tokens")
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 GPU_DTYPES = ("float32", "bfloat16", "float16")
@@ -87,6 +85,8 @@ DEFAULT_SYSTEM_PROMPT = (
 # for the one-time set-up of the kernels.
 _WARM_UP_PROMPT = "The lighthouse keeper found a letter on the rocks."
 _WARM_UP_TOKENS = 2
+# The torch threads per operation configure_torch_threads was given (None: torch's own).
+_torch_threads: int | None = None
 
 
 class ModelUnloaded(RuntimeError):
@@ -94,17 +94,28 @@ class ModelUnloaded(RuntimeError):
 
 
 def configure_torch_threads(threads: int) -> None:
-    """Set how many CPU threads one torch operation may use (process-wide).
+    """Set how many CPU threads one torch operation may use (process-wide): now if torch is
+    loaded, else when the torch engine first loads a model (:func:`apply_torch_threads`),
+    so that a process running only llama.cpp models never imports torch (some 200 MB).
 
     Each model generates on its own Python thread, so with two models working at once the
     process uses about ``2 × threads`` cores; on a 2-core machine ``threads=1`` avoids the
     two models fighting over the same cores.
     """
+    global _torch_threads
     if threads < 1:
         raise ValueError("threads must be at least 1.")
-    import torch
+    _torch_threads = threads
+    if "torch" in sys.modules:
+        apply_torch_threads()
 
-    torch.set_num_threads(threads)
+
+def apply_torch_threads() -> None:
+    """Give torch the thread count :func:`configure_torch_threads` set, if one was set."""
+    if _torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(_torch_threads)
 
 
 def options_problem(options: dict[str, Any]) -> tuple[str, str] | None:
@@ -152,11 +163,6 @@ def options_problem(options: dict[str, Any]) -> tuple[str, str] | None:
         return "options.dtype", f"must be one of {', '.join(DTYPES)} on the CPU (found {dtype!r})."
     if quantize not in QUANTIZE_OPTIONS:
         return "options.quantize", f'must be "int8" or left out (found {quantize!r}).'
-    weights = options.get("weights", OPTIONS["weights"])
-    if weights not in WEIGHTS_OPTIONS:
-        return "options.weights", f'must be "as_shipped" or left out (found {weights!r}).'
-    if weights and (device not in ("auto", "cpu") or dtype != "float32" or quantize):
-        return "options.weights", '"as_shipped" is for the CPU engine in float32, without quantize.'
     if quantize and device not in ("auto", "cpu"):
         return "options.quantize", f'"int8" is for the CPU engine only, not {device!r}.'
     return None
@@ -165,7 +171,7 @@ def options_problem(options: dict[str, Any]) -> tuple[str, str] | None:
 def engine_for(card: ModelCard, device: str) -> str:
     """The engine that runs the card's model on ``device``: the card's ``engine`` option
     when given; else llama.cpp for a GGUF file (packaged or ``gguf``) on the CPU without a
-    torch-only option (``dtype``, ``quantize``, ``weights``), and the torch engine for the
+    torch-only option (``dtype``, ``quantize``), and the torch engine for the
     rest (a checkpoint folder, a GPU). Raises
     :class:`~cyoa.generation.checkpoints.ModelLoadError` naming ``options.engine`` for
     llama.cpp asked of a checkpoint folder, and naming the llama.cpp-only options given to
@@ -192,18 +198,33 @@ def engine_for(card: ModelCard, device: str) -> str:
     return engine
 
 
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU here. A CPU-only torch build (its version ends in
+    ``+cpu``, as requirements.txt installs it) sees none, which is known without importing
+    torch: the llama.cpp engine never imports it, and its libraries would hold some 200 MB of
+    the process's memory (bench/results/peer.md)."""
+    try:
+        if importlib.metadata.version("torch").endswith("+cpu"):
+            return False
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def resolve_device(card: ModelCard) -> str:
     """The device the card's model runs on: ``cpu``, ``cuda:N`` or ``mps`` (``auto`` is
     ``cuda:0`` when torch sees a CUDA GPU, else ``cpu``). Raises
     :class:`~cyoa.generation.checkpoints.ModelLoadError` naming ``options.device`` when
     that device is not on this machine, and naming ``options.dtype`` or ``options.quantize``
     when the device cannot run them."""
-    import torch
-
     wanted = card.options.get("device", OPTIONS["device"])
     if wanted == "auto":
-        device = "cuda:0" if torch.cuda.is_available() else "cpu"
+        device = "cuda:0" if cuda_available() else "cpu"
     elif wanted.startswith("cuda"):
+        import torch
+
         if not torch.cuda.is_available():
             build = " (this torch is a CPU-only build)" if torch.version.cuda is None else ""
             raise card_error(
@@ -224,6 +245,8 @@ def resolve_device(card: ModelCard) -> str:
             )
         device = f"cuda:{index}"
     elif wanted == "mps":
+        import torch
+
         if not torch.backends.mps.is_available():
             raise card_error(
                 card,
@@ -305,7 +328,6 @@ class TransformersBackend:
         self.engine = ""
         self.quantize = card.options.get("quantize", OPTIONS["quantize"])
         self.dtype = card.options.get("dtype", OPTIONS["dtype"])
-        self.weights = card.options.get("weights", OPTIONS["weights"])
         self.card = card
         self.cache_dir = Path(cache_dir)
         self.mode = mode
@@ -403,6 +425,7 @@ class TransformersBackend:
     def _load_torch(self, device: str, log: Callable[[str], None]) -> LocalModel | GenerateModel:
         """The model converted (a GGUF file, once) and loaded by the torch engine on the CPU
         or transformers' ``generate`` on a GPU."""
+        apply_torch_threads()
         folder = ensure_converted(self.card, self.cache_dir, log=log)
         check_memory(
             self.card,
@@ -425,7 +448,6 @@ class TransformersBackend:
             mode=self.mode,
             cores=self.cores,
             prefixes=self.prefixes,
-            shipped=self._shipped_file(folder),
         )
 
     def stream(self, prompt: str, sampling: Sampling, seed: int) -> Iterator[str]:
@@ -449,21 +471,6 @@ class TransformersBackend:
             self.closed = True
         if local_model is not None:
             local_model.close()
-
-    def _shipped_file(self, folder: Path) -> Path | None:
-        """The GGUF file whose 4-bit blocks the card's ``weights = "as_shipped"`` reads (a
-        packaged file assembled from parts is assembled once into the converted ``folder``),
-        or None when the option is not set."""
-        if not self.weights:
-            return None
-        if self.card.path:
-            raise card_error(
-                self.card,
-                "options.weights",
-                '"as_shipped" needs a GGUF file (package or gguf), not a checkpoint folder '
-                "(path): leave weights out.",
-            )
-        return locate_gguf(self.card, folder)
 
     def _prompt(self, prompt: str) -> str:
         if not self.card.chat:

@@ -17,10 +17,10 @@ import psutil
 
 from cyoa.generation.engine import BATCHED, DEFAULT_PROMPT_STORE_TOKENS, CoreShare
 from cyoa.generation.fake import FakeBackend
-from cyoa.generation.local import TransformersBackend
+from cyoa.generation.local import LLAMA_CPP, TransformersBackend, engine_for, resolve_device
 from cyoa.generation.openai_backend import OpenAIBackend
 from cyoa.generation.types import Backend, ModelCard
-from cyoa.generation.weights import ensure_converted
+from cyoa.generation.weights import ensure_converted, locate_gguf
 
 log = logging.getLogger(__name__)
 
@@ -330,14 +330,19 @@ def _rss_bytes() -> int:
 def prepare_models(
     cards: dict[str, ModelCard], cache_dir: Path, log: Callable[[str], None] = print
 ) -> dict[str, Path]:
-    """Convert every packaged model among ``cards`` into ``cache_dir`` now (the slow, one-time
-    step), so that starting the app only loads them. Returns each converted folder by model
-    name; models that need no conversion (the fake backend) are skipped."""
-    folders = {}
+    """Make every local model among ``cards`` ready in ``cache_dir`` now (the slow, one-time
+    step), so that starting the app only loads them: a GGUF card that llama.cpp runs here
+    has its file found (a packaged file shipped in parts is assembled once into
+    ``cache_dir/gguf``); a card the torch engine runs here (a checkpoint folder, a GPU, or
+    ``engine = "torch"``) is converted for it. Returns each model's file or folder by name;
+    models that need neither (the fake backend) are skipped."""
+    ready = {}
     for name, card in cards.items():
         if card.backend != "transformers":
             continue
-        folder = ensure_converted(card, Path(cache_dir), log=log)
-        log(f"{name}: ready in {folder}")
-        folders[name] = folder
-    return folders
+        if engine_for(card, resolve_device(card)) == LLAMA_CPP:
+            ready[name] = locate_gguf(card, Path(cache_dir) / "gguf")
+        else:
+            ready[name] = ensure_converted(card, Path(cache_dir), log=log)
+        log(f"{name}: ready in {ready[name]}")
+    return ready

@@ -9,7 +9,7 @@
 // recorded text and the rows not yet handed over are kept in localStorage, so a reload never
 // reuses a number, loses nothing, and goes on from the last recorded text. The rows are
 // handed to the page's outbox (the same as every action's: kept offline, sent again until
-// stored) every five seconds or 100 rows, and whenever the page sends a line, a draft or a
+// stored) every ten seconds or 100 rows, and whenever the page sends a line, a draft or a
 // turn, which carries the number of the last row (record_seq) for the server's check.
 // Off (the study's record_keystrokes = false), nothing is recorded, kept or sent.
 (function () {
@@ -17,7 +17,7 @@
 
   // Each batch costs the server about what an action costs (bench/results/keystrokes.md),
   // and the rows wait safely in localStorage meanwhile: a few batches a round.
-  const BATCH_MS = 5000;
+  const BATCH_MS = 10000;
   const BATCH_ROWS = 100;
   const SOURCES = {
     insertText: "typed",

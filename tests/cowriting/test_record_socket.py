@@ -5,6 +5,7 @@ off."""
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -156,7 +157,7 @@ def test_a_study_that_turns_the_record_off_stores_none_of_it(make_app):
 
 def test_the_consent_page_says_what_is_recorded_only_when_the_record_is_on(make_app):
     on = make_app().test_client().get("/s/fake-ab?pid=c1").get_data(as_text=True)
-    assert "every change you make in the story&#39;s boxes" in on
+    assert "every change you make in the story's boxes" in html.unescape(on)
     off_app = make_app(top="record_keystrokes = false")
     off = off_app.test_client().get("/s/fake-ab?pid=c2").get_data(as_text=True)
     assert 'id="recorded"' not in off and "Consent text for the test study." in off

@@ -3,6 +3,7 @@ tests only: it writes deterministic made-up sentences)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
@@ -359,3 +360,13 @@ def test_prepare_models_skips_models_that_need_no_conversion(tmp_path):
     lines: list[str] = []
     assert prepare_models({"fake-a": fake_card()}, tmp_path, log=lines.append) == {}
     assert lines == []
+
+
+def test_prepare_models_finds_a_gguf_file_llama_cpp_runs_without_converting_it(tmp_path):
+    card = load_model_cards(REPO_MODELS)["smollm2-135m-instruct"]
+    card = dataclasses.replace(card, options={**card.options, "device": "cpu"})
+    lines: list[str] = []
+    ready = prepare_models({card.name: card}, tmp_path, log=lines.append)
+    assert ready[card.name].suffix == ".gguf" and ready[card.name].is_file()
+    assert not (tmp_path / card.name).exists()  # no converted checkpoint folder
+    assert lines == [f"{card.name}: ready in {ready[card.name]}"]

@@ -237,3 +237,51 @@ def test_a_prompt_longer_than_a_row_holds_says_which_option_to_raise(gguf):
         assert read(model.stream(PROMPT, Sampling(max_new_tokens=3), seed=1))
     finally:
         model.close()
+
+
+@pytest.mark.real_model
+def test_a_suggestion_is_the_same_when_another_writer_s_prompt_arrives_with_it(gguf):
+    # llama.cpp splits one call's prompts into passes of equal length per sequence, and
+    # Gemma's logits for a token depend on which of its own tokens share its pass: a
+    # prompt decoded beside a shorter one (here 13 and 16 tokens) was cut in two.
+    sampling = Sampling(top_k=40, temperature=1.0, max_new_tokens=12)
+    model = LlamaModel(gguf, name="pairs", rows=4, threads=1)
+    try:
+        reference = read(model.stream(PROMPT, sampling, seed=3))
+        ids = model.vocabulary(PROMPT).input_ids
+        for shorter in (len(ids) - 4, len(ids) - 1):
+            other = model.vocabulary.decode(model.vocabulary(OTHERS[1]).input_ids[1:shorter])
+            model._scheduler.window_seconds = 0.5  # both arrive within one collecting window
+            beside = threading.Thread(target=read, args=(model.stream(other, sampling, 4),))
+            beside.start()
+            together = read(model.stream(PROMPT, sampling, seed=3))
+            beside.join(timeout=60)
+            assert together == reference, shorter
+    finally:
+        model.close()
+
+
+@pytest.mark.real_model
+def test_a_suggestion_is_the_same_among_fifteen_other_writers_decoding(gguf):
+    # From eight tokens a call, llama.cpp multiplied Gemma's layers with another kernel
+    # (other rounding) than for one row alone: a row's text changed once eight writers
+    # decoded together (bench/results/llamacpp-probe.md).
+    sampling = Sampling(top_k=40, temperature=1.0, max_new_tokens=12)
+    model = LlamaModel(gguf, name="crowd", rows=16, threads=1)
+    try:
+        reference = read(model.stream(PROMPT, sampling, seed=5))
+        long = Sampling(top_k=40, temperature=1.0, max_new_tokens=40)
+        others = [model.stream(OTHERS[i % 3], long, seed=100 + i) for i in range(15)]
+        for pieces in others:
+            next(pieces, None)  # each is decoding (or done) before the suggestion joins
+        readers = [threading.Thread(target=read, args=(pieces,)) for pieces in others]
+        for reader in readers:
+            reader.start()
+        rows: list[int] = []
+        together = read(model.stream(PROMPT, sampling, seed=5), rows, model)
+        for reader in readers:
+            reader.join(timeout=120)
+        assert max(rows) >= 9, rows  # it was decoded among at least eight others
+        assert together == reference
+    finally:
+        model.close()

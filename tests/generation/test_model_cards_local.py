@@ -214,14 +214,8 @@ def test_a_chat_card_needs_a_tokenizer_with_a_chat_template(tmp_path, own_checkp
             "CPU engine only",
         ),
         ('path = "w"', "", "batch_size = 8", "'options.batch_size'", "not an option"),
-        ('path = "w"', "", 'weights = "int4"', "'options.weights'", '"as_shipped" or left out'),
-        (
-            'path = "w"',
-            "",
-            'weights = "as_shipped"\ndtype = "bfloat16"',
-            "'options.weights'",
-            "in float32",
-        ),
+        # The torch engine's int4 "weights as shipped" path was retired for llama.cpp.
+        ('path = "w"', "", 'weights = "as_shipped"', "'options.weights'", "not an option"),
     ],
 )
 def test_a_wrong_card_names_its_file_and_field(tmp_path, source, extra, options, field, hint):
@@ -230,17 +224,6 @@ def test_a_wrong_card_names_its_file_and_field(tmp_path, source, extra, options,
         load_model_card(path)
     message = str(error.value)
     assert str(path) in message and field in message and hint in message
-
-
-def test_weights_as_shipped_on_a_checkpoint_folder_says_it_needs_a_gguf_file(
-    tmp_path, own_checkpoint
-):
-    path = write_card(
-        tmp_path / "cards", f'path = "{own_checkpoint}"', "", 'weights = "as_shipped"'
-    )
-    with pytest.raises(ModelLoadError, match="needs a GGUF file") as error:
-        TransformersBackend(load_model_card(path), tmp_path / "cache").load()
-    assert str(path) in str(error.value) and "'options.weights'" in str(error.value)
 
 
 @pytest.mark.parametrize(

@@ -10,20 +10,26 @@ import pytest
 from click.testing import CliRunner
 from conftest import SURVEY_ANSWERS, Writer
 
-from cyoa import create_app
+from cyoa import create_app, store
 from cyoa.cli import cli
+from cyoa.cowriting.research.exports import session_rows
 from tests.conftest import write_setup
 from tests.i18n.pages import english_words, html_language, page_text
+from tests.paths import DATA
 from tests.rating.test_rating_journey import Rater, write_spec
 from tests.web.test_web_outage import sqlite_outage
 
+# The AISS is English only: the example crowd scale has Arabic and Spanish translations.
+CROWD = str(DATA / "scales" / "crowd-1-4.toml")
+
 
 def rating_study(app, tmp_path, **fields):
-    """``app`` with the journey tests' AISS study (``fields`` added to its spec), open."""
+    """``app`` with the journey tests' study rated on the crowd scale (``fields`` added to
+    its spec), open."""
     runner = CliRunner()
     env = {"CYOA_MODELS_DIR": app.config["MODELS_DIR"], "CYOA_EXPERIMENTS_DIR": "/nonexistent"}
     base = ["--db", app.config["DATABASE"]]
-    spec = str(write_spec(tmp_path, **fields))
+    spec = str(write_spec(tmp_path, **{"instrument": CROWD, **fields}))
     assert runner.invoke(cli, [*base, "experiment", "create", spec], env=env).exit_code == 0
     assert runner.invoke(cli, [*base, "experiment", "open", "aiss-pilot"], env=env).exit_code == 0
     return app
@@ -129,6 +135,23 @@ def test_the_browser_picks_among_the_studys_languages_or_gets_its_default(make_a
     app = make_app(top='language = "en"\nlanguages = ["en", "es", "ar"]')
     page = app.test_client().get("/s/fake-ab", headers={"Accept-Language": accept})
     assert html_language(page.get_data(as_text=True))[0] == shown
+
+
+def test_the_sessions_export_says_which_language_each_writer_saw(make_app):
+    app = make_app(top='language = "en"\nlanguages = ["en", "es", "ar"]')
+    for pid, accept in (("w-es", "es-MX"), ("w-ar", "ar, en;q=0.5"), ("w-en", "fr-FR")):
+        browser = app.test_client()
+        headers = {"Accept-Language": accept}
+        browser.get(f"/s/fake-ab?pid={pid}", headers=headers)
+        with browser.session_transaction() as cookie:
+            form = {"consent": "yes", "csrf_token": cookie["csrf"], "pid": pid}
+        assert browser.post("/s/fake-ab/start", data=form, headers=headers).status_code == 302
+    db = store.connect(app.config["DATABASE"])
+    try:
+        shown = {row["participant"]: row["language"] for row in session_rows(db, "fake-ab")}
+    finally:
+        db.close()
+    assert shown == {"w-es": "es", "w-ar": "ar", "w-en": "en"}
 
 
 def test_a_study_in_one_language_ignores_the_browsers(make_app):

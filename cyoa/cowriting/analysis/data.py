@@ -34,6 +34,7 @@ from cyoa.cowriting.process.flags import session_flags
 from cyoa.cowriting.process.store import load_operations
 from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
+from cyoa.languages import SOURCE_LANGUAGE
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,9 @@ class StudyData:
     order in which a study watched as it runs sees writers finish. ``left_out``: the
     writers the spec's process-flag rule leaves out (:mod:`cyoa.cowriting.process.exclusion`),
     none of whose rounds or answers are in the rest; ``exclusion_rule``: the flags that rule
-    names (``()``: no rule applied).
+    names (``()``: no rule applied). ``language``: the spec's ``language`` (BCP 47, "en" by
+    default), the language the writers wrote in: the text metrics are chosen by it
+    (:mod:`cyoa.metrics.tokens`).
     """
 
     experiment: str
@@ -115,6 +118,7 @@ class StudyData:
     completed: tuple[str, ...] = ()
     left_out: tuple[exclusion.LeftOut, ...] = ()
     exclusion_rule: tuple[str, ...] = ()
+    language: str = SOURCE_LANGUAGE
 
 
 def _spec(row: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +134,13 @@ def experiment_systems(db: Db, experiment: str) -> tuple[str, ...]:
 
     Raises :class:`AnalysisError` when the experiment does not exist."""
     return _systems(db, experiment, _spec(store.experiment_row(db, experiment)))
+
+
+def experiment_language(db: Db, experiment: str) -> str:
+    """The language (BCP 47) the experiment's writers wrote in: its spec's ``language``, "en"
+    when the spec names none. Raises :class:`AnalysisError` when the experiment does not
+    exist."""
+    return _language(_spec(store.experiment_row(db, experiment)))
 
 
 def experiment_pairs(db: Db, experiment: str) -> list[tuple[str, str]]:
@@ -240,6 +251,7 @@ def load_study(
         completed=_completed(db, scope, writers, rounds_per_story),
         left_out=left_out,
         exclusion_rule=rule,
+        language=_language(spec),
     )
 
 
@@ -262,6 +274,11 @@ def _left_out(
         for sid, external in writers.items()
     )
     return exclusion.left_out(flags, kinds)
+
+
+def _language(spec: dict[str, Any]) -> str:
+    language = spec.get("language", SOURCE_LANGUAGE)
+    return language if isinstance(language, str) and language else SOURCE_LANGUAGE
 
 
 @dataclass(frozen=True)

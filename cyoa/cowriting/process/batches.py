@@ -18,8 +18,8 @@ from cyoa.cowriting.process.store import COLUMNS
 from cyoa.web.language import sentence
 
 WIRE = COLUMNS
-# A batch holds what the page recorded in about five seconds (or 100 rows); a page that has
-# been offline sends one batch per five seconds it was away, so no batch need be larger.
+# A batch holds what the page recorded in about ten seconds (or 100 rows); a page that has
+# been offline sends one batch per ten seconds it was away, so no batch need be larger.
 MAX_ROWS = 200
 # The largest text one operation can carry: a box's whole text (a paste into a full box).
 MAX_TEXT = DRAFT_MAX_CHARS

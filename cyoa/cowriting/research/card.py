@@ -27,7 +27,9 @@ from cyoa.cowriting.process import exclusion
 from cyoa.cowriting.research.lifecycle import models_without_card
 from cyoa.cowriting.spec import Experiment
 from cyoa.generation.types import System
-from cyoa.languages import described
+from cyoa.languages import described, language_name
+from cyoa.metrics.text import not_computed
+from cyoa.metrics.tokens import WORDS_RULE, is_english
 from cyoa.web.card import header, planned_sample_size, quote
 from cyoa.web.research import format_seconds
 
@@ -313,6 +315,14 @@ def _results(studies: Sequence[StudyData], planned: int | None) -> list[str]:
         '"Watching a study as it runs").',
         "",
     ]
+    language = analysed[0].language
+    if not is_english(language):
+        lines += [
+            f"The text is in {language_name(language)}: distinct-n, Jaccard and USER count its "
+            f"words ({WORDS_RULE}); the edit distance counts characters.",
+            *(f"- {sentence}" for sentence in not_computed(language)),
+            "",
+        ]
     for data in analysed:
         first, second = data.systems
         table = preference_table(data, resamples=CARD_RESAMPLES)

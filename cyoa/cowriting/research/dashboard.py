@@ -295,7 +295,7 @@ def _text_table(analysis: Analysis) -> Table | None:
         title="Text metrics of suggestions and of the writers' own lines",
         columns=("Metric", *table.sources),
         rows=rows,
-        notes=(f"Method: {table.method}.",),
+        notes=(f"Method: {table.method}.", *table.not_computed),
     )
 
 
@@ -490,7 +490,9 @@ def compute_results(
     scored = [r for data in studies for r in data.rounds if r.chosen_system in edit_values]
     for record, scores in zip(
         scored,
-        edit_metrics_many([(r.chosen_suggestion, r.final_text) for r in scored]),
+        edit_metrics_many(
+            [(r.chosen_suggestion, r.final_text) for r in scored], language=exp.language
+        ),
         strict=True,
     ):
         for metric, _, _ in CHART_METRICS:

@@ -29,7 +29,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cyoa import store
-from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems, load_study
+from cyoa.cowriting.analysis.data import (
+    experiment_language,
+    experiment_pairs,
+    experiment_systems,
+    load_study,
+)
 from cyoa.cowriting.analysis.tsv import export_cyoa_tsv
 from cyoa.cowriting.process import flags as process_flags
 from cyoa.cowriting.process.measures import round_measures, rounds_of
@@ -152,6 +157,11 @@ SESSION_COLUMNS: tuple[Column, ...] = (
     Column("finished_at", "string", "survey submission (null until done)"),
     Column("session_seconds", "float", "seconds from started_at to finished_at"),
     Column("user_agent", "string", "browser User-Agent (first 500 characters)"),
+    Column(
+        "language",
+        "string",
+        "BCP 47 code of the language the writer's pages were in (null: not recorded)",
+    ),
 )
 
 EVENT_COLUMNS: tuple[Column, ...] = (
@@ -305,7 +315,10 @@ def preference_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
         )
         rows.append(row)
     scored = [r for r in rows if r["chosen_suggestion"] is not None and r["final_text"]]
-    metrics = edit_metrics_many([(r["chosen_suggestion"], r["final_text"]) for r in scored])
+    metrics = edit_metrics_many(
+        [(r["chosen_suggestion"], r["final_text"]) for r in scored],
+        language=experiment_language(db, exp_id),
+    )
     for row, values in zip(scored, metrics, strict=True):
         row.update(values)
     for row in rows:
@@ -329,6 +342,8 @@ def session_rows(
     for s in db.query(
         "SELECT s.*, p.external_id AS participant, p.id_source, p.study_id,"
         " p.platform_session_id,"
+        " (SELECT e.payload FROM events e WHERE e.session_id = s.id"
+        "  AND e.type = 'session_started') AS started,"
         " (SELECT count(*) FROM rounds r WHERE r.session_id = s.id"
         "  AND r.turn_submitted_at IS NOT NULL) AS rounds_submitted"
         " FROM sessions s JOIN participants p ON p.id = s.participant_id"
@@ -340,6 +355,7 @@ def session_rows(
         row["completion_code"] = shown_code(study_code, s["completion_code"])
         row["status"] = session_status(s, now, dropout_minutes)
         row["session_seconds"] = seconds_between(s["started_at"], s["finished_at"])
+        row["language"] = json.loads(s["started"] or "{}").get("language")
         rows.append(row)
     return rows
 

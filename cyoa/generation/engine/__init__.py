@@ -19,7 +19,6 @@ from cyoa.generation.engine.options import (
     GENERATION_MODES,
     NAIVE,
     QUANTIZE_OPTIONS,
-    WEIGHTS_OPTIONS,
 )
 from cyoa.generation.engine.prefixes import DEFAULT_MAX_TOKENS as DEFAULT_PROMPT_STORE_TOKENS
 from cyoa.generation.engine.prefixes import PrefixStore
@@ -31,8 +30,7 @@ if TYPE_CHECKING:
 
 def load_local_model(folder: Path, tokenizer: Any, **options: Any) -> LocalModel:
     """The converted model in ``folder`` loaded and ready to stream (:class:`LocalModel`
-    takes the options: ``name``, ``dtype``, ``quantize``, ``mode``, ``cores``, ``prefixes``,
-    ``shipped``)."""
+    takes the options: ``name``, ``dtype``, ``quantize``, ``mode``, ``cores``, ``prefixes``)."""
     from cyoa.generation.engine.model import LocalModel
 
     return LocalModel(folder, tokenizer, **options)
@@ -62,7 +60,6 @@ __all__ = [
     "GENERATION_MODES",
     "NAIVE",
     "QUANTIZE_OPTIONS",
-    "WEIGHTS_OPTIONS",
     "CoreShare",
     "PrefixStore",
     "load_generate_model",

@@ -91,6 +91,9 @@ class GenerateModel(RowServer):
         super().__init__(f"cyoa-generate-{name}")
         self.start()
 
+    def _generator(self, seed: int) -> torch.Generator:
+        return torch.Generator().manual_seed(seed)
+
     def _run(self) -> None:
         waiting: list[Any] = []
         while True:

@@ -28,12 +28,11 @@ import torch
 from cyoa.generation.engine.cores import CoreShare
 from cyoa.generation.engine.embeddings import use_blocks
 from cyoa.generation.engine.options import BATCHED, GENERATION_MODES
-from cyoa.generation.engine.packing import own_tensors, pack_model, packing_available
+from cyoa.generation.engine.packing import pack_model, packing_available
 from cyoa.generation.engine.prefixes import PrefixStore
 from cyoa.generation.engine.rows import INCOMPLETE
 from cyoa.generation.engine.sampling import sample_rows_from_hidden
 from cyoa.generation.engine.scheduler import BatchScheduler
-from cyoa.generation.engine.shipped import use_shipped_weights
 from cyoa.generation.engine.vocabulary import SCREEN_FROM_ENTRIES, Vocabulary
 from cyoa.generation.types import Sampling
 
@@ -47,9 +46,7 @@ class LocalModel:
     ``"bfloat16"``; ``quantize`` is ``""`` or ``"int8"`` (every linear layer dynamically
     quantized to 8 bits); ``mode`` is ``batched`` or ``naive``; ``cores`` the cores the
     batched models share (None: the process's torch thread setting); ``prefixes`` the store
-    of texts this model has read; ``shipped`` the GGUF file the float32 model was converted
-    from, whose 4-bit layers are then multiplied from the file's own blocks
-    (:mod:`cyoa.generation.engine.shipped`; float32 only).
+    of texts this model has read.
 
     In float32 a continuation depends only on its prompt, sampling and seed, on one machine:
     a row's logits in a batch match its logits alone to float32 rounding, so a sampled token
@@ -67,7 +64,6 @@ class LocalModel:
         mode: str = BATCHED,
         cores: CoreShare | None = None,
         prefixes: PrefixStore | None = None,
-        shipped: Path | None = None,
     ) -> None:
         from transformers import AutoModelForCausalLM
 
@@ -92,9 +88,7 @@ class LocalModel:
             )
             if not screened:
                 use_blocks(model, folder, packed_output=True)
-            shipped_layers = 0 if shipped is None else use_shipped_weights(model, shipped)
-            if not pack_model(model) and shipped_layers:
-                own_tensors(model)
+            pack_model(model)
         self.model = model
         self.tokenizer = tokenizer
         self.stop_ids, banned = special_tokens(model, tokenizer)

@@ -4,5 +4,3 @@ BATCHED, NAIVE = "batched", "naive"
 GENERATION_MODES = (BATCHED, NAIVE)
 DTYPES = ("float32", "bfloat16")
 QUANTIZE_OPTIONS = ("", "int8")
-# "as_shipped": the GGUF file's 4-bit layers multiplied from its own blocks (shipped.py).
-WEIGHTS_OPTIONS = ("", "as_shipped")

@@ -14,8 +14,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
-import torch
-
 from cyoa.generation.types import Sampling
 
 # Decoding a token list that ends inside a multi-byte character gives this replacement
@@ -45,13 +43,15 @@ def _shutdown_all() -> None:
 
 
 class Row:
-    """One request: its settings, its decoding state (generating thread only), and the queue
-    of pieces its reader takes from."""
+    """One request: its settings, its decoding state (generating thread only), the random
+    generator its tokens are drawn from (seeded by its server: a ``torch.Generator`` for the
+    torch engine, a numpy one for llama.cpp's), and the queue of pieces its reader takes
+    from."""
 
-    def __init__(self, prompt: str, sampling: Sampling, seed: int) -> None:
+    def __init__(self, prompt: str, sampling: Sampling, generator: Any) -> None:
         self.prompt = prompt
         self.sampling = sampling
-        self.generator = torch.Generator().manual_seed(seed)
+        self.generator = generator
         self.pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.stopped = threading.Event()
         self.ids: list[int] = []
@@ -113,7 +113,7 @@ class RowServer(ABC):
         while a token only starts a multi-byte character), until an end-of-text token or
         ``sampling.max_new_tokens`` tokens. Closing the iterator takes the row out of its
         batch before the next token."""
-        row = Row(prompt, sampling, seed)
+        row = Row(prompt, sampling, self._generator(seed))
         with self._closing:
             if self._closed:
                 raise RuntimeError(f"{self._thread.name} was shut down.")
@@ -140,6 +140,10 @@ class RowServer(ABC):
                 waiting.append(self._incoming.get_nowait())
             except queue.Empty:
                 return waiting
+
+    @abstractmethod
+    def _generator(self, seed: int) -> Any:
+        """A fresh random generator seeded with ``seed``, the only source of a row's draws."""
 
     @abstractmethod
     def _run(self) -> None:

@@ -73,6 +73,9 @@ class BatchScheduler(RowServer):
         self.rows = 0
         super().__init__(f"cyoa-batch-{name}")
 
+    def _generator(self, seed: int) -> torch.Generator:
+        return torch.Generator().manual_seed(seed)
+
     def _run(self) -> None:
         # torch sets a thread's own thread count from the process-wide one on its first
         # parallel operation; done now, so that a later share is not overwritten by it.

@@ -1,11 +1,12 @@
 """Continuous batching on one llama.cpp context: one thread owns a model's context and decodes
 every suggestion asked of the model in one batch, each in its own KV stream.
 
-Every step, each decoding row feeds its last token and each joining row its whole prompt, in
-one ``llama_decode`` call; then every row samples its next token from its own logits with
-CYOA's sampler (:mod:`cyoa.generation.engine.sampling`) and its own seeded generator. A row
-leaves as soon as it ends (an end-of-generation token, ``max_new_tokens``) or its reader
-stops reading; its stream is freed for the next joining row.
+Every step, the decoding rows feed their last tokens in ``llama_decode`` calls of a few rows
+and each joining row its whole prompt in a call of its own (see :meth:`LlamaScheduler._step`); then
+every row samples its next token from its own logits with CYOA's sampling
+(:mod:`cyoa.generation.llamacpp.sampling`) and its own seeded generator. A row leaves as
+soon as it ends (an end-of-generation token, ``max_new_tokens``) or its reader stops reading;
+its stream is freed for the next joining row.
 
 llama.cpp decodes the sequences of a batch together only when their ids are consecutive, so
 the rows always hold streams ``0 … n-1``: when rows leave, the rows above the gap are moved
@@ -21,12 +22,11 @@ import logging
 from typing import Any
 
 import numpy as np
-import torch
 
 from cyoa.generation.engine.cores import CoreShare
 from cyoa.generation.engine.rows import SHUTDOWN, WINDOW_SECONDS, Row, RowServer
-from cyoa.generation.engine.sampling import sample_next_token
-from cyoa.generation.llamacpp.settings import CONTEXT_STEP
+from cyoa.generation.llamacpp.sampling import generator, next_token
+from cyoa.generation.llamacpp.settings import CONTEXT_STEP, DECODE_CALL_ROWS
 from cyoa.generation.llamacpp.vocabulary import Vocabulary
 
 log = logging.getLogger(__name__)
@@ -70,15 +70,15 @@ class LlamaScheduler(RowServer):
         self._threads = threads
         self._capacity = context_tokens + rows
         self._batch = lib.llama_batch_init(self._capacity, 0, 1)
-        self._banned = torch.tensor(vocabulary.banned_ids, dtype=torch.long)
+        self._banned = np.array(vocabulary.banned_ids, dtype=np.int64)
         # Rows decoding now (written by the scheduler thread only).
         self.rows = 0
         super().__init__(f"cyoa-llama-{name}")
 
+    def _generator(self, seed: int) -> np.random.Generator:
+        return generator(seed)
+
     def _run(self) -> None:
-        # Sampling is a few vector operations per row; one thread keeps them off the cores
-        # the models decode on.
-        torch.set_num_threads(1)
         active: list[Row] = []
         waiting: list[Row] = []
         try:
@@ -117,8 +117,9 @@ class LlamaScheduler(RowServer):
 
     def _admit(self, decoding: int, waiting: list[Row]) -> tuple[list[Row], list[Row]]:
         """The waiting rows that join this step (free streams, and their prompts within one
-        call's tokens), and those still waiting. A prompt that cannot fit a stream fails its
-        reader with what to change."""
+        step's budget of ``context_tokens + rows`` tokens, so the decoding rows wait for
+        about one stream's worth of prompt a step), and those still waiting. A prompt that
+        cannot fit a stream fails its reader with what to change."""
         joining: list[Row] = []
         tokens = decoding
         left: list[Row] = []
@@ -173,39 +174,64 @@ class LlamaScheduler(RowServer):
         return [row for row in kept if row is not None]
 
     def _step(self, active: list[Row], joining: list[Row]) -> None:
-        """One ``llama_decode`` call: the decoding rows' last tokens and the joining rows'
-        prompts; then every row's next token."""
-        batch, count, outputs = self._batch, 0, []
+        """The decoding rows' last tokens in ``llama_decode`` calls of at most
+        :data:`~cyoa.generation.llamacpp.settings.DECODE_CALL_ROWS` rows, then each joining
+        row's prompt in a call of its own; every row's next token is drawn from the logits
+        of its call.
 
-        def put(token: int, position: int, stream: int, scored: bool) -> None:
-            nonlocal count
-            batch.token[count] = token
-            batch.pos[count] = position
-            batch.n_seq_id[count] = 1
-            batch.seq_id[count][0] = stream
-            batch.logits[count] = scored
-            count += 1
+        From eight tokens a call, llama.cpp multiplies some of Gemma's layers with another
+        kernel than for one token, which rounds otherwise: a row decoding beside seven or
+        more others got other logits than alone (bench/results/llamacpp-probe.md). In calls
+        of a few rows, a row's token gives the same bits as alone.
 
-        for stream, row in enumerate(active):
-            put(row.generated[-1], len(row.ids) + len(row.generated) - 1, stream, True)
-            outputs.append((row, count - 1))
+        A prompt is decoded alone so that llama.cpp cuts it into passes the same way
+        whatever else joins: it splits a call's sequences into passes of equal length each
+        (one KV stream per sequence), and a token's logits depend on which tokens of its own
+        sequence share its pass (Gemma's prompt logits beside a 13- or 16-token prompt
+        differed by up to 0.9: bench/results/peer.md). Alone, a prompt's passes are its
+        first ``n_ubatch`` tokens, the next ``n_ubatch``, …; a decoding row's one token
+        gives the same bits alone or beside the others' (the guarantee tests)."""
+        self._take_share()
+        for start in range(0, len(active), DECODE_CALL_ROWS):
+            rows = active[start : start + DECODE_CALL_ROWS]
+            self._decode(
+                [[(row.generated[-1], len(row.ids) + len(row.generated) - 1)] for row in rows],
+                rows,
+                first_stream=start,
+            )
         for offset, row in enumerate(joining):
             stream = len(active) + offset
             self._lib.llama_memory_seq_rm(self._memory, stream, -1, -1)
-            last = len(row.ids) - 1
-            for position, token in enumerate(row.ids):
-                put(token, position, stream, position == last)
+            self._decode([list(zip(row.ids, range(len(row.ids)), strict=True))], [row], stream)
+
+    def _decode(
+        self, tokens: list[list[tuple[int, int]]], rows: list[Row], first_stream: int
+    ) -> None:
+        """One ``llama_decode`` call: ``tokens[i]`` (token id, position) pairs of
+        ``rows[i]`` in stream ``first_stream + i``, its last token scored; then each row's
+        next token."""
+        batch, count, outputs = self._batch, 0, []
+        for offset, (row, pairs) in enumerate(zip(rows, tokens, strict=True)):
+            for token, position in pairs:
+                batch.token[count] = token
+                batch.pos[count] = position
+                batch.n_seq_id[count] = 1
+                batch.seq_id[count][0] = first_stream + offset
+                batch.logits[count] = False
+                count += 1
+            batch.logits[count - 1] = True
             outputs.append((row, count - 1))
         batch.n_tokens = count
-        self._take_share()
         status = self._lib.llama_decode(self._context, batch)
         if status != 0:
             raise RuntimeError(f"llama.cpp could not decode a batch of {self.name} ({status}).")
         size = self.vocabulary.size
         for row, index in outputs:
             pointer = self._lib.llama_get_logits_ith(self._context, index)
-            logits = torch.from_numpy(np.ctypeslib.as_array(pointer, shape=(size,)).copy())
-            token = sample_next_token(logits, row.sampling, row.generator, self._banned)
+            # A view of llama.cpp's buffer, which the sampler may overwrite: the next
+            # llama_decode call writes it anew.
+            logits = np.ctypeslib.as_array(pointer, shape=(size,))
+            token = next_token(logits, row.sampling, row.generator, self._banned)
             if token in self.vocabulary.stop_ids:
                 row.finish()
             else:

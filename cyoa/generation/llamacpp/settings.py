@@ -45,16 +45,24 @@ MODEL: dict[str, Any] = {
 }
 
 # How many suggestions one model decodes at once (its KV streams), and how many tokens each
-# may hold (prompt and continuation together), unless the card's options say otherwise. A
-# five-round story (ten sentences of at most 260 characters) and its 60-token continuation
-# fit in 1,024 tokens; the streams' memory is reserved when the model loads (about 23 kB a
-# token for SmolLM2-135M, 18 kB for Gemma-3-270M).
+# may hold (prompt and continuation together), unless the card's options say otherwise. The
+# longest prompt of a five-round story is nine turns of at most 260 characters: 2,348
+# characters of English prose are 487 tokens for Gemma-3-270M and 486 for SmolLM2-135M, so
+# with its 60-token continuation it fits in 768 tokens (room for 3.3 characters a token).
+# The streams' memory is reserved when the model loads (about 23 kB a token for SmolLM2-135M,
+# 18 kB for Gemma-3-270M: 16 rows × 768 tokens are 0.28 and 0.23 GB).
 DEFAULT_ROWS = 16
-DEFAULT_CONTEXT_TOKENS = 1024
+DEFAULT_CONTEXT_TOKENS = 768
 # llama.cpp rounds each stream's size up to a multiple of this.
 CONTEXT_STEP = 256
 # Tokens of one llama_decode call split into passes of at most this many.
 UBATCH_TOKENS = 512
+# The decoding rows' next tokens go to llama.cpp in calls of at most this many rows: from 8
+# tokens a call llama.cpp multiplies Gemma-3-270M's layers with a kernel that rounds
+# otherwise than for one token (measured: 1 to 7 rows gave a row's logits alone, 8 and more
+# did not; SmolLM2-135M's were the same at every size), so a row beside many others would
+# write another text. tests/generation/test_llamacpp_guarantee.py decodes one among 15.
+DECODE_CALL_ROWS = 4
 
 
 def context_settings(rows: int, context_tokens: int, threads: int) -> dict[str, Any]:
