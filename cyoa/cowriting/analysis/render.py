@@ -67,6 +67,8 @@ def to_json(analyses: Sequence[Analysis]) -> str:
             del entry["writer_level"]
             if not analysis.left_out:  # the script's output as it was, unless the rule acted
                 del entry["left_out"]
+            if entry.get("text") is not None:  # compat refuses a study in another language
+                del entry["text"]["not_computed"]
         plain.append(entry)
     return json.dumps(plain, indent=2, ensure_ascii=False) + "\n"
 
