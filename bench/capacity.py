@@ -15,8 +15,12 @@ Simulated participants (bench/participants.py), ``--writers-per-rater`` writers 
 rater, at a human pace shortened by ``--pace``: a writer writes a line (20–60 s), reads the
 two suggestions (5–15 s), chooses one, edits it (10–30 s, one draft saved midway) and adds
 it; a rater reads a story (30–90 s), answers its 22 questions one by one (2–6 s each) and
-finishes it. Each participant is a client of one process, round-robin, over websocket only
-(no load balancer: a client that keeps to its process is what sticky sessions give). The
+finishes it. With ``--record on`` (the default, as a study's ``record_keystrokes``) a writer
+types each text key by key meanwhile and sends its keystroke record as the page does
+(bench/typist.py: a batch every ten seconds of typing, spread over the pause), each line,
+draft and turn checked against it; ``--record off`` is a study without the record. Each
+participant is a client of one process, round-robin, over websocket only (no load
+balancer: a client that keeps to its process is what sticky sessions give). The
 participants are ramped up in ``--steps``, each held for ``--hold`` seconds with new
 participants, until a step misses the targets; the participants run in ``--client-processes``
 processes so that the load generator is not the bottleneck (its CPU is reported).
@@ -65,6 +69,7 @@ from bench.deployment import (
 )
 from bench.load import percentile
 from bench.participants import Ledger, ParticipantError, Rater, Sent, Writer
+from bench.typist import Typist
 from cyoa import store
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -74,6 +79,9 @@ CONFIGS = ("sqlite-1", "sqlite-N", "postgresql-N")
 # What the app processes log when the database stayed locked (cyoa/cowriting/sockets.py,
 # runner.py, cyoa/rating/pages.py).
 BUSY_MARKS = ("database busy", "waits to be recorded", "database is locked")
+# The keystroke record's batches: stored in text_operations, not events (bench/keystrokes.py
+# checks them row by row).
+RECORD = "writer/record"
 
 
 @dataclass(frozen=True)
@@ -164,27 +172,65 @@ def limit_hint(step: dict[str, Any]) -> str:
 # --- the simulated participants ------------------------------------------------------------
 
 
-def write_until(writer: Writer, rng: random.Random, pace: Pace, stop: threading.Event) -> None:
-    """A writer's rounds at a human pace until ``stop`` is set or the story ends."""
+def write_until(
+    writer: Writer, rng: random.Random, pace: Pace, stop: threading.Event, record: bool
+) -> None:
+    """A writer's rounds at a human pace until ``stop`` is set or the story ends; with
+    ``record``, typing each text key by key and sending the keystroke record as the page
+    does (bench/typist.py), its batches spread over the time the writer takes."""
     number = writer.state["round"]
+    typist = None
+    if record and writer.record_setting.get("on"):
+        first = writer.record_setting.get("next_seq", 1) - 1
+        typist = Typist(rng, int(time.time() * 1000), seq=first)
     while writer.state["phase"] == "writing":
-        if stop.wait(pace.pause(rng, pace.write)):
+        line = f"The keeper wrote line {number} of the story."
+        if not _typed(
+            writer, typist, stop, pace.pause(rng, pace.write), (number, "line", None), "", line
+        ):
             return
-        writer.act("line_submitted", {"text": f"The keeper wrote line {number} of the story."})
+        writer.act("line_submitted", {"text": line, **_through(typist)})
         view = writer.wait_for("choosing", number)
         if stop.wait(pace.pause(rng, pace.read)):
             return
-        done = [s["slot"] for s in view["current"]["suggestions"] if s["status"] == "done"]
-        slot = rng.choice(done)
+        done = [s for s in view["current"]["suggestions"] if s["status"] == "done"]
+        chosen = rng.choice(done)
+        slot = chosen["slot"]
         writer.act("suggestion_chosen", {"slot": slot})
         text = f"The keeper kept the suggestion of round {number}, edited."
-        if stop.wait(pace.pause(rng, pace.edit) / 2):
+        box = (number, "edit", slot)
+        if not _typed(
+            writer, typist, stop, pace.pause(rng, pace.edit) / 2, box, chosen["text"], text[:30]
+        ):
             return
-        writer.act("draft_saved", {"slot": slot, "text": text[:30] + "…"})
-        if stop.wait(pace.pause(rng, pace.edit) / 2):
+        writer.act("draft_saved", {"slot": slot, "text": text[:30], **_through(typist)})
+        if not _typed(writer, typist, stop, pace.pause(rng, pace.edit) / 2, box, text[:30], text):
             return
-        writer.act("turn_submitted", {"text": text})
+        writer.act("turn_submitted", {"text": text, **_through(typist)})
         number += 1
+
+
+def _typed(writer, typist, stop, seconds, box, before: str, after: str) -> bool:
+    """Wait ``seconds`` (False when ``stop`` came first); with a typist, the box goes from
+    ``before`` to ``after`` meanwhile (the text selected and typed over when ``after`` does
+    not go on from it) and its record's batches are sent evenly over those seconds."""
+    if typist is None:
+        return not stop.wait(seconds)
+    round_number, name, slot = box
+    if not after.startswith(before):
+        typist.change(round_number, name, slot, before, after[:1])
+        before = after[:1]
+    typist.type_text(round_number, name, slot, before, after[len(before) :])
+    batches = typist.batches()
+    for batch in batches:
+        if stop.wait(seconds / len(batches)):
+            return False
+        writer.record(batch)
+    return True
+
+
+def _through(typist: Typist | None) -> dict[str, int]:
+    return {} if typist is None else {"record_seq": typist.seq}
 
 
 def rate_until(rater: Rater, rng: random.Random, pace: Pace, stop: threading.Event) -> None:
@@ -200,7 +246,9 @@ def rate_until(rater: Rater, rng: random.Random, pace: Pace, stop: threading.Eve
         rater.act("story_finished", {"story": story})
 
 
-def participant(role: str, urls: list[str], pid: str, pace: Pace, stop, ledger, seed) -> str:
+def participant(
+    role: str, urls: list[str], pid: str, pace: Pace, stop, ledger, seed, record: bool = False
+) -> str:
     """Run one participant until ``stop``; returns "" or the error that ended it early."""
     rng = random.Random(seed)
     if stop.wait(rng.uniform(0, 2.0)):  # arrivals spread over the first seconds
@@ -209,7 +257,7 @@ def participant(role: str, urls: list[str], pid: str, pace: Pace, stop, ledger, 
         if role == "writer":
             writer = Writer(urls, WRITING, pid, ledger)
             try:
-                write_until(writer, rng, pace, stop)
+                write_until(writer, rng, pace, stop, record)
             finally:
                 writer.close()
         else:
@@ -219,7 +267,9 @@ def participant(role: str, urls: list[str], pid: str, pace: Pace, stop, ledger, 
     return ""
 
 
-def run_share(plan: list[tuple[str, list[str], str, int]], pace: Pace, hold: float) -> dict:
+def run_share(
+    plan: list[tuple[str, list[str], str, int]], pace: Pace, hold: float, record: bool = False
+) -> dict:
     """One client process's share of a step: ``plan`` rows (role, urls, participant id,
     seed), all run at once for ``hold`` seconds; the actions they sent, their errors and
     this process's CPU seconds."""
@@ -228,7 +278,7 @@ def run_share(plan: list[tuple[str, list[str], str, int]], pace: Pace, hold: flo
 
     def one(row):
         role, urls, pid, seed = row
-        if error := participant(role, urls, pid, pace, stop, ledger, seed):
+        if error := participant(role, urls, pid, pace, stop, ledger, seed, record):
             errors.append(error)
 
     threads = [threading.Thread(target=one, args=(row,), daemon=True) for row in plan]
@@ -268,7 +318,10 @@ def run_step(count: int, index: int, processes, args, executor) -> tuple[dict, l
     busy_before = sum(_busy(p.log()) for p in processes)
     psutil.cpu_percent()
     wall = time.monotonic()
-    futures = [executor.submit(run_share, share, args.pace, args.hold) for share in shares if share]
+    record = args.record == "on"
+    futures = [
+        executor.submit(run_share, share, args.pace, args.hold, record) for share in shares if share
+    ]
     outcomes = [f.result() for f in futures]
     wall = time.monotonic() - wall
     sent = [Sent(*row) for outcome in outcomes for row in outcome["sent"]]
@@ -302,7 +355,9 @@ def run_config(args) -> dict[str, Any]:
         database = str(root / "cyoa.sqlite")
         if args.config == "postgresql-N":
             database = stack.enter_context(postgres_database())
-        setup = write_studies(root, database, real_models=args.real_models)
+        setup = write_studies(
+            root, database, real_models=args.real_models, record=args.record == "on"
+        )
         extra = {"CYOA_RATER_ACTION_BURST": "100000", "CYOA_RATER_ACTIONS_PER_SECOND": "1000"}
         processes = stack.enter_context(app_processes(root, setup, count, extra))
         context = get_context("spawn")
@@ -319,7 +374,9 @@ def run_config(args) -> dict[str, Any]:
                 break
         replay = replay_check(database, sent)
     return {
-        "config": args.config + (" (real models)" if args.real_models else ""),
+        "config": args.config
+        + (" (real models)" if args.real_models else "")
+        + f", keystroke record {args.record}",
         "processes": count,
         "steps": steps,
         "largest_held": largest_held(steps),
@@ -340,7 +397,8 @@ def replay_check(database: str, sent: list[Sent]) -> dict[str, int]:
         ]
     finally:
         db.close()
-    return replay_counts([s.action_id for s in sent if s.latency is not None], stored)
+    acknowledged = [s.action_id for s in sent if s.latency is not None and s.kind != RECORD]
+    return replay_counts(acknowledged, stored)
 
 
 READING = [
@@ -481,6 +539,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--writers-per-rater", type=int, default=3)
     parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument("--real-models", action="store_true")
+    parser.add_argument(
+        "--record",
+        choices=("on", "off"),
+        default="on",
+        help="the study's keystroke record (record_keystrokes), and writers typing key by key",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--settle",

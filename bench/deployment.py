@@ -56,6 +56,7 @@ min_chars = 20
 max_chars = 260
 suggestion_timeout_seconds = 20
 completion_url = "https://example.org/complete?cc={{code}}"
+record_keystrokes = {record}
 
 [prompt]
 text = "Write the first sentence of a story."
@@ -106,9 +107,10 @@ def write_studies(
     delay: float = 0.0,
     real_models: bool = False,
     stories: int = 400,
+    record: bool = True,
 ) -> Setup:
-    """The co-writing study (fake models, or the packaged ones) and the rating study's spec
-    and stories, written under ``root``."""
+    """The co-writing study (fake models, or the packaged ones; keeping the keystroke record
+    or not) and the rating study's spec and stories, written under ``root``."""
     models = root / "models"
     experiments = root / "experiments"
     models.mkdir(parents=True, exist_ok=True)
@@ -122,7 +124,9 @@ def write_studies(
         names, cache = ("fake-a", "fake-b"), root / "model-cache"
         for name in names:
             (models / f"{name}.toml").write_text(FAKE_CARD.format(name=name, delay=delay))
-    spec = WRITING_SPEC.format(rounds=rounds, a=names[0], b=names[1])
+    spec = WRITING_SPEC.format(
+        rounds=rounds, a=names[0], b=names[1], record="true" if record else "false"
+    )
     (experiments / f"{WRITING}.toml").write_text(spec)
     _write_rating_spec(root, stories)
     return Setup(database, models, experiments, cache)

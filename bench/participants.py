@@ -133,6 +133,7 @@ class Writer:
         joined = self.io.call("join", {"experiment": self.experiment}, timeout=ACK_TIMEOUT_SECONDS)
         if not joined.get("ok"):
             raise ParticipantError(f"join refused: {joined.get('error')}")
+        self.record_setting = joined.get("record") or {"on": False}
         self._on_state(joined["state"])
 
     def _on_state(self, view: dict[str, Any]) -> None:
@@ -157,7 +158,15 @@ class Writer:
         self._on_state(ack["state"])
         return ack
 
-    def _send(self, data: dict[str, Any]) -> dict[str, Any] | None:
+    def record(self, rows: list[list[Any]]) -> dict[str, Any]:
+        """Send one batch of the keystroke record (``record``, rows as the page's wire rows:
+        bench/typist.py) until it is acknowledged as stored; returns the ack."""
+        data = {"operations": rows, "action_id": uuid.uuid4().hex}
+        return until_acknowledged(
+            self.ledger, "writer/record", data, lambda d: self._send(d, "record"), self.failover
+        )
+
+    def _send(self, data: dict[str, Any], event: str = "action") -> dict[str, Any] | None:
         """The ack of one sending, or None when the connection was lost before it came."""
         reply: dict[str, Any] = {}
         arrived = threading.Event()
@@ -168,7 +177,7 @@ class Writer:
             self._wake()
 
         try:
-            self.io.emit("action", data, callback=on_ack)
+            self.io.emit(event, data, callback=on_ack)
         except socketio.exceptions.SocketIOError:
             return None
         deadline = time.monotonic() + ACK_TIMEOUT_SECONDS
@@ -176,7 +185,8 @@ class Writer:
             while not arrived.is_set() and self.io.connected:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise ParticipantError(f"no ack for {data['type']} in {ACK_TIMEOUT_SECONDS} s")
+                    what = data.get("type", event)
+                    raise ParticipantError(f"no ack for {what} in {ACK_TIMEOUT_SECONDS} s")
                 self.changed.wait(left)
         return reply.get("ack")
 

@@ -17,10 +17,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from babel import Locale
+from babel import Locale, UnknownLocaleError
 
 TRANSLATIONS = Path(__file__).resolve().parent / "translations"
 SOURCE_LANGUAGE = "en"
+ENGLISH = SOURCE_LANGUAGE
 # Written right to left (Unicode CLDR's character order for these languages).
 RIGHT_TO_LEFT = frozenset({"ar", "fa", "he", "ur"})
 
@@ -74,8 +75,13 @@ def form_fields(spec: dict[str, Any]) -> dict[str, str]:
 
 
 def language_name(code: str) -> str:
-    """The language's English name ("Arabic"), from CLDR through Babel."""
-    return Locale.parse(code).get_display_name("en") or code
+    """The English name of the language ``code``, as a researcher reads it in a sentence:
+    "Arabic" for "ar", "Spanish (Mexico)" for "es-MX" (Unicode CLDR's names, through Babel);
+    a code CLDR does not know is named by itself ("tlh")."""
+    try:
+        return Locale.parse(code, sep="-").get_display_name(ENGLISH) or code
+    except (UnknownLocaleError, ValueError):
+        return code
 
 
 def described(spec: Mapping[str, Any]) -> str:
@@ -91,7 +97,7 @@ def described(spec: Mapping[str, Any]) -> str:
     others = ", ".join(f"{language_name(code)} ({code})" for code in allowed)
     return (
         f"The participants' interface was in {shown}, or in {others} for a participant whose "
-        "browser preferred it (which one each participant saw is not recorded)."
+        "browser preferred it (the language each participant saw is recorded when they start)."
     )
 
 
@@ -121,3 +127,13 @@ def study_languages(raw: dict[str, Any]) -> StudyLanguages:
         )
     rest = tuple(dict.fromkeys(code for code in allowed if code != default))
     return StudyLanguages(default, (default, *rest))
+
+
+def primary_language(code: str) -> str:
+    """The primary language subtag of ``code``, lower-cased: "es" for "es-MX"."""
+    return code.split("-")[0].lower()
+
+
+def is_english(code: str) -> bool:
+    """Whether ``code`` is English ("en", "en-GB", …)."""
+    return primary_language(code) == ENGLISH

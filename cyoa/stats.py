@@ -4,6 +4,8 @@
   (:func:`preference`, also :func:`position_bias`), and a writer-clustered analysis
   (:func:`clustered_preference`: writer bootstrap, and the t-test and t interval of the
   writers' shares, CYOA's headline) because each writer makes several choices.
+- A writer-clustered ratio of sums (:func:`clustered_ratio`: characters kept of characters
+  suggested, milliseconds per round), with the writer bootstrap of :func:`clustered_preference`.
 - Q2 within writers: the paired t-test of writer-level differences between two systems
   (:func:`writer_difference`), CYOA's test of the edit metrics.
 - Q2 edit metrics: Mann–Whitney U with the rank-biserial effect size (:func:`mann_whitney`), the
@@ -324,6 +326,50 @@ def clustered_preference(
         t_low=t_low,
         t_high=t_high,
     )
+
+
+@dataclass(frozen=True)
+class ClusteredRatio:
+    """A pooled ratio ``value`` = Σ numerators / Σ denominators over ``writers``, with its
+    writer-bootstrap percentile interval ``low``–``high`` at ``confidence`` (NaN with fewer
+    than two writers), see :func:`clustered_ratio`."""
+
+    writers: int
+    value: float
+    low: float
+    high: float
+    confidence: float
+
+
+def clustered_ratio(
+    per_writer: Iterable[tuple[float, float]],
+    resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> ClusteredRatio:
+    """A ratio of sums with the writer as the unit: ``per_writer`` holds one
+    ``(numerator, denominator)`` per writer (their summed characters kept and characters
+    suggested, their summed milliseconds and rounds), each denominator > 0. The value is
+    Σ numerator / Σ denominator (each round weighs alike); the interval is the cluster
+    percentile bootstrap of :func:`clustered_preference` (writers drawn with replacement,
+    ``numpy.random.default_rng(seed)``), because a writer's rounds are not independent.
+
+    Units: the numerator's per the denominator's. Reference: Davison & Hinkley (1997), §3.8;
+    Donner & Klar (2000), ch. 6."""
+    pairs = [(float(n), float(d)) for n, d in per_writer]
+    if not pairs:
+        raise ValueError("A writer-clustered ratio needs at least one writer.")
+    if any(not d > 0 for _, d in pairs):
+        raise ValueError("Each writer needs a denominator above 0: leave out who has none.")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}.")
+    numerators = np.array([n for n, _ in pairs])
+    denominators = np.array([d for _, d in pairs])
+    value = float(numerators.sum() / denominators.sum())
+    low = high = math.nan
+    if len(pairs) >= 2:
+        low, high = _cluster_bootstrap(numerators, denominators, resamples, seed, confidence)
+    return ClusteredRatio(len(pairs), value, low, high, confidence)
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,14 @@ described in docs/data-dictionary.md.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,15 @@ def forget(location: str | Path) -> None:
 
 
 def _handle_key(location: str | Path) -> str:
+    """The database's key among the handles: a SQLite file's resolved path, or the URL."""
+    return _resolved_key(str(location), os.getcwd())
+
+
+@lru_cache(maxsize=1024)
+def _resolved_key(location: str, cwd: str) -> str:
+    """Remembered per location and working folder (a relative path depends on it): resolving
+    a path asks the file system once per folder on the way, and every unit of work connects
+    (about half a query's time)."""
     place = parse_database(location)
     return str(place.path.resolve()) if place.path is not None else str(place.url)
 
@@ -729,6 +740,32 @@ def _analyses(db: Database) -> None:
     )
 
 
+def _text_operations(db: Database) -> None:
+    """The keystroke record (:mod:`cyoa.cowriting.process`): ``text_operations`` holds one
+    row per recorded event of a writer's page, a change of a box's text, a suggestion seen or
+    focused, the tab hidden or the connection lost, numbered by the page from 1 within its
+    session, so that a batch sent again stores nothing twice."""
+    db["text_operations"].create(
+        {
+            "session_id": str,
+            "seq": int,
+            "round": int,
+            "at_ms": int,
+            "kind": str,
+            "box": str,
+            "slot": int,
+            "position": int,
+            "deleted": str,
+            "inserted": str,
+            "source": str,
+            "received_at": str,
+        },
+        pk=("session_id", "seq"),
+        foreign_keys=[("session_id", "sessions", "id")],
+        not_null={"round", "at_ms", "kind", "source", "received_at"},
+    )
+
+
 # The schema's history: each step takes the database one version further (see migrate).
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _version_1,
@@ -746,6 +783,7 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (
     _database_moves,
     _pair_probabilities,
     _analyses,
+    _text_operations,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

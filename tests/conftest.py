@@ -24,6 +24,7 @@ from parallel_workers import pytest_configure  # noqa: F401 (the hook: one threa
 from bench.postgres_server import create_database, postgres_cluster, postgres_url  # noqa: F401
 from cyoa import create_app, store
 from cyoa.cowriting.parts import parts as cowriting_parts
+from cyoa.db import engine as db_engine
 from cyoa.web.realtime import socketio
 from tests.paths import ROOT
 
@@ -289,6 +290,19 @@ SURVEY_ANSWERS = {
     "why_chosen": "The one that fit the mood.",
     "looking_for": "Surprises.",
 }
+
+
+@pytest.fixture
+def short_busy_wait(monkeypatch) -> None:
+    """SQLite's busy wait cut from 10 s to 0.2 s, for a test that holds the write lock itself
+    and waits for the app to give up. Each new connection reads the wait from
+    :mod:`cyoa.db.engine` (``store``'s copy is what the runner's deadlines and backups read),
+    so the idle pooled connections of the databases already open are closed: none keeps its
+    10 s."""
+    monkeypatch.setattr(db_engine, "BUSY_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
+    for location in list(store._handles):
+        store.forget(location)
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)

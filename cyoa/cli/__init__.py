@@ -2,7 +2,7 @@
 
 Every verb works on the app's database by default and on another with ``--db PATH``. This
 module is the one place that puts the verbs in the ``cyoa`` group; each lives in the module
-named for its part (setup, analysis, ratings, research, export).
+named for its part (setup, analysis, ratings, research, export, interchange).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from cyoa.cli import (
     analysis,
     backup,
     export,
+    interchange,
     judge,
     judge_rounds,
     judgements,
@@ -58,6 +59,9 @@ for command in (
     research.create_researcher_command,
     research.experiment_group,
     export.export_command,
+    interchange.preference_data_command,
+    interchange.export_coauthor_command,
+    interchange.import_coauthor_command,
     models.try_model_command,
     plan.plan_command,
 ):

@@ -89,13 +89,20 @@ def analyze_command(
     help="USER variant: the CYOA paper's, or the STORIUM platform's.",
 )
 @click.option(
+    "--language",
+    default="en",
+    show_default=True,
+    help="The texts' language (BCP 47): en keeps the papers' English words, any other counts "
+    "Unicode words (docs/analysis.md, 'A study in another language').",
+)
+@click.option(
     "--output",
     "output_file",
     type=click.File("w", encoding="utf-8"),
     default="-",
     help="Where to write the scored JSON lines (default: standard output).",
 )
-def metrics_command(input_file, variant: str, output_file) -> None:
+def metrics_command(input_file, variant: str, language: str, output_file) -> None:
     """Add the edit metrics to each JSON record of --input (no database needed)."""
 
     def records():
@@ -108,7 +115,7 @@ def metrics_command(input_file, variant: str, output_file) -> None:
                 raise click.ClickException(f"Line {line} is not valid JSON: {error}.") from error
 
     try:
-        for record in score_records(records(), variant):
+        for record in score_records(records(), variant, language):
             output_file.write(json.dumps(record, ensure_ascii=False) + "\n")
     except ValueError as error:
         raise click.ClickException(str(error)) from error

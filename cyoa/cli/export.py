@@ -30,8 +30,8 @@ from cyoa.web.tables import ExportError
     type=click.Choice([table for kind in kinds.KINDS.values() for table in kind.tables]),
     default=None,
     help="For csv, jsonl, parquet. Co-writing: preference (the default; one row per writer × "
-    "round), sessions, events, survey. Rating: judgements (the default; one row per rater × "
-    "story × item), stories, raters.",
+    "round), sessions, events, survey, process (the keystroke record's measures). Rating: "
+    "judgements (the default; one row per rater × story × item), stories, raters.",
 )
 @click.option(
     "--out",

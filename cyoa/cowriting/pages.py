@@ -20,7 +20,7 @@ from cyoa.cowriting.flow import DRAFT_MAX_CHARS, Phase
 from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.web import outage, participants
 from cyoa.web.completion import completion_address, shown_code
-from cyoa.web.language import use_study_language
+from cyoa.web.language import page_language, use_study_language
 
 bp = Blueprint("study", __name__)
 outage.answer_retry(bp)
@@ -125,7 +125,10 @@ def start(exp_id: str):
     if entry.wait is not None:
         return entry.wait
     session_id = _study().open_session(
-        exp, entry.participant, user_agent=request.headers.get("User-Agent", "")
+        exp,
+        entry.participant,
+        user_agent=request.headers.get("User-Agent", ""),
+        language=page_language()["lang"],
     )
     if session_id is None:
         # Another request started this participant's story a moment ago: the consent page

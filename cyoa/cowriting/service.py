@@ -45,6 +45,8 @@ from cyoa.cowriting.flow import (
     check_round,
     is_slot,
 )
+from cyoa.cowriting.process import check as record_check
+from cyoa.cowriting.process.store import load_operations, stored_through
 from cyoa.cowriting.spec import Experiment, validate_survey
 from cyoa.db.transactions import write_transaction
 from cyoa.web.completion import shown_code
@@ -78,6 +80,17 @@ class Outcome:
     event: Event
     seq: int
     duplicate: bool = False
+
+
+class Refused(RuleError):
+    """An action the rules refused, with the session's row and the committed state it was
+    refused on: the reply shows that state without reading the session again (a third of
+    the Socket.IO handlers' time went to re-reading it for refusals)."""
+
+    def __init__(self, message: str, session: dict[str, Any], state: State) -> None:
+        super().__init__(message)
+        self.session = session
+        self.state = state
 
 
 @dataclass(frozen=True)
@@ -128,14 +141,21 @@ class Study:
     # --- sessions -----------------------------------------------------------------------
 
     def open_session(
-        self, exp: Experiment, participant: dict[str, str], user_agent: str = ""
+        self,
+        exp: Experiment,
+        participant: dict[str, str],
+        user_agent: str = "",
+        language: str | None = None,
     ) -> str | None:
         """A new session for the participant in ``exp``, or None when they have one already
         (also when another request created it a moment ago): who may resume that one is for
         the caller to decide (:mod:`cyoa.cowriting.pages`).
 
         ``participant`` has ``external_id`` and ``id_source`` (and optionally ``study_id``,
-        ``platform_session_id``)."""
+        ``platform_session_id``); ``language`` is the BCP 47 code of the language the
+        writer's pages are shown in (the study's when not given), recorded in the
+        ``session_started`` event: a study may let the browser choose among several, so the
+        study's own is not enough."""
         db = self.db()
         try:
             if cowriting_store.find_session_for_participant(db, exp.id, participant["external_id"]):
@@ -149,6 +169,7 @@ class Study:
                 pair = assign_pair(exp.pairs, counts, _rng)
             first_event: dict[str, Any] = {
                 "experiment": exp.id,
+                "language": language or exp.language,
                 "systems": list(pair),
                 "slot_order": exp.slot_order,
                 "limits": {
@@ -273,12 +294,13 @@ class Study:
                 if isinstance(decided, Outcome):
                     return decided
                 seq = decided.seq + 1
+                event = self._with_record_check(db, decided, payload)
                 new_state = recording.record(
                     db,
                     decided.session,
                     seq,
                     decided.state,
-                    decided.event,
+                    event,
                     client_action_id=client_action_id,
                     extra=decided.extra,
                 )
@@ -286,8 +308,35 @@ class Study:
         finally:
             db.close()
         for listener in self.listeners:
-            listener(decided.session["experiment_id"], session_id, decided.event.type)
-        return Outcome(new_state, decided.event, seq)
+            listener(decided.session["experiment_id"], session_id, event.type)
+        return Outcome(new_state, event, seq)
+
+    def _with_record_check(self, db, decided: _Accepted, payload: dict[str, Any]) -> Event:
+        """The event to record, with the record check (:mod:`cyoa.cowriting.process.check`)
+        in its payload as ``record`` when it is a line, a draft or a turn, the experiment
+        keeps the keystroke record and the page said through which row it had recorded the
+        text (``record_seq``). The check never refuses the action."""
+        event, through = decided.event, payload.get("record_seq")
+        exp = self.experiments[decided.session["experiment_id"]]
+        if (
+            event.type not in record_check.CHECKED
+            or not exp.record_keystrokes
+            or type(through) is not int
+            or not 0 <= through < 2**31
+        ):
+            return event
+        rnd, session_id = decided.state.current, decided.session["id"]
+        slot = None if event.type == "line_submitted" else event.payload["slot"]
+        outcome = record_check.record_outcome(
+            event.type,
+            load_operations(db, session_id, round_number=rnd.number, through=through),
+            through=through,
+            stored=stored_through(db, session_id, through),
+            slot=slot,
+            start="" if slot is None else rnd.suggestions.get(slot, ""),
+            submitted=event.payload["text"],
+        )
+        return Event(event.type, {**event.payload, "record": outcome})
 
     def _decide(
         self,
@@ -299,7 +348,7 @@ class Study:
     ) -> Outcome | _Accepted:
         """What an action comes to on the session's state as the database has it now: an
         outcome with nothing to record (a resend, an unchanged draft), or the event to
-        record. Raises RuleError when the rules refuse it."""
+        record. Raises :class:`Refused` when the rules refuse it."""
         session = cowriting_store.get_session(db, session_id)
         if session is None:
             raise RuleError(sentence("This session does not exist. Please use your study link."))
@@ -309,11 +358,14 @@ class Study:
             if previous is not None:
                 event = Event(previous["type"], previous["payload"])
                 return Outcome(state, event, previous["seq"], duplicate=True)
-        if event_type in WRITER_ACTIONS:
-            check_round(state, payload)
         exp = self.experiments[session["experiment_id"]]
-        payload, extra = self._enrich(db, exp, session, state, event_type, payload)
-        event = check(state, event_type, payload)
+        try:
+            if event_type in WRITER_ACTIONS:
+                check_round(state, payload)
+            payload, extra = self._enrich(db, exp, session, state, event_type, payload)
+            event = check(state, event_type, payload)
+        except RuleError as exc:
+            raise Refused(str(exc), session, state) from None
         saved = state.current.drafts.get(event.payload.get("slot"))
         if event.type == "draft_saved" and saved == event.payload["text"]:
             return Outcome(state, event, seq, duplicate=True)

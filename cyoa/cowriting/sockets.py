@@ -8,6 +8,11 @@ Protocol (all acknowledged with ``{"ok": true, "state": view}`` or
 - ``action`` ``{"type": t, "payload": {...}, "action_id": uuid}``: one writer action; the
   ack is sent only after the action is committed to the database. Resending the same
   ``action_id`` is harmless.
+- ``record`` ``{"operations": [row, …], "action_id": uuid}``: a batch of the keystroke
+  record (:mod:`cyoa.cowriting.process.batches`), acknowledged ``{"ok": true, "stored": n}``
+  after its commit; rows already stored (a batch sent again) are skipped. Refused with a
+  sentence when the experiment does not record keystrokes (the join's ``record`` says
+  whether it does, and from which number a page without a count of its own goes on).
 
 The server also sends ``state`` (the whole view, to every tab of the session) and
 ``suggestion_progress`` ``{"round", "slot", "text"}`` while a suggestion streams.
@@ -30,10 +35,12 @@ from flask import Flask, current_app, request, session
 from flask_socketio import SocketIO, emit, join_room
 
 from cyoa.cowriting import messages
-from cyoa.cowriting.flow import RuleError
+from cyoa.cowriting.flow import RuleError, State
 from cyoa.cowriting.pages import DOOR
 from cyoa.cowriting.parts import parts
-from cyoa.cowriting.service import client_view
+from cyoa.cowriting.process import batches
+from cyoa.cowriting.process.store import next_seq, store_operations
+from cyoa.cowriting.service import Refused, client_view
 from cyoa.web import outage
 from cyoa.web.language import sentence
 from cyoa.web.parts import shared as shared_parts
@@ -51,10 +58,14 @@ FAILED_MESSAGE = sentence(
 )
 
 
-def view_for(app: Flask, session_id: str) -> dict[str, Any]:
+def view_for(
+    app: Flask, session_id: str, known: tuple[dict[str, Any], State] | None = None
+) -> dict[str, Any]:
+    """The page's view of the session: of its row and state when ``known`` (a refusal's,
+    just read), else as the database has them now."""
     study, runner = parts(app).study, parts(app).runner
     pool = shared_parts(app).pool
-    row, state = study.state(session_id)
+    row, state = known if known is not None else study.state(session_id)
     exp = study.experiments[row["experiment_id"]]
     live = runner.live_text(session_id, state.current.number)
     ready = pool.is_ready(system.model.name for system in exp.systems)
@@ -94,7 +105,50 @@ def on_join(*args: Any) -> dict[str, Any]:
     _, state = parts().study.state(session_id)
     # After a server restart, generation that was under way is started again.
     parts().runner.resume(session_id, state)
-    return {"ok": True, "state": view_for(current_app, session_id)}
+    return {
+        "ok": True,
+        "state": view_for(current_app, session_id),
+        "record": _record_setting(session_id),
+    }
+
+
+def _record_setting(session_id: str) -> dict[str, Any]:
+    """Whether the page records keystrokes, and the number after the largest stored row
+    (where a page in another browser, with no count of its own, goes on)."""
+    study = parts().study
+    row = study.session_row(session_id)
+    if not study.experiments[row["experiment_id"]].record_keystrokes:
+        return {"on": False}
+    db = study.db()
+    try:
+        return {"on": True, "next_seq": next_seq(db, session_id)}
+    finally:
+        db.close()
+
+
+def on_record(*args: Any) -> dict[str, Any]:
+    session_id = session.get("joined")
+    if session_id is None:
+        return {
+            "ok": False,
+            "error": str(sentence("Please reload the page to reconnect to your story.")),
+        }
+    if too_fast := _over_rate(parts().limiter, session_id):
+        return too_fast
+    study = parts().study
+    row = study.session_row(session_id)  # the session's round, without folding its events
+    if not study.experiments[row["experiment_id"]].record_keystrokes:
+        return {"ok": False, "error": str(batches.OFF)}
+    try:
+        rows = batches.read_batch(args, row["current_round"])
+    except RuleError as exc:
+        return {"ok": False, "error": str(exc)}
+    db = study.db()
+    try:
+        stored = store_operations(db, session_id, rows)
+    finally:
+        db.close()
+    return {"ok": True, "stored": stored}
 
 
 def on_action(*args: Any) -> dict[str, Any]:
@@ -113,6 +167,8 @@ def on_action(*args: Any) -> dict[str, Any]:
         ):
             return too_fast
         outcome = parts().study.act(session_id, action.type, action.payload, action.action_id)
+    except Refused as exc:
+        return _refusal(session_id, str(exc), (exc.session, exc.state))
     except RuleError as exc:
         return _refusal(session_id, str(exc))
     if outcome.event.type in ("line_submitted", "suggestions_retried"):
@@ -133,8 +189,10 @@ def _over_rate(limiter: RateLimiter, session_id: str) -> dict[str, Any] | None:
     return {"ok": False, "retry": True, "error": str(TOO_FAST_MESSAGE)}
 
 
-def _refusal(session_id: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error": message, "state": view_for(current_app, session_id)}
+def _refusal(
+    session_id: str, message: str, known: tuple[dict[str, Any], State] | None = None
+) -> dict[str, Any]:
+    return {"ok": False, "error": message, "state": view_for(current_app, session_id, known)}
 
 
 def on_error(exc: Exception) -> dict[str, Any]:
@@ -150,4 +208,5 @@ def on_error(exc: Exception) -> dict[str, Any]:
 def register(socketio: SocketIO) -> None:
     socketio.on_event("join", on_join)
     socketio.on_event("action", on_action)
+    socketio.on_event("record", on_record)
     socketio.on_error_default(on_error)

@@ -113,6 +113,9 @@ class Experiment:
     slot_order: str = "coin"
     pairing: str = "balanced"
     target_writers: int = 0
+    # The keystroke record (cyoa/cowriting/process/): off, the page records nothing of it
+    # and the server stores none.
+    record_keystrokes: bool = True
     likert_labels: tuple[str, ...] = LIKERT_LABELS
     # The participant pages' language (BCP 47), and every one the browser may pick among.
     language: str = SOURCE_LANGUAGE
@@ -170,16 +173,7 @@ def experiment_from_dict(
     title = need("title", str)
     if len(title) > MAX_TITLE_CHARS:
         raise SpecError(f"{where}: 'title' must be at most {MAX_TITLE_CHARS} characters.")
-    limits = Limits(
-        rounds=_whole(raw, "rounds", 5, where),
-        min_chars=_whole(raw, "min_chars", 20, where),
-        max_chars=_whole(raw, "max_chars", 260, where),
-    )
-    if limits.min_chars > limits.max_chars:
-        raise SpecError(
-            f"{where}: need 1 <= min_chars <= max_chars (the shortest turn cannot be longer "
-            "than the longest)."
-        )
+    limits = _limits(raw, where)
     systems_raw = raw.get("systems", [])
     if not isinstance(systems_raw, list) or len(systems_raw) > MAX_SYSTEMS:
         raise SpecError(
@@ -198,13 +192,6 @@ def experiment_from_dict(
     languages = _languages(raw, where)
     prompt = _table(raw, "prompt", where)
     completion_url, completion_code = _completion(raw, where)
-    timeout = raw.get("suggestion_timeout_seconds", 60.0)
-    low, high = RANGES["suggestion_timeout_seconds"]
-    if not _is_number(timeout) or not low <= timeout <= high:
-        raise SpecError(
-            f"{where}: 'suggestion_timeout_seconds' must be a number of seconds from {low} to "
-            f"{high}."
-        )
     return Experiment(
         id=exp_id,
         title=title,
@@ -217,14 +204,40 @@ def experiment_from_dict(
         prompt_image=_text(prompt, "image", f"{where}: prompt"),
         completion_url=completion_url,
         completion_code=completion_code,
-        suggestion_timeout_seconds=float(timeout),
+        suggestion_timeout_seconds=_timeout(raw, where),
         slot_order=slot_order,
         pairing=pairing,
         target_writers=_whole(raw, "target_writers", 0, where),
+        record_keystrokes=_switch(raw, "record_keystrokes", True, where),
         language=languages.default,
         languages=languages.allowed,
         source=raw,
     )
+
+
+def _limits(raw: dict[str, Any], where: str) -> Limits:
+    limits = Limits(
+        rounds=_whole(raw, "rounds", 5, where),
+        min_chars=_whole(raw, "min_chars", 20, where),
+        max_chars=_whole(raw, "max_chars", 260, where),
+    )
+    if limits.min_chars > limits.max_chars:
+        raise SpecError(
+            f"{where}: need 1 <= min_chars <= max_chars (the shortest turn cannot be longer "
+            "than the longest)."
+        )
+    return limits
+
+
+def _timeout(raw: dict[str, Any], where: str) -> float:
+    timeout = raw.get("suggestion_timeout_seconds", 60.0)
+    low, high = RANGES["suggestion_timeout_seconds"]
+    if not _is_number(timeout) or not low <= timeout <= high:
+        raise SpecError(
+            f"{where}: 'suggestion_timeout_seconds' must be a number of seconds from {low} to "
+            f"{high}."
+        )
+    return float(timeout)
 
 
 def _languages(raw: dict[str, Any], where: str) -> StudyLanguages:
@@ -264,6 +277,13 @@ def _completion(raw: dict[str, Any], where: str) -> tuple[str, str]:
 def _is_number(value: Any) -> bool:
     """A finite int or float (not a bool, NaN or infinity)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _switch(raw: dict[str, Any], key: str, default: bool, where: str) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise SpecError(f"{where}: '{key}' must be true or false.")
+    return value
 
 
 def _whole(raw: dict[str, Any], key: str, default: int, where: str) -> int:

@@ -13,7 +13,7 @@ from flask import Flask
 from cyoa import store
 from cyoa.cowriting import pages, sockets
 from cyoa.cowriting.parts import CowritingParts
-from cyoa.cowriting.research import participants, views
+from cyoa.cowriting.research import interchange, participants, views
 from cyoa.cowriting.research import sockets as research_sockets
 from cyoa.cowriting.research.opening import Openings
 from cyoa.cowriting.research.progress import DROPOUT_MINUTES
@@ -97,5 +97,6 @@ def init_app(app: Flask, shared: SharedParts, experiments: dict[str, Experiment]
     app.register_blueprint(pages.bp)
     app.register_blueprint(views.bp)
     app.register_blueprint(participants.bp)
+    app.register_blueprint(interchange.bp)
     sockets.register(socketio)
     research_sockets.register(socketio)

@@ -17,6 +17,7 @@ the server's ``max_connections``.
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
@@ -111,8 +112,13 @@ def _sqlite_connected(dbapi_connection: Any, _record: Any) -> None:
 
 def _sqlite_begin(connection: sa.Connection) -> None:
     """``BEGIN IMMEDIATE`` for a write transaction (the write lock up front), ``BEGIN``
-    otherwise."""
-    connection.exec_driver_sql(connection.get_execution_options().get(BEGIN_OPTION, "BEGIN"))
+    otherwise. Sent to the driver's connection itself: through SQLAlchemy's statement
+    machinery it cost as much as the query it begins, for every query."""
+    begin = connection.get_execution_options().get(BEGIN_OPTION, "BEGIN")
+    try:
+        connection.connection.driver_connection.execute(begin)
+    except sqlite3.Error as error:  # raised as SQLAlchemy raises a statement's (a busy file)
+        raise sa.exc.DBAPIError.instance(begin, None, error, sqlite3.Error) from error
 
 
 def use_wal(engine: sa.Engine) -> None:

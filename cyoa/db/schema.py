@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from cyoa.db.facade import Db
 from cyoa.errors import SchemaError
 
-VERSION = 15
+VERSION = 16
 
 METADATA = sa.MetaData()
 TEXT, INT, FLOAT = sa.Text, sa.BigInteger, sa.Float
@@ -366,6 +366,20 @@ sa.Table(
     *_columns("step error", TEXT),
 )  # fmt: skip
 ANALYSES = ("analyses", "analysis_jobs")
+sa.Table(
+    "text_operations", METADATA,
+    _key("session_id", TEXT, _to("sessions")),
+    _key("seq", INT),
+    _column("round", INT, required=True),
+    _column("at_ms", INT, required=True),
+    _column("kind", TEXT, required=True),
+    _column("box", TEXT),
+    _column("slot", INT),
+    _column("position", INT),
+    *_columns("deleted inserted", TEXT),
+    _column("source", TEXT, required=True),
+    _column("received_at", TEXT, required=True),
+)  # fmt: skip
 SCHEMA_VERSION = sa.Table("schema_version", METADATA, _column("version", sa.Integer, required=True))
 
 
@@ -466,6 +480,12 @@ def _analyses(conn: sa.Connection) -> None:
         METADATA.tables[name].create(conn, checkfirst=True)
 
 
+def _text_operations(conn: sa.Connection) -> None:
+    """Version 15 → 16: the keystroke record's ``text_operations`` (SQLite's
+    ``_text_operations``)."""
+    METADATA.tables["text_operations"].create(conn, checkfirst=True)
+
+
 # The steps from an older PostgreSQL database: STEPS[n] takes version n to n + 1, each in its
 # own transaction under the migration lock.
 STEPS = {
@@ -474,4 +494,5 @@ STEPS = {
     12: _database_moves,
     13: _pair_probabilities,
     14: _analyses,
+    15: _text_operations,
 }

@@ -10,6 +10,11 @@ with:
 - USER: ``get_diff_score(edited, original)`` of the STORIUM frontend (Akoury et al., 2020) with
   its stopword list never loaded (empty), F-measure ×100.
 
+Those definitions are English ones (USER keeps only ASCII letters and digits); the metrics of a
+study in another language (``language``, a BCP 47 tag) count the words of
+:func:`cyoa.metrics.tokens.words` instead, in every script, and USER then uses no stopwords
+(STORIUM's list is English). The edit distance counts characters in any language.
+
 Scales: ``edit_distance`` is a count of characters; ``edit_distance_norm`` is a fraction in
 [0, 1]; ``jaccard``, ``jaccard_normalized`` and every number of ``edit_metrics`` except the two
 edit distances are percentages in [0, 100]; :class:`UserScore` holds fractions in [0, 1].
@@ -36,9 +41,9 @@ from importlib import resources
 from typing import Literal
 
 import Levenshtein
-from nltk.tokenize import TreebankWordTokenizer
 
 from cyoa.metrics.pool import map_chunks
+from cyoa.metrics.tokens import ENGLISH, is_english, words
 
 Variant = Literal["cyoa-2021", "storium"]
 VARIANTS: tuple[Variant, ...] = ("cyoa-2021", "storium")
@@ -56,7 +61,6 @@ METRIC_COLUMNS: tuple[str, ...] = (
 
 # py-rouge 1.1 (Rouge.REMOVE_CHAR_PATTERN and its "cannot" hack, ensure_compatibility=True).
 _NON_ALNUM = re.compile("[^A-Za-z0-9]")
-_TREEBANK = TreebankWordTokenizer()
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ def _jaccard_percent(a: set[str], b: set[str]) -> float:
     return 100.0 * shared / (len(a) + len(b) - shared)
 
 
-def jaccard(original: str, edited: str) -> float:
+def jaccard(original: str, edited: str, language: str = ENGLISH) -> float:
     """Jaccard similarity of the two texts' sets of whitespace-separated tokens, ×100.
 
     ``100 · |A ∩ B| / |A ∪ B|`` where A and B are the *sets* of tokens of ``str.split()`` (any
@@ -112,9 +116,13 @@ def jaccard(original: str, edited: str) -> float:
     Two texts without any token (empty or whitespace only) are identical as token sets: defined as
     100 (the original script divides by zero there). One empty and one non-empty text give 0.
 
+    In a ``language`` other than English the tokens are :func:`~cyoa.metrics.tokens.words`
+    (case kept, punctuation not a token).
+
     Units: percent in [0, 100]. Reference: Jaccard (1912); Clark & Smith (2021).
     """
-    return _jaccard_percent(set(original.split()), set(edited.split()))
+    split = str.split if is_english(language) else words
+    return _jaccard_percent(set(split(original)), set(split(edited)))
 
 
 def _strip_punctuation(token: str) -> str:
@@ -126,23 +134,28 @@ def _strip_punctuation(token: str) -> str:
     return token[start:end]
 
 
-def _normalized_tokens(text: str) -> set[str]:
+def _normalized_tokens(text: str, language: str) -> set[str]:
+    if not is_english(language):
+        return set(words(text.lower()))
     stripped = (_strip_punctuation(token) for token in text.lower().split())
     return {token for token in stripped if token}
 
 
-def jaccard_normalized(original: str, edited: str) -> float:
+def jaccard_normalized(original: str, edited: str, language: str = ENGLISH) -> float:
     """Jaccard similarity ×100 after lowercasing and stripping punctuation.
 
     Like :func:`jaccard`, but each text is lowercased (``str.lower``), split on whitespace, and
     each token loses its leading and trailing punctuation (Unicode categories P*: ``"Door,"`` →
     ``"door"``, ``"'Run!'"`` → ``"run"``; inner punctuation stays: ``"don't"``, ``"well-known"``).
     Tokens that were punctuation only are dropped. Two texts left without tokens are defined as
-    identical (100). Symmetric.
+    identical (100). Symmetric. In a ``language`` other than English the tokens are the
+    :func:`~cyoa.metrics.tokens.words` of the lowercased text.
 
     Units: percent in [0, 100]. Reference: Jaccard (1912).
     """
-    return _jaccard_percent(_normalized_tokens(original), _normalized_tokens(edited))
+    return _jaccard_percent(
+        _normalized_tokens(original, language), _normalized_tokens(edited, language)
+    )
 
 
 def rouge_tokens(text: str) -> list[str]:
@@ -175,8 +188,17 @@ def rouge_tokens(text: str) -> list[str]:
 
 @lru_cache(maxsize=1 << 16)
 def _word_tokens(word: str) -> tuple[str, ...]:
-    tokens = _TREEBANK.tokenize(word.replace("cannot", "_cannot_"))
+    tokens = _treebank().tokenize(word.replace("cannot", "_cannot_"))
     return tuple(" ".join(tokens).replace("_cannot_", "cannot").split())
+
+
+@cache
+def _treebank():
+    """NLTK's Treebank tokenizer, imported at the first use: importing NLTK takes two
+    seconds of CPU, which every start of the app (it imports this module) would pay."""
+    from nltk.tokenize import TreebankWordTokenizer
+
+    return TreebankWordTokenizer()
 
 
 @cache
@@ -193,10 +215,16 @@ def storium_stopwords() -> frozenset[str]:
     return frozenset(line.strip() for line in text.splitlines() if line.strip())
 
 
-def user_score(hypothesis: str, reference: str, stopwords: Set[str] = frozenset()) -> UserScore:
+def user_score(
+    hypothesis: str,
+    reference: str,
+    stopwords: Set[str] = frozenset(),
+    language: str = ENGLISH,
+) -> UserScore:
     """USER (Unique Sequence of Edits Retained) of ``hypothesis`` against ``reference``.
 
-    Both texts are tokenised with :func:`rouge_tokens` and aligned with
+    Both texts are tokenised with :func:`rouge_tokens` (in a ``language`` other than English:
+    the :func:`~cyoa.metrics.tokens.words` of the lowercased text) and aligned with
     ``difflib.SequenceMatcher(None, hypothesis_tokens, reference_tokens)`` in its default
     behaviour (Ratcliff–Obershelp: recursively the longest matching block; note its "autojunk"
     heuristic, which for a reference of 200 tokens or more ignores tokens that make up more
@@ -214,8 +242,9 @@ def user_score(hypothesis: str, reference: str, stopwords: Set[str] = frozenset(
     Units: fractions in [0, 1]. Reference: Akoury et al. (2020), STORIUM frontend
     ``woolgatherer/metrics/__init__.py::get_diff_score``.
     """
-    hypothesis_tokens = rouge_tokens(hypothesis)
-    reference_tokens = rouge_tokens(reference)
+    tokens = rouge_tokens if is_english(language) else _lower_words
+    hypothesis_tokens = tokens(hypothesis)
+    reference_tokens = tokens(reference)
     matcher = SequenceMatcher(None, hypothesis_tokens, reference_tokens)
     count = 0.0
     for start, _, size in matcher.get_matching_blocks():
@@ -231,6 +260,10 @@ def user_score(hypothesis: str, reference: str, stopwords: Set[str] = frozenset(
     return UserScore(precision=precision, recall=recall, f=f)
 
 
+def _lower_words(text: str) -> list[str]:
+    return words(text.lower())
+
+
 def _check_variant(variant: str) -> None:
     if variant not in VARIANTS:
         raise ValueError(
@@ -239,7 +272,9 @@ def _check_variant(variant: str) -> None:
         )
 
 
-def user_metric(original: str, edited: str, variant: Variant = "cyoa-2021") -> UserScore:
+def user_metric(
+    original: str, edited: str, variant: Variant = "cyoa-2021", language: str = ENGLISH
+) -> UserScore:
     """USER between a suggestion and its edit, with the direction and stopwords of ``variant``.
 
     - ``"cyoa-2021"`` (the CYOA paper): hypothesis = ``edited``, reference = ``original``, no
@@ -247,13 +282,17 @@ def user_metric(original: str, edited: str, variant: Variant = "cyoa-2021") -> U
     - ``"storium"`` (the STORIUM platform's dashboard): hypothesis = ``original`` (generated),
       reference = ``edited`` (final), STORIUM's stopword list. Headline number: precision.
 
+    In a ``language`` other than English the texts' words are compared
+    (:func:`user_score`) and no stopwords are used: STORIUM's list is English.
+
     See :func:`user_score` for the definition. Units: fractions in [0, 1].
     Reference: Clark & Smith (2021); Akoury et al. (2020).
     """
     _check_variant(variant)
     if variant == "storium":
-        return user_score(original, edited, storium_stopwords())
-    return user_score(edited, original)
+        stopwords = storium_stopwords() if is_english(language) else frozenset()
+        return user_score(original, edited, stopwords, language)
+    return user_score(edited, original, language=language)
 
 
 def user_headline(score: UserScore, variant: Variant = "cyoa-2021") -> float:
@@ -263,8 +302,11 @@ def user_headline(score: UserScore, variant: Variant = "cyoa-2021") -> float:
     return 100.0 * (score.precision if variant == "storium" else score.f)
 
 
-def edit_metrics(original: str, edited: str, variant: Variant = "cyoa-2021") -> dict[str, float]:
-    """All edit metrics between a model's ``original`` suggestion and the writer's ``edited`` text.
+def edit_metrics(
+    original: str, edited: str, variant: Variant = "cyoa-2021", language: str = ENGLISH
+) -> dict[str, float]:
+    """All edit metrics between a model's ``original`` suggestion and the writer's ``edited`` text,
+    in a study written in ``language`` (a BCP 47 tag: see the module docstring).
 
     Keys (:data:`METRIC_COLUMNS`):
 
@@ -276,12 +318,12 @@ def edit_metrics(original: str, edited: str, variant: Variant = "cyoa-2021") -> 
 
     Reference: Clark & Smith (2021); Akoury et al. (2020).
     """
-    score = user_metric(original, edited, variant)
+    score = user_metric(original, edited, variant, language)
     return {
         "edit_distance": edit_distance(original, edited),
         "edit_distance_norm": edit_distance_norm(original, edited),
-        "jaccard": jaccard(original, edited),
-        "jaccard_normalized": jaccard_normalized(original, edited),
+        "jaccard": jaccard(original, edited, language),
+        "jaccard_normalized": jaccard_normalized(original, edited, language),
         "user": user_headline(score, variant),
         "user_precision": 100.0 * score.precision,
         "user_recall": 100.0 * score.recall,
@@ -289,12 +331,17 @@ def edit_metrics(original: str, edited: str, variant: Variant = "cyoa-2021") -> 
     }
 
 
-def _edit_metrics_chunk(pairs: list[tuple[str, str]], variant: Variant) -> list[dict[str, float]]:
-    return [edit_metrics(original, edited, variant) for original, edited in pairs]
+def _edit_metrics_chunk(
+    pairs: list[tuple[str, str]], variant: Variant, language: str = ENGLISH
+) -> list[dict[str, float]]:
+    return [edit_metrics(original, edited, variant, language) for original, edited in pairs]
 
 
 def edit_metrics_many(
-    pairs: Sequence[tuple[str, str]], variant: Variant = "cyoa-2021", n_process: int = 1
+    pairs: Sequence[tuple[str, str]],
+    variant: Variant = "cyoa-2021",
+    n_process: int = 1,
+    language: str = ENGLISH,
 ) -> list[dict[str, float]]:
     """:func:`edit_metrics` of each ``(original, edited)`` pair, in order.
 
@@ -303,5 +350,8 @@ def edit_metrics_many(
     """
     _check_variant(variant)
     return map_chunks(
-        partial(_edit_metrics_chunk, variant=variant), pairs, n_process=n_process, chunk_size=5000
+        partial(_edit_metrics_chunk, variant=variant, language=language),
+        pairs,
+        n_process=n_process,
+        chunk_size=5000,
     )

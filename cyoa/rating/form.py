@@ -422,8 +422,8 @@ def _check_line(check: Mapping[str, Any]) -> str:
 
 def custom_instrument_table(instrument: Instrument) -> dict[str, Any]:
     """A stored custom instrument as the spec's ``instrument`` table
-    (:func:`cyoa.rating.instruments.instrument_from_spec`), to keep it when the form is sent
-    again without its file."""
+    (:func:`cyoa.rating.instruments.instrument_from_spec`), translations included, to keep
+    it when the form is sent again without its file."""
     items = []
     for item in instrument.items:
         table: dict[str, Any] = {"id": item.id, "text": item.text, "kind": item.kind}
@@ -447,4 +447,22 @@ def custom_instrument_table(instrument: Instrument) -> dict[str, Any]:
         "attribution": instrument.attribution,
         "instructions": instrument.instructions,
         "items": items,
+        "language": instrument.language,
+        "translations": {
+            translation.language: {
+                "translator": translation.translator,
+                "source": translation.source,
+                "validated": translation.validated,
+                "name": translation.name,
+                "instructions": translation.instructions,
+                "items": {
+                    item.id: {
+                        "text": item.text,
+                        **({"labels": list(item.labels)} if item.labels else {}),
+                    }
+                    for item in translation.items
+                },
+            }
+            for translation in instrument.translations
+        },
     }

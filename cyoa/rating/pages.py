@@ -26,14 +26,15 @@ from flask import (
 
 from cyoa.languages import SOURCE_LANGUAGE
 from cyoa.rating.blind import from_rater, rater_item_ids
-from cyoa.rating.flow import Phase, RuleError
+from cyoa.rating.flow import Phase, Questions, RuleError
 from cyoa.rating.importing import is_unicode
-from cyoa.rating.instruments import rater_credit
+from cyoa.rating.instruments import Item, rater_credit
+from cyoa.rating.instruments.translation import as_read
 from cyoa.rating.parts import parts as rating_parts
 from cyoa.rating.service import AlreadyStarted, RatingExperiment, RatingStudy
 from cyoa.web import outage, participants
 from cyoa.web.completion import completion_address, shown_code
-from cyoa.web.language import sentence, use_study_language
+from cyoa.web.language import page_language, sentence, use_study_language
 
 bp = Blueprint("rating", __name__)
 outage.answer_retry(bp)
@@ -68,6 +69,16 @@ def use_language(exp: RatingExperiment) -> None:
     """Show the rater's pages and sentences in the study's language."""
     default = exp.spec.get("language", SOURCE_LANGUAGE)
     use_study_language(default, exp.spec.get("languages", [default]))
+
+
+def shown_questions(exp: RatingExperiment, question_ids: list[str]) -> list[Item]:
+    """The questions ``question_ids`` as the rater reads them: the instrument's items in the
+    page's language (:func:`~cyoa.rating.instruments.translation.as_read`; checked for every
+    language of the study when it was created and opened), the attention checks as the
+    researcher wrote them."""
+    instrument = as_read(exp.questions.instrument, page_language()["lang"])
+    shown = Questions(instrument, exp.questions.checks)
+    return [shown.item(question) for question in question_ids]
 
 
 def _find_rater(exp_id: str, external_id: str) -> tuple[str, str | None] | None:
@@ -126,7 +137,9 @@ def start(exp_id: str):
         return entry.wait
     user_agent = request.headers.get("User-Agent", "")
     try:
-        rater_id = _ratings().open_rater(exp, entry.participant, user_agent)
+        rater_id = _ratings().open_rater(
+            exp, entry.participant, user_agent, page_language()["lang"]
+        )
     except AlreadyStarted:
         return _refused(exp)
     if rater_id is None:
@@ -155,7 +168,7 @@ def rate(exp_id: str):
         experiment=exp,
         story=exp.stories[task.story_id],
         task=task,
-        questions=[exp.questions.item(q) for q in task.questions],
+        questions=shown_questions(exp, task.questions),
         shown_ids=shown_ids,
         answers={q: answer_view(a) for q, a in task.answers.items()},
         position=state.position,

@@ -19,6 +19,7 @@ from typing import Any
 from cyoa import store
 from cyoa.db.facade import Db
 from cyoa.db.transactions import write_transaction
+from cyoa.languages import SOURCE_LANGUAGE
 from cyoa.rating import assignment
 from cyoa.rating import store as rating_store
 from cyoa.rating.flow import Event, Questions, RaterState, RuleError, apply, check, replay
@@ -92,11 +93,17 @@ class RatingStudy:
             db.close()
 
     def open_rater(
-        self, exp: RatingExperiment, participant: dict[str, str], user_agent: str = ""
+        self,
+        exp: RatingExperiment,
+        participant: dict[str, str],
+        user_agent: str = "",
+        language: str = SOURCE_LANGUAGE,
     ) -> str | None:
-        """A new rater with their stories; None when every story has its raters. Raises
-        :class:`AlreadyStarted` when this participant has started already (another request
-        may have started them a moment before: the start form never hands over a rater)."""
+        """A new rater with their stories, who started in ``language`` (the page's, BCP 47:
+        the exports say in which language they read the instrument's items); None when
+        every story has its raters. Raises :class:`AlreadyStarted` when this participant has
+        started already (another request may have started them a moment before: the start
+        form never hands over a rater)."""
         db = self.db()
         try:
             with write_transaction(db, lock=("experiment", exp.id)):
@@ -113,7 +120,8 @@ class RatingStudy:
                     "stories": [
                         {"story": story, "questions": question_order(exp, story, rng)}
                         for story in chosen
-                    ]
+                    ],
+                    "language": language,
                 }
                 rating_store.create_rater(
                     db, exp.id, rater_id, participant, new_completion_code(), user_agent, first

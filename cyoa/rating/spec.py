@@ -34,7 +34,9 @@ seed = 1
 fraction = 1.0                  # the share of the stories copied
 ```
 
-Every error names the spec and the field, and says what to write instead.
+Every error names the spec and the field, and says what to write instead. An instrument
+that lacks an item, label or instruction in one of the study's languages is refused with a
+sentence naming them (:func:`cyoa.rating.instruments.translation.translation_problem`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from cyoa.rating.instruments import (
     instrument_from_spec,
 )
 from cyoa.rating.instruments import load_instrument as load_named_instrument
+from cyoa.rating.instruments.translation import translation_problem
 from cyoa.rating.quality import QualitySpecError, quality_spec
 from cyoa.rating.stories import StoryRecord
 from cyoa.rating.stories.corrupt import CorruptionError, corrupt
@@ -202,6 +205,9 @@ def parse_rating_spec(raw: Any, where: str, base: Path, db: Db | None = None) ->
         instrument = _instrument(raw, where, base)
     except (InstrumentError, RatingImportError) as error:
         raise RatingSpecError(f"{where}: {error}") from None
+    untranslated = translation_problem(instrument, languages.allowed)
+    if untranslated:
+        raise RatingSpecError(f"{where}: {untranslated}")
     records = _stories(stories_table, where, base, db)
     links = [story.story_id for story in records if not story.text]
     if links and not show_links:

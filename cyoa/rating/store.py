@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cyoa.db.facade import Db
+from cyoa.rating.instruments.definition import instrument_from_dict
+from cyoa.rating.instruments.translation import translation_problem
+from cyoa.rating.instruments.types import Instrument
 from cyoa.store import get_experiment, insert_experiment, now, story_alias, write_transaction
 from cyoa.words import counted
 
@@ -403,9 +406,9 @@ def unreadable_stories(db: Db, exp_id: str) -> list[str]:
 def rating_open_refusal(db: Db, exp_id: str) -> str:
     """Why the rating experiment ``exp_id`` cannot be opened to raters, as a sentence, or ""
     if it can: it holds imported judgements (no raters' pages), a story has neither text nor
-    link (a rater could not read it), or it has no consent or instructions for its raters.
-    The page's Open and ``experiment open`` both ask it. ValueError when it is no rating
-    experiment."""
+    link (a rater could not read it), it has no consent or instructions for its raters, or
+    its instrument lacks an item, label or instruction in one of its languages. The page's
+    Open and ``experiment open`` both ask it. ValueError when it is no rating experiment."""
     spec = json.loads(_rating_row(db, exp_id)["spec"])
     if "import" in spec:
         return (
@@ -426,7 +429,42 @@ def rating_open_refusal(db: Db, exp_id: str) -> str:
             f"'{exp_id}' has no {' and no '.join(blank)} for its raters: fill "
             f"{'them' if len(blank) > 1 else 'it'} in with Edit, then open it."
         )
+    untranslated = translation_problem(stored_instrument(db, exp_id), study_languages(spec))
+    if untranslated:
+        return f"'{exp_id}' cannot be opened: {untranslated}"
     return ""
+
+
+def study_languages(spec: dict[str, Any]) -> tuple[str, ...]:
+    """The languages a stored rating spec's pages are shown in: its ``language`` ("en" when
+    it names none) first, then the others of ``languages``."""
+    language = spec.get("language", "en")
+    others = [code for code in spec.get("languages", ()) if code != language]
+    return (language, *others)
+
+
+def rater_languages(db: Db, exp_id: str) -> dict[str, str]:
+    """Rater id → the language (BCP 47) their pages started in, for the raters of
+    ``exp_id`` whose first event records it (raters from before it did, judges and imported
+    raters have none)."""
+    languages = {}
+    for rater_id, payload in db.execute(
+        "SELECT rater_id, payload FROM rating_events WHERE experiment_id = ? AND seq = 1"
+        " AND type = 'rater_started'",
+        [exp_id],
+    ).fetchall():
+        language = json.loads(payload).get("language")
+        if isinstance(language, str):
+            languages[rater_id] = language
+    return languages
+
+
+def stored_instrument(db: Db, exp_id: str) -> Instrument:
+    """The instrument stored with the rating experiment ``exp_id``, translations included."""
+    definition = db.execute(
+        "SELECT definition FROM instruments WHERE experiment_id = ?", [exp_id]
+    ).fetchone()
+    return instrument_from_dict(json.loads(definition[0]))
 
 
 def rating_edit_refusal(db: Db, exp_id: str) -> str:

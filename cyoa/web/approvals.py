@@ -46,6 +46,12 @@ COLUMNS = (
         "why: 'finished'; for a rejection, what happened ('failed 2 of 2 attention checks'); "
         "for a review, the study's rules broken, with the attention checks failed",
     ),
+    Column(
+        "evidence",
+        "string",
+        "what a reviewer may want to look at, never a decision by itself: a co-writing "
+        "writer's writing-process flags, each a sentence ('' if none)",
+    ),
 )
 # Prolific lets a researcher reject a submission on attention checks only when it failed at
 # least two of them; any other exclusion is the researcher's call, made on Prolific by hand.
@@ -100,7 +106,12 @@ def parse_time(stamp: str | None) -> datetime | None:
 
 
 def row_for(
-    row: dict[str, Any], state: str, excluded_because: str, failed_checks: int, checks: int = 0
+    row: dict[str, Any],
+    state: str,
+    excluded_because: str,
+    failed_checks: int,
+    checks: int = 0,
+    evidence: str = "",
 ) -> dict[str, Any]:
     verdict, reason = decision(state, excluded_because, failed_checks, checks)
     # Only who finished was shown a code; a code beside anyone else reads as owed payment.
@@ -115,6 +126,7 @@ def row_for(
         "excluded_because": excluded_because,
         "decision": verdict,
         "reason": reason,
+        "evidence": evidence,
     }
 
 

@@ -362,6 +362,14 @@
     if (why && typeof draft.why === "string") why.value = draft.why;
   }
 
+  // The question to fix is brought into view and given the keyboard's focus (WCAG 2.4.3),
+  // without a glide for those who ask their system for less motion (2.3.3).
+  function showQuestion(box, control) {
+    const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    box.scrollIntoView({ behavior: still ? "auto" : "smooth", block: "center" });
+    if (control) control.focus({ preventScroll: true });
+  }
+
   function finish() {
     boxes.forEach(save); // answers typed a moment ago go first, then the finish
     // An edit that cannot be saved (a reason cut too short) must not be dropped silently
@@ -370,7 +378,7 @@
     boxes.forEach((box) => box.classList.toggle("missing", invalid.includes(box)));
     if (invalid.length) {
       showError(problem(invalid[0], answerOf(invalid[0])));
-      invalid[0].scrollIntoView({ behavior: "smooth", block: "center" });
+      showQuestion(invalid[0], part(invalid[0], "why") || part(invalid[0], "answer"));
       return;
     }
     const missing = boxes.filter((box) => {
@@ -381,7 +389,7 @@
     });
     if (missing.length) {
       showError(ngettext("Please answer every question first ({n} left).", "Please answer every question first ({n} left).", missing.length));
-      missing[0].scrollIntoView({ behavior: "smooth", block: "center" });
+      showQuestion(missing[0], missing[0].querySelector("input, textarea"));
       return;
     }
     if (queue.some((action) => action.type === "story_finished")) return;

@@ -197,8 +197,18 @@
   // {data, message, made: {round, phase}, key, sent, promise, resolve}: not yet answered
   const outbox = keptItems();
   let sending = false;
-  // A draft is saved quietly; the writer waits for any other action.
-  const writerWaits = () => outbox.some((item) => item.data.type !== "draft_saved");
+  // A draft and the keystroke record are sent quietly; the writer waits for any other action.
+  const RECORD = "record";
+  const QUIET = new Set(["draft_saved", RECORD]);
+  const writerWaits = () => outbox.some((item) => !QUIET.has(item.data.type));
+  // The keystroke record (static/js/record.js), handed to this outbox in batches.
+  const recorder = window.CyoaRecord.create({
+    key: app.dataset.outbox,
+    on: app.dataset.record === "on",
+    round: () => view && view.round,
+    handOver: (rows) => send(RECORD, { operations: rows }),
+  });
+  const RECORDED = new Set(["line_submitted", "draft_saved", "turn_submitted"]);
   // Actions whose outcome only the server knows: the page waits for their answer.
   const HOLDING = new Set(["line_submitted", "turn_submitted", "survey_submitted", "suggestions_retried"]);
   const busy = () => outbox.some((item) => HOLDING.has(item.data.type));
@@ -206,6 +216,8 @@
   // Queues an action made in the round on show (the server refuses it in any other round)
   // and keeps it in the browser before anything shows it as queued.
   function send(type, payload, message) {
+    const through = RECORDED.has(type) ? recorder.through() : null; // its rows queued first
+    if (through !== null) payload = { ...payload, record_seq: through };
     const data = { type, payload: { ...payload, round: view.round }, action_id: actionId() };
     const item = queued(data, message, { round: view.round, phase: view.phase }, null);
     keep(item);
@@ -222,6 +234,7 @@
 
   function answered(item, reply) {
     const { type, payload } = item.data;
+    if (type === RECORD) return; // a refused batch is not the writer's to mend
     if (reply.ok && type === "draft_saved") {
       confirmed = reply.state; // drawn as it is: the writer may be typing in the box
       view = projected(confirmed);
@@ -239,7 +252,8 @@
 
   function emitAction(data) {
     return new Promise((resolve) => {
-      socket.timeout(ACK_TIMEOUT_MS).emit("action", data, (err, reply) => resolve(err ? null : reply));
+      const [event, body] = data.type === RECORD ? [RECORD, data.payload] : ["action", data];
+      socket.timeout(ACK_TIMEOUT_MS).emit(event, body, (err, reply) => resolve(err ? null : reply));
     });
   }
 
@@ -316,6 +330,7 @@
       connectionBadge(gettext("Connected"), true);
       if (noticeAboutConnection) notice("");
       render(reply.state);
+      recorder.setting(reply.record); // its rows kept over a reload go first
       sendOutbox();
     });
   }
@@ -343,6 +358,11 @@
   // --- drawing the state ---------------------------------------------------------------
 
   function render(server) {
+    const before = {
+      phase: view && view.phase,
+      slot: view && view.phase === "choosing" ? view.current.chosen_slot : null,
+      focused: document.activeElement && document.activeElement.id,
+    };
     confirmed = server;
     view = projected(server);
     const state = view;
@@ -366,6 +386,31 @@
     if (state.phase === "suggesting" || state.phase === "choosing") renderSuggestions();
     if (state.phase === "choosing" && state.current.chosen_slot) renderEditor();
     if (state.phase === "survey") renderSurvey();
+    placeFocus(before);
+  }
+
+  // Where the keyboard goes when the page changes under it (WCAG 2.4.3): to what the writer
+  // does next, never left on <body>. After Add my sentence, to the suggestions' heading (read
+  // out as it changes); when they are ready, to it again if focus was waiting there; after
+  // Choose or Switch, to the edit box; after Add to story, to the next line's box or the
+  // survey. A control redrawn under the keyboard gets it back.
+  const FOCUS_AFTER = { writing: "line", suggesting: "suggest-heading", choosing: "suggest-heading", survey: "survey-heading" };
+
+  function placeFocus(before) {
+    if (!before.phase) return; // the page's first draw: focus stays where the browser put it
+    const slot = view.phase === "choosing" ? view.current.chosen_slot : null;
+    const lost = document.activeElement === document.body || !document.activeElement;
+    const waiting = lost || document.activeElement.closest("#suggesting");
+    let target = null;
+    if (slot && slot !== before.slot) target = "edit";
+    else if (view.phase !== before.phase) {
+      const arrived = before.phase === "suggesting" && view.phase === "choosing";
+      if (!arrived || waiting) target = FOCUS_AFTER[view.phase];
+    } else if (lost && before.focused) {
+      target = $(before.focused) && !$(before.focused).disabled ? before.focused : FOCUS_AFTER[view.phase];
+    }
+    const node = target && $(target);
+    if (node && !node.closest("[hidden]")) node.focus();
   }
 
   function renderProgress() {
@@ -382,7 +427,15 @@
     story.replaceChildren();
     const turns = view.story.slice();
     if (!turns.length) story.appendChild(el("p", { class: "muted" }, gettext("Your story will appear here.")));
-    for (const turn of turns) story.appendChild(el("p", { class: `turn ${turn.author}`, dir: "auto" }, turn.text));
+    for (const turn of turns) {
+      // Who wrote a line is said in words too, not by its colour alone (WCAG 1.4.1).
+      const line = el("p", { class: `turn ${turn.author}`, dir: "auto" });
+      const who = turn.author === "writer" ? gettext("You wrote:") : gettext("From a suggestion:");
+      line.appendChild(el("span", { class: "visually-hidden" }, who + " "));
+      line.appendChild(document.createTextNode(turn.text));
+      story.appendChild(line);
+    }
+    story.scrollTop = story.scrollHeight; // where it scrolls in its own area: the newest line
   }
 
   function renderSuggestions() {
@@ -392,6 +445,7 @@
       ? gettext("Choose the suggestion you like best")
       : gettext("The computer is writing two suggestions…");
     $("models-warming").hidden = view.models_ready || settled;
+    announce(current.suggestions, settled);
     const allFailed = current.suggestions.every((s) => s.status === "failed");
     $("retry-box").hidden = !(view.phase === "suggesting" && allFailed);
     const box = $("suggestions");
@@ -414,6 +468,19 @@
       if (chosen) card.classList.add("is-chosen");
       box.appendChild(card);
     }
+  }
+
+  // Said politely once as the suggestions start and once when they are settled; the text
+  // streaming into the cards is not a live region, so no token is read out.
+  function announce(suggestions, settled) {
+    const written = suggestions.filter((s) => s.status === "done").length;
+    let message = gettext("Suggestions are being written…");
+    if (settled) {
+      message = written === 2 ? gettext("Two suggestions are ready.")
+        : written === 1 ? gettext("One suggestion is ready; the other could not be written.")
+          : gettext("The suggestions could not be written.");
+    }
+    if ($("suggest-status").textContent !== message) $("suggest-status").textContent = message;
   }
 
   function renderEditor() {
@@ -447,13 +514,15 @@
       if (item.kind === "likert") {
         const field = el("fieldset", { class: "likert", id: `q-${item.id}` });
         field.appendChild(el("legend", {}, gettext(item.text)));
+        const scale = el("div", { class: "scale" });
         view.likert_labels.forEach((label, i) => {
           const wrap = el("label", {});
           const input = el("input", { type: "radio", name: item.id, value: String(i + 1) });
           wrap.appendChild(input);
-          wrap.appendChild(document.createTextNode(" " + gettext(label)));
-          field.appendChild(wrap);
+          wrap.appendChild(el("span", {}, gettext(label)));
+          scale.appendChild(wrap);
         });
+        field.appendChild(scale);
         holder.appendChild(field);
       } else {
         const wrap = el("label", { class: "open", for: `q-${item.id}` }, gettext(item.text));
@@ -478,6 +547,14 @@
     const room = box.maxLength - box.value.length + (box.selectionEnd - box.selectionStart);
     if (pasted.length > room) notice(CUT_MESSAGE, "warn");
   }, true);
+
+  recorder.watch($("line"), () => ({ box: "line", slot: null, start: "" }));
+  recorder.watch($("edit"), () => {
+    const slot = view && view.current.chosen_slot;
+    const shown = slot && view.current.suggestions.find((s) => s.slot === slot);
+    return shown ? { box: "edit", slot, start: shown.text } : null;
+  });
+  recorder.cards($("suggestions"));
 
   $("line").addEventListener("input", () => { remember("line", $("line").value); updateCounter("line"); });
   $("edit").addEventListener("input", () => {
@@ -506,6 +583,7 @@
       && item.data.payload.slot === slot);
     if (waiting) {
       waiting.data.payload.text = text;
+      delete waiting.data.payload.record_seq; // its rows since go after it: not checked
       keep(waiting);
     }
     const reply = await (waiting ? waiting.promise : send("draft_saved", payload));

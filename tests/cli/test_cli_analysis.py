@@ -156,6 +156,19 @@ def test_metrics_storium_variant_to_stdout(runner, tmp_path):
 
 
 @pytest.mark.sqlite_only  # no database
+def test_metrics_of_chinese_records_compare_characters(runner, tmp_path):
+    source = tmp_path / "in.jsonl"
+    record = {"original": "我们走了。", "edited": "我们来了。"}
+    source.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+    english = json.loads(runner.invoke(cli, ["metrics", "--input", str(source)]).output)
+    chinese = runner.invoke(cli, ["metrics", "--input", str(source), "--language", "zh"])
+    assert chinese.exit_code == 0, chinese.output
+    # In English USER keeps ASCII letters only: nothing of a Chinese text. In Chinese, the
+    # characters 我 们 and 了 of 4 are kept: 75.
+    assert (english["user"], json.loads(chinese.output)["user"]) == (0.0, 75.0)
+
+
+@pytest.mark.sqlite_only  # no database
 def test_metrics_names_a_bad_line(runner, tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_text('{"original": "a", "edited": "b"}\n{"original": "a"}\n')

@@ -33,15 +33,16 @@ def free_port() -> int:
 
 
 class Server:
-    """The app as `python app.py` runs it, in its own process, with fake models; it can be
-    killed (SIGKILL) and started again on the same port and database."""
+    """The app as `python app.py` runs it, in its own process, with fake models (each waiting
+    ``delays`` seconds before each word); it can be killed (SIGKILL) and started again on the
+    same port and database."""
 
-    def __init__(self, root: Path, rounds: int = 5):
+    def __init__(self, root: Path, rounds: int = 5, delays: tuple[float, float] = (0.02, 0.02)):
         config = write_setup(
             root,
             rounds=rounds,
-            options_a="delay_seconds = 0.02",
-            options_b="delay_seconds = 0.02",
+            options_a=f"delay_seconds = {delays[0]}",
+            options_b=f"delay_seconds = {delays[1]}",
         )
         self.root = root
         self.port = free_port()
@@ -448,7 +449,7 @@ def test_a_survey_answer_over_the_limit_is_refused_before_sending(short_server, 
         page.check(f"input[name='{item}'][value='4']")
     page.fill("#q-why_chosen", "Because. " * 8000)  # 72,000 characters
     page.click("#survey-submit")
-    too_long = f"Please keep each answer under {OPEN_ANSWER_MAX_CHARS} characters."
+    too_long = f"Please keep each answer under {OPEN_ANSWER_MAX_CHARS:,} characters."
     expect(page.locator("#survey-message")).to_have_text(too_long)
     assert not [frame for frame in traffic.frames if "survey_submitted" in frame]
 

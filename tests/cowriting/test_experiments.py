@@ -80,6 +80,7 @@ def test_the_survey_is_configurable():
         ({"min_chars": 300}, "min_chars <= max_chars"),
         ({"pairing": "greedy"}, "'pairing' must be one of balanced, adaptive"),
         ({"pairing": "adaptive"}, "needs at least three"),
+        ({"record_keystrokes": "yes"}, "'record_keystrokes' must be true or false"),
     ],
 )
 def test_a_broken_spec_names_the_problem(overrides, message):

@@ -15,9 +15,10 @@ pytestmark = pytest.mark.both_databases
 
 
 @pytest.mark.sqlite_only  # SQLite's write lock and busy wait
-def test_a_locked_database_refuses_with_a_retry_and_the_resend_is_recorded_once(app, monkeypatch):
+def test_a_locked_database_refuses_with_a_retry_and_the_resend_is_recorded_once(
+    app, short_busy_wait
+):
     writer = Writer(app)
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
     blocker = sqlite3.connect(app.config["DATABASE"])
     blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
     line = {"text": "Written while the database was busy."}

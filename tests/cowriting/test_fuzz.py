@@ -4,8 +4,8 @@ Every event must be answered with a well-formed acknowledgement (never a server 
 a traceback in the server's log), and after every sequence the session must be consistent:
 the state the browser is sent equals the state replayed from the stored events, and the
 researcher tables agree with the events. Besides the page's own actions the fuzzer sends
-lone surrogates, Likert answers that are not integers, events with no argument or two, and
-events nested thousands deep.
+lone surrogates, Likert answers that are not integers, events with no argument or two,
+events nested thousands deep, and batches of the keystroke record, well formed or not.
 """
 
 from __future__ import annotations
@@ -132,6 +132,26 @@ class Encoded(NamedTuple):
     arguments: str
 
 
+class Recorded(NamedTuple):
+    """A ``record`` message: a batch of the keystroke record as the page sends it, or not."""
+
+    operations: object
+
+
+wire_rows = st.builds(
+    lambda seq, r, box, slot, position, deleted, inserted, source: [
+        seq, r, 1_700_000_000_000, "text", box, slot, position, deleted, inserted, source,
+    ],
+    st.integers(-1, 6), st.integers(0, 3), st.sampled_from(["line", "edit", None]),
+    st.one_of(st.none(), st.sampled_from([1, 2, True])), st.integers(-1, 60), texts, texts,
+    st.sampled_from(["typed", "pasted", "undo", "visible", "keyboard"]),
+)  # fmt: skip
+records = st.builds(
+    Recorded,
+    st.one_of(
+        st.lists(st.one_of(wire_rows, st.lists(json_scalars, max_size=11)), max_size=4), json_values
+    ),
+)
 odd_messages = st.sampled_from(
     [
         Encoded("action", ""),
@@ -143,6 +163,10 @@ odd_messages = st.sampled_from(
         Encoded("join", ""),
         Encoded("join", ',{"experiment":"fake-ab"},1'),
         Encoded("join", f",{DEEP}"),
+        Encoded("record", ""),
+        Encoded("record", ",null"),
+        Encoded("record", f',{{"operations":{DEEP}}}'),
+        Encoded("record", ',{"operations":[' + ",".join(["[1]"] * 201) + "]}"),
     ]
 )
 
@@ -189,7 +213,7 @@ def check_consistent(app, writer: Writer) -> None:
 )
 @given(
     sequence=st.lists(
-        st.one_of(st.tuples(actions, action_ids), odd_messages), min_size=10, max_size=40
+        st.one_of(st.tuples(actions, action_ids), odd_messages, records), min_size=10, max_size=40
     )
 )
 def test_random_event_sequences_never_break_the_server_or_a_session(app, caplog, sequence):
@@ -199,6 +223,9 @@ def test_random_event_sequences_never_break_the_server_or_a_session(app, caplog,
     for message in sequence:
         if isinstance(message, Encoded):
             ack = send_encoded(writer, message)
+            data = None
+        elif isinstance(message, Recorded):
+            ack = writer.io.emit("record", {"operations": message.operations}, callback=True)
             data = None
         else:
             data, action_id = message
@@ -210,7 +237,7 @@ def test_random_event_sequences_never_break_the_server_or_a_session(app, caplog,
         if not ack["ok"]:
             assert isinstance(ack["error"], str) and ack["error"]
         json.dumps(ack)  # every reply is plain JSON
-        if ack["ok"] and data["type"] in ("line_submitted", "suggestions_retried"):
+        if ack["ok"] and data and data["type"] in ("line_submitted", "suggestions_retried"):
             writer.runner.wait_idle(10)
     writer.runner.wait_idle(10)
     check_consistent(app, writer)

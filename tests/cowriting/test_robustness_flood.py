@@ -21,7 +21,7 @@ import pytest
 import socketio
 from conftest import Writer, db_rows, write_setup
 
-from cyoa import create_app, store
+from cyoa import create_app
 from cyoa.cowriting.flow import RuleError
 from cyoa.cowriting.parts import parts as cowriting_parts
 from cyoa.cowriting.service import Study
@@ -113,8 +113,9 @@ def test_a_draft_that_repeats_the_saved_one_records_nothing(app):
     assert drafts_recorded(app) == 1
 
 
-def test_a_refused_action_is_answered_while_another_writer_holds_the_write_lock(app, monkeypatch):
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
+def test_a_refused_action_is_answered_while_another_writer_holds_the_write_lock(
+    app, short_busy_wait
+):
     writer = Writer(app)
     lock = sqlite3.connect(app.config["DATABASE"])
     lock.execute("BEGIN IMMEDIATE")  # another writer's action is being recorded
@@ -140,10 +141,7 @@ def test_the_state_kept_between_actions_follows_what_another_worker_records(app)
     assert here.state(sid)[1] == there.state(sid)[1]
 
 
-def test_each_suggestion_records_how_long_its_writer_waited_next_to_its_generation_time(
-    make_app, monkeypatch
-):
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
+def test_each_suggestion_records_how_long_its_writer_waited_next_to_its_generation_time(make_app):
     app = make_app(options_a="delay_seconds = 0.05", options_b="delay_seconds = 0.05")
     writer = Writer(app)
     assert writer.act("line_submitted", LINE)["ok"]

@@ -84,7 +84,8 @@ def test_a_writer_writes_a_whole_story_and_every_action_is_stored(app, writer):
     assert code in page.get_data(as_text=True)
     html = page.get_data(as_text=True)
     assert f'href="https://example.org/complete?cc={code}"' in html
-    assert f'content="15;url=https://example.org/complete?cc={code}"' in html
+    # The page returns to the platform after 15 s unless the writer stays (countdown.js).
+    assert f'data-seconds="15" data-go="https://example.org/complete?cc={code}"' in html
 
 
 def test_suggestions_stream_to_the_writer_as_they_are_generated(make_app):

@@ -240,7 +240,7 @@ def test_a_version_12_postgresql_database_gains_the_database_moves_table(postgre
             version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
     finally:
         engine.dispose()
-    assert version == schema.VERSION == 15
+    assert version == schema.VERSION == 16
 
 
 def test_a_version_14_postgresql_database_gets_the_stored_analyses_tables(postgres_url):
@@ -250,10 +250,24 @@ def test_a_version_14_postgresql_database_gets_the_stored_analyses_tables(postgr
         with engine.begin() as conn:
             conn.execute(sa.text("DROP TABLE analyses, analysis_jobs"))
             conn.execute(sa.text("UPDATE schema_version SET version = 14"))
-        assert schema.migrate_postgresql(engine) == schema.VERSION == 15
+        assert schema.migrate_postgresql(engine) == schema.VERSION == 16
         tables = set(sa.inspect(engine).get_table_names())
         with engine.connect() as conn:
             version = conn.execute(sa.text("SELECT version FROM schema_version")).scalar_one()
     finally:
         engine.dispose()
-    assert {"analyses", "analysis_jobs"} <= tables and version == 15
+    assert {"analyses", "analysis_jobs"} <= tables and version == 16
+
+
+def test_a_version_15_postgresql_database_gets_the_keystroke_record_table(postgres_url):
+    engine = engine_for(parse_database(postgres_url))
+    try:
+        schema.migrate_postgresql(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE text_operations"))
+            conn.execute(sa.text("UPDATE schema_version SET version = 15"))
+        assert schema.migrate_postgresql(engine) == schema.VERSION == 16
+        columns = {c["name"] for c in sa.inspect(engine).get_columns("text_operations")}
+    finally:
+        engine.dispose()
+    assert {"session_id", "seq", "round", "at_ms", "position", "deleted", "inserted"} <= columns

@@ -11,19 +11,14 @@ import time
 import pytest
 from conftest import Writer, db_rows
 
-from cyoa import store
 from cyoa.cowriting import runner as runner_module
-from cyoa.db import engine as db_engine
 
 LINE = {"text": "The harbour froze over in a single night."}
 
 
 @pytest.fixture
-def quick_retries(app, monkeypatch):
+def quick_retries(app, short_busy_wait, monkeypatch):
     """A busy timeout of 0.2 s (instead of 10 s), and quick restarts and record retries."""
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
-    monkeypatch.setattr(db_engine, "BUSY_TIMEOUT_SECONDS", 0.2)
-    store.connect(app.config["DATABASE"]).close()  # its next connections wait 0.2 s
     monkeypatch.setattr(runner_module, "RESTART_DELAYS_SECONDS", (0.1,) * 100)
     monkeypatch.setattr(runner_module, "RECORD_PAUSE_SECONDS", 0.05)
 

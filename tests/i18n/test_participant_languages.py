@@ -4,24 +4,32 @@ the server sends them, and the browser's choice when a study allows several lang
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from conftest import SURVEY_ANSWERS, Writer
 
-from cyoa import create_app
+from cyoa import create_app, store
 from cyoa.cli import cli
+from cyoa.cowriting.research.exports import session_rows
 from tests.conftest import write_setup
 from tests.i18n.pages import english_words, html_language, page_text
+from tests.paths import DATA
 from tests.rating.test_rating_journey import Rater, write_spec
+from tests.web.test_web_outage import sqlite_outage
+
+# The AISS is English only: the example crowd scale has Arabic and Spanish translations.
+CROWD = str(DATA / "scales" / "crowd-1-4.toml")
 
 
 def rating_study(app, tmp_path, **fields):
-    """``app`` with the journey tests' AISS study (``fields`` added to its spec), open."""
+    """``app`` with the journey tests' study rated on the crowd scale (``fields`` added to
+    its spec), open."""
     runner = CliRunner()
     env = {"CYOA_MODELS_DIR": app.config["MODELS_DIR"], "CYOA_EXPERIMENTS_DIR": "/nonexistent"}
     base = ["--db", app.config["DATABASE"]]
-    spec = str(write_spec(tmp_path, **fields))
+    spec = str(write_spec(tmp_path, **{"instrument": CROWD, **fields}))
     assert runner.invoke(cli, [*base, "experiment", "create", spec], env=env).exit_code == 0
     assert runner.invoke(cli, [*base, "experiment", "open", "aiss-pilot"], env=env).exit_code == 0
     return app
@@ -129,6 +137,23 @@ def test_the_browser_picks_among_the_studys_languages_or_gets_its_default(make_a
     assert html_language(page.get_data(as_text=True))[0] == shown
 
 
+def test_the_sessions_export_says_which_language_each_writer_saw(make_app):
+    app = make_app(top='language = "en"\nlanguages = ["en", "es", "ar"]')
+    for pid, accept in (("w-es", "es-MX"), ("w-ar", "ar, en;q=0.5"), ("w-en", "fr-FR")):
+        browser = app.test_client()
+        headers = {"Accept-Language": accept}
+        browser.get(f"/s/fake-ab?pid={pid}", headers=headers)
+        with browser.session_transaction() as cookie:
+            form = {"consent": "yes", "csrf_token": cookie["csrf"], "pid": pid}
+        assert browser.post("/s/fake-ab/start", data=form, headers=headers).status_code == 302
+    db = store.connect(app.config["DATABASE"])
+    try:
+        shown = {row["participant"]: row["language"] for row in session_rows(db, "fake-ab")}
+    finally:
+        db.close()
+    assert shown == {"w-es": "es", "w-ar": "ar", "w-en": "en"}
+
+
 def test_a_study_in_one_language_ignores_the_browsers(make_app):
     app = make_app(top='language = "es"')
     page = app.test_client().get("/s/fake-ab", headers={"Accept-Language": "ar, en"})
@@ -139,3 +164,28 @@ def test_the_researchers_pages_stay_english_for_an_arabic_browser(researcher):
     researcher.login()
     page = researcher.get("/research/", headers={"Accept-Language": "ar"})
     assert '<html lang="en">' in page.get_data(as_text=True)
+
+
+def test_during_an_outage_an_arabic_writer_and_rater_are_told_to_wait_in_arabic(make_app, tmp_path):
+    app = rating_study(make_app(top='language = "ar"'), tmp_path, language="ar")
+    writer = Writer(app, lang="ar")
+    rater = Rater(app, "?pid=r0")
+    rater.start()
+    _, state = rater.state()
+    payload = {"story": state.current.story_id, "item": state.current.questions[0], "value": "3"}
+    body = {"action_id": "a1", "type": "answer_given", "payload": rater.as_shown(payload)}
+    # As static/js/rate.js sends an answer: in the page's language.
+    headers = {"X-CYOA-Action": "1", "Accept": "application/json", "Accept-Language": "ar"}
+    with sqlite_outage(Path(app.config["DATABASE"]))():
+        page = writer.http.get("/s/fake-ab/write")
+        answered = rater.client.post("/r/aiss-pilot/action", json=body, headers=headers)
+        joined = writer.io.emit("join", {"experiment": "fake-ab"}, callback=True)
+    assert page.status_code == 503
+    assert_arabic(page.get_data(as_text=True))
+    assert "تعيد الدراسة الاتصال بقاعدة بياناتها." in page.get_data(as_text=True)
+    assert answered.get_json()["error"].startswith("تعيد الدراسة الاتصال بقاعدة بياناتها.")
+    assert joined == {
+        "ok": False,
+        "retry": True,
+        "error": "تعيد الدراسة الاتصال بقاعدة بياناتها. نصك محفوظ؛ وسيُرسل مرة أخرى بعد لحظة.",
+    }

@@ -2,8 +2,10 @@
 its evaluation card say which language participants' pages were in."""
 
 import html
+import io
 
 from tests.cowriting.test_research_form_fixes import form as cowriting_form
+from tests.paths import DATA
 from tests.rating.test_research_rating_admin import form as rating_form
 from tests.rating.test_research_rating_admin import stored_spec
 
@@ -25,13 +27,17 @@ def test_a_co_writing_study_made_on_the_form_is_in_spanish_and_its_card_says_so(
 def test_a_rating_study_made_on_the_form_is_in_arabic_or_the_browsers_choice_of_spanish(
     app, researcher
 ):
-    made = researcher.post("/research/ratings/new", data=rating_form(language="ar", languages="es"))
+    # The AISS is English only: the example crowd scale has Arabic and Spanish translations.
+    crowd = (io.BytesIO((DATA / "scales" / "crowd-1-4.toml").read_bytes()), "crowd-1-4.toml")
+    data = rating_form(language="ar", languages="es", instrument="custom", instrument_file=crowd)
+    made = researcher.post("/research/ratings/new", data=data)
     assert made.status_code == 302, made.get_data(as_text=True)
     spec = stored_spec(app, "aiss-pilot")
     assert (spec["language"], spec["languages"]) == ("ar", ["ar", "es"])
     expected = (
         "The participants' interface was in Arabic (ar, written right to left), or in Spanish "
-        "(es) for a participant whose browser preferred it"
+        "(es) for a participant whose browser preferred it (the language each participant saw "
+        "is recorded when they start)."
     )
     page = html.unescape(researcher.get("/research/ratings/aiss-pilot").get_data(as_text=True))
     assert expected in page

@@ -9,7 +9,7 @@ from cyoa.cowriting.spec import SpecError, experiment_from_dict
 from cyoa.generation import load_model_cards
 from cyoa.languages import available_languages, text_direction
 from cyoa.rating.spec import RatingSpecError, parse_rating_spec
-from tests.paths import ROOT
+from tests.paths import DATA, ROOT
 
 CARDS = load_model_cards(ROOT / "models")
 COWRITING = {
@@ -49,7 +49,9 @@ def test_a_study_without_a_language_is_in_english(tmp_path):
 def test_a_study_in_arabic_may_let_the_browser_choose_spanish_too(tmp_path):
     fields = {"language": "ar", "languages": ["es", "ar"]}
     exp = experiment_from_dict({**COWRITING, **fields}, CARDS)
-    spec = parse_rating_spec(rating(tmp_path, **fields), "spec", tmp_path)
+    # The AISS is English only: the example crowd scale has Arabic and Spanish translations.
+    crowd = str(DATA / "scales" / "crowd-1-4.toml")
+    spec = parse_rating_spec(rating(tmp_path, **fields, instrument=crowd), "spec", tmp_path)
     assert (exp.language, exp.languages) == (spec.language, spec.languages) == ("ar", ("ar", "es"))
 
 

@@ -196,8 +196,9 @@ def test_a_rater_s_flood_of_answers_is_refused_with_429_and_not_stored(tmp_path)
 
 
 @pytest.mark.sqlite_only  # SQLite's write lock and busy wait
-def test_a_locked_database_asks_the_rater_s_page_to_send_the_answer_again(tmp_path, monkeypatch):
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
+def test_a_locked_database_asks_the_rater_s_page_to_send_the_answer_again(
+    tmp_path, short_busy_wait
+):
     app = rating_study(tmp_path)
     rater = Rater(app)
     rater.start()
@@ -217,8 +218,7 @@ def test_a_locked_database_asks_the_rater_s_page_to_send_the_answer_again(tmp_pa
 
 
 @pytest.mark.sqlite_only  # SQLite's write lock and busy wait
-def test_a_start_that_meets_a_locked_database_gets_a_sentence_not_a_500(tmp_path, monkeypatch):
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
+def test_a_start_that_meets_a_locked_database_gets_a_sentence_not_a_500(tmp_path, short_busy_wait):
     app = rating_study(tmp_path)
     lock = sqlite3.connect(app.config["DATABASE"])
     lock.execute("BEGIN EXCLUSIVE")
@@ -316,9 +316,8 @@ def test_a_forwarded_request_without_proxies_set_logs_one_warning(tmp_path, capl
 
 @pytest.mark.sqlite_only  # SQLite's write lock and busy wait
 def test_a_story_shown_while_the_database_is_locked_gets_a_sentence_and_503_not_a_500(
-    tmp_path, monkeypatch
+    tmp_path, short_busy_wait
 ):
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_SECONDS", 0.2)
     app = rating_study(tmp_path)
     rater = Rater(app)
     reply = rater.client.get("/r/aiss-pilot")

@@ -123,7 +123,7 @@ def test_a_participant_s_pages_forms_and_answers_during_an_outage_get_503_and_re
     for url, page in pages.items():
         assert (url, page.status_code, page.headers["Retry-After"]) == (url, 503, "2")
         html = page.get_data(as_text=True)
-        assert RECONNECTING in html and '<meta http-equiv="refresh" content="5">' in html
+        assert RECONNECTING in html and 'id="countdown" data-seconds="5"' in html
     assert (started.status_code, started.headers["Retry-After"]) == (503, "2")
     again = dict(re.findall(r'name="([^"]+)" value="([^"]*)"', started.get_data(as_text=True)))
     assert again == form  # the page's Try again button sends the same form

@@ -31,6 +31,7 @@ from typing import Any
 from cyoa import store
 from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
+from cyoa.languages import SOURCE_LANGUAGE
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,9 @@ class StudyData:
     ``slot_order_recorded``: False for data imported without it (see
     ``cyoa.cowriting.analysis.tsv``). ``completed``: the sessions whose every round was
     submitted, in the order their last turn was submitted (ties: the order they started), the
-    order in which a study watched as it runs sees writers finish.
+    order in which a study watched as it runs sees writers finish. ``language``: the spec's
+    ``language`` (BCP 47, "en" by default), the language the writers wrote in: the text
+    metrics are chosen by it (:mod:`cyoa.metrics.tokens`).
     """
 
     experiment: str
@@ -107,6 +110,7 @@ class StudyData:
     likert_items: dict[str, str]
     slot_order_recorded: bool = True
     completed: tuple[str, ...] = ()
+    language: str = SOURCE_LANGUAGE
 
 
 def _spec(row: dict[str, Any]) -> dict[str, Any]:
@@ -122,6 +126,13 @@ def experiment_systems(db: Db, experiment: str) -> tuple[str, ...]:
 
     Raises :class:`AnalysisError` when the experiment does not exist."""
     return _systems(db, experiment, _spec(store.experiment_row(db, experiment)))
+
+
+def experiment_language(db: Db, experiment: str) -> str:
+    """The language (BCP 47) the experiment's writers wrote in: its spec's ``language``, "en"
+    when the spec names none. Raises :class:`AnalysisError` when the experiment does not
+    exist."""
+    return _language(_spec(store.experiment_row(db, experiment)))
 
 
 def experiment_pairs(db: Db, experiment: str) -> list[tuple[str, str]]:
@@ -223,7 +234,13 @@ def load_study(
         likert_items=_likert_items(spec, survey),
         slot_order_recorded=bool(spec.get("import", {}).get("slot_order_recorded", True)),
         completed=_completed(db, scope, writers, rounds_per_story),
+        language=_language(spec),
     )
+
+
+def _language(spec: dict[str, Any]) -> str:
+    language = spec.get("language", SOURCE_LANGUAGE)
+    return language if isinstance(language, str) and language else SOURCE_LANGUAGE
 
 
 @dataclass(frozen=True)

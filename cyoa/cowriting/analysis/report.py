@@ -4,7 +4,9 @@ each followed by the judges of the writers' choices (:mod:`cyoa.cowriting.judges
 a Markdown section, ``judges`` rows in CSV, a ``judges`` list in each pair's JSON object.
 With more than two systems (and neither ``--pair`` nor ``--compat``) the ranking of all
 systems follows, plain and at equal style (:mod:`.rankings`): a Markdown section, CSV rows
-under the pair ``all systems``, and a last JSON object ``{"ranking": ...}``."""
+under the pair ``all systems``, and a last JSON object ``{"ranking": ...}``. Last comes how
+writers wrote with each system, from the keystroke record (:mod:`.process`): a Markdown
+section, CSV rows under the pair ``writing process``, a JSON object ``{"process": ...}``."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import json
 
 from cyoa import store
 from cyoa.cowriting import store as cowriting_store
+from cyoa.cowriting.analysis import process as process_report
 from cyoa.cowriting.analysis import rankings as ranking_report
 from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems, load_study
 from cyoa.cowriting.analysis.monitoring import planned_writers
@@ -23,6 +26,7 @@ from cyoa.cowriting.analysis.tables import analyze
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
 from cyoa.cowriting.judges import report as judges_report
 from cyoa.cowriting.judges.figures import WriterAgreement
+from cyoa.cowriting.research.exports import process_rows
 from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 
@@ -58,7 +62,32 @@ def report(
         probabilities = cowriting_store.pair_probabilities(db, experiment)
         ranked = ranking_report.rank_systems(studies, systems, probabilities)
         text = with_ranking(text, ranked, experiment, fmt)
+    if compat is None:
+        rows = process_rows(db, experiment)
+        tables = [process_report.process_table(process_report.of_pair(rows, p), p) for p in pairs]
+        text = with_process(text, tables, fmt)
     return text
+
+
+def with_process(text: str, tables: list[process_report.ProcessTable], fmt: str) -> str:
+    """``text`` (the pairs' tables in ``fmt``) with each pair's writing-process table
+    (:mod:`.process`): a ``process`` key in each pair's JSON object, a Markdown section per
+    pair at the end, CSV rows under each pair."""
+    if fmt == "json":
+        plain = json.loads(text)
+        for entry, table in zip(plain, tables, strict=False):
+            entry["process"] = process_report.to_dict(table)
+        return json.dumps(plain, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "markdown":
+        return text + "".join("\n".join(process_report.markdown_lines(t)) for t in tables)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for table in tables:
+        for measure, cells in process_report.to_dict(table)["measures"].items():
+            for system, cell in cells.items():
+                value = "" if cell is None else cell["value"]
+                writer.writerow((" vs ".join(table.systems), "process", measure, system, value))
+    return text + out.getvalue()
 
 
 def with_ranking(

@@ -102,11 +102,14 @@ class TextMetricRow:
 
 @dataclass(frozen=True)
 class TextTable:
-    """Tables 3 and 6: text metrics of generated text against the writers' own."""
+    """Tables 3 and 6: text metrics of generated text against the writers' own.
+    ``not_computed``: a sentence per English-only metric left out of a study in another
+    language (:func:`cyoa.metrics.text.not_computed`)."""
 
     sources: tuple[str, ...]
     rows: tuple[TextMetricRow, ...]
     method: str
+    not_computed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

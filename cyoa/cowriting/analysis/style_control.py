@@ -52,7 +52,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 from cyoa.cowriting.analysis.bradley_terry import NotEstimable
 
@@ -247,6 +246,8 @@ def logit_rank(
         )
     beta, information = newton_fit(x, y, w, n)
     covariance = clustered_covariance(x, y, w, groups, beta, information)
+    from scipy.stats import norm  # here: scipy.stats costs the app's start a second
+
     z = float(norm.ppf(0.5 + confidence / 2.0))
     theta = beta[:n]
     shares = np.exp(theta) / np.exp(theta).sum()

@@ -53,8 +53,17 @@ from cyoa.cowriting.analysis.results import (
     WriterEditRow,
     WriterLevel,
 )
+from cyoa.errors import AnalysisError
+from cyoa.languages import language_name
 from cyoa.metrics.edit import Variant, edit_metrics_many
-from cyoa.metrics.text import LemmaCache, TextProfile, corpus_distinct_n, text_profiles
+from cyoa.metrics.text import (
+    LemmaCache,
+    TextProfile,
+    corpus_distinct_n,
+    not_computed,
+    text_profiles,
+)
+from cyoa.metrics.tokens import WORDS_RULE, is_english
 from cyoa.stats import (
     ALTERNATIVES,
     Alternative,
@@ -182,9 +191,12 @@ def _preference_of(rounds: list[RoundRecord], system: str, alternative: Alternat
 
 def edit_scores(data: StudyData, variant: Variant = "cyoa-2021", workers: int = 1) -> list[dict]:
     """:func:`~cyoa.metrics.edit.edit_metrics` of each round's ``(chosen_suggestion,
-    final_text)``, in the order of ``data.rounds``."""
+    final_text)``, in the order of ``data.rounds``, in the study's language."""
     return edit_metrics_many(
-        [(r.chosen_suggestion, r.final_text) for r in data.rounds], variant, n_process=workers
+        [(r.chosen_suggestion, r.final_text) for r in data.rounds],
+        variant,
+        n_process=workers,
+        language=data.language,
     )
 
 
@@ -356,6 +368,10 @@ _PROFILE_METRICS: tuple[tuple[str, str], ...] = (
 )
 
 
+# The text metrics of a study in any language; the others are English-only.
+_ANY_LANGUAGE = frozenset({"distinct_1", "distinct_2", "distinct_3"})
+
+
 def _profile_value(profile: TextProfile, metric: str) -> float | None:
     if metric == "noun_concreteness":
         return profile.concreteness.noun.mean
@@ -375,13 +391,18 @@ def text_table(
     text_profiles`), then averaged over the writers where it is defined (``n``). Coverage rows:
     rated / tagged lemmas pooled over the source's texts. Corpus rows: distinct-n of Li et al.
     (2016) over every single suggestion (or line) of the source, n-grams never spanning two.
+
+    A study in another language than English (``data.language``) gets distinct-n on the words
+    of its script (:mod:`cyoa.metrics.tokens`) and no sentence length, concreteness or
+    coverage row: they are English-only, and ``not_computed`` says so.
     """
     if not data.rounds:
         return None
+    english = is_english(data.language)
     texts = writer_texts(data)
     sources = tuple(texts)
     all_texts = [text for source in sources for text in texts[source]]
-    profiles = text_profiles(all_texts, n_process=workers, cache=cache)
+    profiles = text_profiles(all_texts, n_process=workers, cache=cache, language=data.language)
     per_source: dict[str, list[TextProfile]] = {}
     for index, source in enumerate(sources):
         count = len(data.writers)
@@ -389,6 +410,8 @@ def text_table(
 
     rows: list[TextMetricRow] = []
     for metric, label in _PROFILE_METRICS:
+        if not english and metric not in _ANY_LANGUAGE:
+            continue
         values: dict[str, float | None] = {}
         counts: dict[str, int] = {}
         for source in sources:
@@ -400,37 +423,56 @@ def text_table(
             values[source] = _mean(defined).mean
             counts[source] = len(defined)
         rows.append(TextMetricRow(metric, label, values, counts))
-    for pos in ("noun", "verb"):
-        values, counts = {}, {}
-        for source in sources:
-            scores = [getattr(p.concreteness, pos) for p in per_source[source]]
-            tagged = sum(score.tagged for score in scores)
-            values[source] = sum(score.rated for score in scores) / tagged if tagged else None
-            counts[source] = tagged
-        rows.append(
-            TextMetricRow(
-                f"{pos}_coverage", f"{pos.capitalize()} lemmas rated (fraction)", values, counts
-            )
-        )
-    singles = _single_texts(data)
-    for n in (1, 2, 3):
-        rows.append(
-            TextMetricRow(
-                f"corpus_distinct_{n}",
-                f"Corpus distinct-{n} (Li et al. 2016, per token)",
-                {source: corpus_distinct_n(singles[source], n) for source in sources},
-                {source: len(singles[source]) for source in sources},
-            )
-        )
+    if english:
+        rows += _coverage_rows(per_source)
+    rows += _corpus_rows(data, sources)
     return TextTable(
         sources=sources,
         rows=tuple(rows),
         method=(
             "per writer: all of a system's suggestions (accepted or not) joined, and the "
             "writer's own lines joined; metric per text, then the mean over writers where it "
-            "is defined (n); sentences by spaCy's sentencizer, tags by en_core_web_sm"
+            "is defined (n); "
+            + (
+                "sentences by spaCy's sentencizer, tags by en_core_web_sm"
+                if english
+                else f"words of any script ({WORDS_RULE})"
+            )
         ),
+        not_computed=not_computed(data.language),
     )
+
+
+def _coverage_rows(per_source: dict[str, list[TextProfile]]) -> list[TextMetricRow]:
+    """Rated / tagged noun and verb lemmas, pooled over each source's texts."""
+    rows = []
+    for pos in ("noun", "verb"):
+        values, counts = {}, {}
+        for source, profiles in per_source.items():
+            scores = [getattr(p.concreteness, pos) for p in profiles]
+            tagged = sum(score.tagged for score in scores)
+            values[source] = sum(score.rated for score in scores) / tagged if tagged else None
+            counts[source] = tagged
+        label = f"{pos.capitalize()} lemmas rated (fraction)"
+        rows.append(TextMetricRow(f"{pos}_coverage", label, values, counts))
+    return rows
+
+
+def _corpus_rows(data: StudyData, sources: tuple[str, ...]) -> list[TextMetricRow]:
+    """Li et al.'s corpus distinct-n over every single suggestion (or line) of each source."""
+    singles = _single_texts(data)
+    return [
+        TextMetricRow(
+            f"corpus_distinct_{n}",
+            f"Corpus distinct-{n} (Li et al. 2016, per token)",
+            {
+                source: corpus_distinct_n(singles[source], n, language=data.language)
+                for source in sources
+            },
+            {source: len(singles[source]) for source in sources},
+        )
+        for n in (1, 2, 3)
+    ]
 
 
 def _single_texts(data: StudyData) -> dict[str, list[str]]:
@@ -466,6 +508,24 @@ def likert_rows(data: StudyData) -> tuple[LikertRow, ...]:
     )
 
 
+def _compat_analysis(
+    data: StudyData, compat: str, workers: int, cache: LemmaCache | None
+) -> Analysis:
+    """The original evaluation script's analysis; refused for a study in another language
+    than English, which that script's metrics are defined on."""
+    if compat not in COMPAT_MODES:
+        raise ValueError(f"Unknown compat mode {compat!r}: use one of {COMPAT_MODES}.")
+    if not is_english(data.language):
+        raise AnalysisError(
+            f"The {compat} mode reproduces the original evaluation script, which is "
+            f"English-only, and experiment '{data.experiment}' is in "
+            f"{language_name(data.language)}: analyse it without --compat."
+        )
+    from cyoa.cowriting.analysis.compat import analyze_cyoa_2021
+
+    return analyze_cyoa_2021(data, workers=workers, cache=cache)
+
+
 def analyze(
     data: StudyData,
     compat: Compat | None = None,
@@ -491,11 +551,7 @@ def analyze(
         raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}.")
     processes = _workers(workers, len(data.writers))
     if compat is not None:
-        if compat not in COMPAT_MODES:
-            raise ValueError(f"Unknown compat mode {compat!r}: use one of {COMPAT_MODES}.")
-        from cyoa.cowriting.analysis.compat import analyze_cyoa_2021
-
-        return analyze_cyoa_2021(data, workers=processes, cache=cache)
+        return _compat_analysis(data, compat, processes, cache)
     first, second = data.systems
     preference_result = preference_table(data, alternative, resamples, seed)
     notes = [
@@ -521,13 +577,15 @@ def analyze(
     edits = edit_table(data, alternative, variant, processes, scores)
     notes.append(
         f"Edit metrics: accepted suggestions (model text vs final text), USER variant {variant}; "
-        "Overall pools every accepted suggestion (the acceptance-weighted mean of the two)."
+        "Overall pools every accepted suggestion (the acceptance-weighted mean of the two)"
+        + ("." if is_english(data.language) else f"; JS and USER on words ({WORDS_RULE}).")
     )
     if edits is not None:
         notes.append(f"Edit tests: {edits.method}.")
     text = text_table(data, processes, cache)
     if text is not None:
         notes.append(f"Text metrics: {text.method}.")
+        notes.extend(text.not_computed)
     return Analysis(
         experiment=data.experiment,
         title=data.title,

@@ -21,11 +21,12 @@ import logging
 import sqlalchemy as sa
 
 from cyoa import store
-from cyoa.cowriting.analysis.data import experiment_pairs, load_study
+from cyoa.cowriting.analysis.data import experiment_language, experiment_pairs, load_study
 from cyoa.cowriting.analysis.tables import writer_texts
 from cyoa.db.facade import Db
 from cyoa.db.transactions import write_transaction
 from cyoa.metrics.text import Lemmas, tag_ahead, tagger_id
+from cyoa.metrics.tokens import is_english
 
 log = logging.getLogger(__name__)
 
@@ -105,11 +106,12 @@ def tag_experiment(db: Db, experiment: str, workers: int = 1) -> int:
     :func:`~cyoa.cowriting.analysis.tables.writer_texts`),
     split as they split them, so the next ``analyze`` finds them all. ``workers``: processes
     for the tagging. Returns how many sentences were tagged (0 when the table is unusable:
-    a read-only database). Raises :class:`~cyoa.errors.AnalysisError` for an
+    a read-only database, or a study in another language than English, whose text is never
+    tagged by the English model). Raises :class:`~cyoa.errors.AnalysisError` for an
     experiment that does not exist.
     """
     cache = SentenceTagCache(db)
-    if not cache.usable:
+    if not cache.usable or not is_english(experiment_language(db, experiment)):
         return 0
     texts = [
         text

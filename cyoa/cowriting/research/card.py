@@ -26,7 +26,9 @@ from cyoa.cowriting.analysis.tables import edit_scores, edit_table, preference_t
 from cyoa.cowriting.research.lifecycle import models_without_card
 from cyoa.cowriting.spec import Experiment
 from cyoa.generation.types import System
-from cyoa.languages import described
+from cyoa.languages import described, language_name
+from cyoa.metrics.text import not_computed
+from cyoa.metrics.tokens import WORDS_RULE, is_english
 from cyoa.web.card import header, planned_sample_size, quote
 from cyoa.web.research import format_seconds
 
@@ -165,7 +167,23 @@ def _instructions_and_quality(exp: Experiment, details: dict[str, Any]) -> list[
         "Enforced by the app: one story per participant id per experiment; turn length limits; "
         "every action recorded before it is acknowledged.",
         "",
+        _keystroke_record(exp),
+        "",
     ]
+
+
+def _keystroke_record(exp: Experiment) -> str:
+    """Whether the writers' keystrokes were recorded (``record_keystrokes``), and what of."""
+    if not exp.record_keystrokes:
+        return "Keystroke record: off (`record_keystrokes = false`); only actions were stored."
+    return (
+        "Keystroke record: on (`record_keystrokes = true`, the default). Every change to the "
+        "writer's line and to the edit box (position, text removed and put in, the writer's "
+        "clock in ms, typed / pasted / dropped / cut / undo / redo / other), each suggestion "
+        "shown, hidden, focused or hovered, and the page hidden or offline, stored in "
+        "`text_operations`; writers were told so on the consent page. Each line, draft and "
+        "turn was checked against its replayed record (`record` in the events)."
+    )
 
 
 def _number_of_items(
@@ -291,6 +309,14 @@ def _results(studies: Sequence[StudyData], planned: int | None) -> list[str]:
         '"Watching a study as it runs").',
         "",
     ]
+    language = analysed[0].language
+    if not is_english(language):
+        lines += [
+            f"The text is in {language_name(language)}: distinct-n, Jaccard and USER count its "
+            f"words ({WORDS_RULE}); the edit distance counts characters.",
+            *(f"- {sentence}" for sentence in not_computed(language)),
+            "",
+        ]
     for data in analysed:
         first, second = data.systems
         table = preference_table(data, resamples=CARD_RESAMPLES)

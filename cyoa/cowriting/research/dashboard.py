@@ -26,6 +26,7 @@ from typing import Any
 from cyoa import store
 from cyoa.analyses.jobs import Step
 from cyoa.cowriting import store as cowriting_store
+from cyoa.cowriting.analysis import process as process_report
 from cyoa.cowriting.analysis import rankings as ranking_report
 from cyoa.cowriting.analysis.bradley_terry import NotEstimable, Ranking, rank
 from cyoa.cowriting.analysis.data import StudyData, experiment_pairs, load_study
@@ -42,6 +43,7 @@ from cyoa.cowriting.analysis.results import (
 from cyoa.cowriting.analysis.tables import analyze, likert_rows
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
 from cyoa.cowriting.judges import report as judges_report
+from cyoa.cowriting.research.exports import process_rows
 from cyoa.cowriting.spec import Experiment
 from cyoa.db.facade import Db
 from cyoa.metrics.edit import edit_metrics_many
@@ -292,7 +294,7 @@ def _text_table(analysis: Analysis) -> Table | None:
         title="Text metrics of suggestions and of the writers' own lines",
         columns=("Metric", *table.sources),
         rows=rows,
-        notes=(f"Method: {table.method}.",),
+        notes=(f"Method: {table.method}.", *table.not_computed),
     )
 
 
@@ -408,6 +410,31 @@ def _judges_tables(db: Db, studies: list[StudyData], resamples: int) -> list[Tab
     return tables
 
 
+def _process_tables(db: Db, studies: list[StudyData], resamples: int) -> list[Table]:
+    """Per pair of systems with submitted rounds, how writers wrote with each system, from
+    the keystroke record (:mod:`cyoa.cowriting.analysis.process`); a study without a record
+    gets one table saying so."""
+    rows = process_rows(db, studies[0].experiment) if studies else []
+    tables = []
+    for data in studies:
+        if not data.rounds:
+            continue
+        found = process_report.process_table(
+            process_report.of_pair(rows, data.systems), data.systems, resamples=resamples
+        )
+        line = process_report.headline(found)
+        tables.append(
+            Table(
+                key=f"process-{'-'.join(data.systems)}",
+                title=f"How writers wrote: {' vs '.join(data.systems)}",
+                columns=("Measure", *data.systems),
+                rows=tuple(process_report.display_rows(found)) if found.recorded else (),
+                notes=(*([line] if line else []), *process_report.notes(found)),
+            )
+        )
+    return tables
+
+
 def choices_by_writer(studies: list[StudyData]) -> dict[str, list[tuple[str, str]]]:
     """Per session, its counted choices as ``(chosen system, other system)``."""
     choices: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -450,6 +477,7 @@ def compute_results(
     for analysis in analyses:
         tables += [t for t in (_edit_table(analysis), _text_table(analysis)) if t]
     tables += _judges_tables(db, studies, resamples)
+    tables += _process_tables(db, studies, resamples)
     likert = tuple(row for data in studies for row in likert_rows(data))
     likert_table = _likert_table(likert)
     if likert_table:
@@ -459,7 +487,9 @@ def compute_results(
     scored = [r for data in studies for r in data.rounds if r.chosen_system in edit_values]
     for record, scores in zip(
         scored,
-        edit_metrics_many([(r.chosen_suggestion, r.final_text) for r in scored]),
+        edit_metrics_many(
+            [(r.chosen_suggestion, r.final_text) for r in scored], language=exp.language
+        ),
         strict=True,
     ):
         for metric, _, _ in CHART_METRICS:

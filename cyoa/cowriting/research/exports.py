@@ -10,7 +10,10 @@ Tables (every column is described in docs/data-dictionary.md, "Exports"):
 - ``sessions``: one row per writer's session, with its status (finished / dropped /
   in progress, see :mod:`cyoa.cowriting.research.progress`);
 - ``events``: every recorded event, payload as JSON text;
-- ``survey``: one row per answered survey item.
+- ``survey``: one row per answered survey item;
+- ``process``: one row per writer × submitted round: how they wrote it, measured from the
+  keystroke record (:func:`cyoa.cowriting.process.measures.round_measures`), and the
+  writing-process flags of the round (:mod:`cyoa.cowriting.process.flags`).
 
 Formats: the tables as CSV, JSON Lines or Parquet (:mod:`cyoa.web.tables`), the original
 CYOA evaluation script's TSV (:func:`cyoa_tsv`) and a zip bundle of everything
@@ -26,8 +29,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cyoa import store
-from cyoa.cowriting.analysis.data import experiment_pairs, experiment_systems, load_study
+from cyoa.cowriting.analysis.data import (
+    experiment_language,
+    experiment_pairs,
+    experiment_systems,
+    load_study,
+)
 from cyoa.cowriting.analysis.tsv import export_cyoa_tsv
+from cyoa.cowriting.process import flags as process_flags
+from cyoa.cowriting.process.measures import round_measures, rounds_of
+from cyoa.cowriting.process.operations import RecordMismatch
+from cyoa.cowriting.process.store import load_operations
 from cyoa.cowriting.research.card import evaluation_card
 from cyoa.cowriting.research.progress import DROPOUT_MINUTES, seconds_between, session_status
 from cyoa.cowriting.spec import Experiment
@@ -145,6 +157,11 @@ SESSION_COLUMNS: tuple[Column, ...] = (
     Column("finished_at", "string", "survey submission (null until done)"),
     Column("session_seconds", "float", "seconds from started_at to finished_at"),
     Column("user_agent", "string", "browser User-Agent (first 500 characters)"),
+    Column(
+        "language",
+        "string",
+        "BCP 47 code of the language the writer's pages were in (null: not recorded)",
+    ),
 )
 
 EVENT_COLUMNS: tuple[Column, ...] = (
@@ -173,18 +190,54 @@ SURVEY_COLUMNS: tuple[Column, ...] = (
     Column("answered_at", "string", "server time (UTC)"),
 )
 
+PROCESS_COLUMNS: tuple[Column, ...] = (
+    Column("experiment_id", "string", "experiment id"),
+    Column("participant", "string", "the participant's id from the link (or anon:…)"),
+    Column("session_id", "string", "→ sessions.id"),
+    Column("round", "int", "round number, 1-based"),
+    Column("chosen_slot", "int", "slot of the option the writer added (1 or 2)"),
+    Column("chosen_system", "string", "system of that option"),
+    Column("slot1_system", "string", "system shown in slot 1"),
+    Column("slot2_system", "string", "system shown in slot 2"),
+    Column(
+        "recorded", "bool", "whether the round has a keystroke record (else every measure is null)"
+    ),
+    Column("record_problem", "string", "why the record could not be measured ('' if it could)"),
+    Column("first_keystroke_ms", "int", "ms from the suggestions appearing to the first keystroke"),
+    Column("slot1_visible_ms", "int", "ms the slot 1 suggestion was in the viewport"),
+    Column("slot2_visible_ms", "int", "ms the slot 2 suggestion was in the viewport"),
+    Column("slot1_focused_ms", "int", "ms the slot 1 suggestion had focus or the pointer"),
+    Column("slot2_focused_ms", "int", "ms the slot 2 suggestion had focus or the pointer"),
+    Column("focus_switches", "int", "changes of the focused suggestion between the slots"),
+    Column("line_typed_chars", "int", "characters typed into the writer's own line"),
+    Column("line_pasted_chars", "int", "characters pasted or dropped into the writer's line"),
+    Column("edit_typed_chars", "int", "characters typed into the edit boxes"),
+    Column("edit_pasted_chars", "int", "characters pasted or dropped into the edit boxes"),
+    Column("other_chars", "int", "characters put in otherwise (undo, redo, IME, autocorrect)"),
+    Column("suggestion_chars", "int", "characters of the chosen suggestion as shown"),
+    Column("kept_chars", "int", "characters of the chosen suggestion surviving into the turn"),
+    Column("kept_share", "float", "kept_chars / suggestion_chars (0–1)"),
+    Column("revisions", "int", "operations that deleted something (both boxes)"),
+    Column("deleted_chars", "int", "characters those operations deleted"),
+    Column("pauses", "int", "inter-key intervals over 2 s within a box"),
+    Column("pause_ms", "int", "total ms of those pauses"),
+    Column("median_interkey_ms", "float", "median ms between text operations within a box"),
+    Column("flags", "string", "the round's writing-process flags, each a sentence ('' if none)"),
+)
+
 TABLES: dict[str, tuple[Column, ...]] = {
     "preference": PREFERENCE_COLUMNS,
     "sessions": SESSION_COLUMNS,
     "events": EVENT_COLUMNS,
     "survey": SURVEY_COLUMNS,
+    "process": PROCESS_COLUMNS,
 }
 
 
 # --- reading the tables ---------------------------------------------------------------
 
 
-def _suggestions(db: Db, exp_id: str) -> dict[tuple[str, int, int], dict[str, Any]]:
+def shown_suggestions(db: Db, exp_id: str) -> dict[tuple[str, int, int], dict[str, Any]]:
     """Per (session, round, slot): the suggestion shown (last successful attempt, else the
     last failed one) and the number of attempts: the highest attempt number recorded, since
     only an attempt that ends a run of tries is a row (one drawn again because its text was
@@ -206,7 +259,7 @@ def _suggestions(db: Db, exp_id: str) -> dict[tuple[str, int, int], dict[str, An
 
 def preference_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     """The ``preference`` table: one row per writer × submitted round, in session order."""
-    shown = _suggestions(db, exp_id)
+    shown = shown_suggestions(db, exp_id)
     rows = []
     for r in db.query(
         "SELECT r.*, p.external_id AS participant, s.system_a, s.system_b FROM rounds r"
@@ -262,7 +315,10 @@ def preference_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
         )
         rows.append(row)
     scored = [r for r in rows if r["chosen_suggestion"] is not None and r["final_text"]]
-    metrics = edit_metrics_many([(r["chosen_suggestion"], r["final_text"]) for r in scored])
+    metrics = edit_metrics_many(
+        [(r["chosen_suggestion"], r["final_text"]) for r in scored],
+        language=experiment_language(db, exp_id),
+    )
     for row, values in zip(scored, metrics, strict=True):
         row.update(values)
     for row in rows:
@@ -286,6 +342,8 @@ def session_rows(
     for s in db.query(
         "SELECT s.*, p.external_id AS participant, p.id_source, p.study_id,"
         " p.platform_session_id,"
+        " (SELECT e.payload FROM events e WHERE e.session_id = s.id"
+        "  AND e.type = 'session_started') AS started,"
         " (SELECT count(*) FROM rounds r WHERE r.session_id = s.id"
         "  AND r.turn_submitted_at IS NOT NULL) AS rounds_submitted"
         " FROM sessions s JOIN participants p ON p.id = s.participant_id"
@@ -297,6 +355,7 @@ def session_rows(
         row["completion_code"] = shown_code(study_code, s["completion_code"])
         row["status"] = session_status(s, now, dropout_minutes)
         row["session_seconds"] = seconds_between(s["started_at"], s["finished_at"])
+        row["language"] = json.loads(s["started"] or "{}").get("language")
         rows.append(row)
     return rows
 
@@ -331,6 +390,71 @@ def survey_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
     ]
 
 
+def _measured(ops: list[dict[str, Any]], suggestions: dict[int, str], chosen: int | None):
+    """The ``process`` columns measured from one round's record (``recorded`` false and no
+    measure when it has none; ``record_problem`` the sentence when it does not apply)."""
+    if not ops:
+        return {"recorded": False, "record_problem": ""}
+    try:
+        m = round_measures(ops, suggestions, chosen)
+    except RecordMismatch as exc:
+        return {"recorded": True, "record_problem": str(exc)}
+    return {
+        "recorded": True,
+        "record_problem": "",
+        "first_keystroke_ms": m.first_keystroke_ms,
+        **{f"slot{s}_visible_ms": m.visible_ms[s] for s in (1, 2)},
+        **{f"slot{s}_focused_ms": m.focused_ms[s] for s in (1, 2)},
+        "focus_switches": m.focus_switches,
+        **{f"{box}_typed_chars": m.typed_chars[box] for box in ("line", "edit")},
+        **{f"{box}_pasted_chars": m.pasted_chars[box] for box in ("line", "edit")},
+        "other_chars": m.other_chars,
+        "suggestion_chars": len(suggestions[chosen]) if chosen in suggestions else None,
+        "kept_chars": m.kept_chars,
+        "kept_share": m.kept_share,
+        "revisions": m.revisions,
+        "deleted_chars": m.deleted_chars,
+        "pauses": m.pauses,
+        "pause_ms": m.pause_ms,
+        "median_interkey_ms": m.median_interkey_ms,
+    }
+
+
+def process_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
+    """The ``process`` table: one row per writer × submitted round, in session order, its
+    measures from the keystroke record (null where the round has none, or where the record
+    does not apply, which ``record_problem`` says) and its flags."""
+    shown = shown_suggestions(db, exp_id)
+    rows: list[dict[str, Any]] = []
+    records: dict[str, tuple[dict[int, list], dict[int, str]]] = {}
+    for r in db.query(
+        "SELECT r.session_id, r.round, r.chosen_slot, r.chosen_system, r.slot1_system,"
+        " r.slot2_system, p.external_id AS participant FROM rounds r"
+        " JOIN sessions s ON s.id = r.session_id JOIN participants p ON p.id = s.participant_id"
+        " WHERE s.experiment_id = ? AND r.turn_submitted_at IS NOT NULL"
+        " ORDER BY s.started_at, s.participant_id, r.round",
+        [exp_id],
+    ):
+        session = r["session_id"]
+        if session not in records:
+            ops = load_operations(db, session)
+            by_round: dict[int, list] = {}
+            for flag in process_flags.session_flags(ops):
+                by_round.setdefault(flag.round, []).append(flag)
+            records[session] = (rounds_of(ops), by_round)
+        grouped, by_round = records[session]
+        suggestions = {
+            slot: g["text"]
+            for slot in (1, 2)
+            if (g := shown.get((session, r["round"], slot))) and g["status"] == "done"
+        }
+        row = {"experiment_id": exp_id, **r}
+        row |= _measured(grouped.get(r["round"], []), suggestions, r["chosen_slot"])
+        row["flags"] = process_flags.describe(by_round.get(r["round"], []))
+        rows.append({c.name: row.get(c.name) for c in PROCESS_COLUMNS})
+    return rows
+
+
 def table_rows(
     db: Db, exp_id: str, table: str, now: datetime | None = None
 ) -> list[dict[str, Any]]:
@@ -343,6 +467,8 @@ def table_rows(
         return event_rows(db, exp_id)
     if table == "survey":
         return survey_rows(db, exp_id)
+    if table == "process":
+        return process_rows(db, exp_id)
     raise ExportError(f"Unknown table '{table}': use one of {', '.join(TABLES)}.")
 
 

@@ -1,6 +1,8 @@
 """The participants table of a co-writing experiment, at
 ``/research/experiments/<id>/participants`` (and ``.csv``): its writers as
-:mod:`cyoa.web.approvals` lays them out. A co-writing study has no exclusion rules."""
+:mod:`cyoa.web.approvals` lays them out. A co-writing study has no exclusion rules; each
+writer's writing-process flags (:mod:`cyoa.cowriting.process.flags`) are shown beside them as
+evidence for review, never as a decision."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from typing import Any
 from flask import url_for
 
 from cyoa.cowriting.parts import parts as cowriting_parts
+from cyoa.cowriting.process.flags import describe, session_flags
+from cyoa.cowriting.process.store import load_operations
 from cyoa.cowriting.research.exports import session_rows
 from cyoa.cowriting.research.views import experiment_or_404
 from cyoa.db.facade import Db
@@ -24,7 +28,8 @@ def cowriting_participants(
     db: Db, exp_id: str, timeout: timedelta, now: datetime
 ) -> list[dict[str, Any]]:
     """One row (:data:`cyoa.web.approvals.COLUMNS`) per writer of a co-writing experiment
-    (no exclusion rules: every writer who finished is proposed for approval)."""
+    (no exclusion rules: every writer who finished is proposed for approval, whatever their
+    flags say)."""
     minutes = timeout.total_seconds() / 60
     statuses = {"finished": "finished", "dropped": "returned or timed out"}
     return [
@@ -33,6 +38,7 @@ def cowriting_participants(
             statuses.get(row["status"], "started"),
             "",
             0,
+            evidence=describe(session_flags(load_operations(db, row["session_id"]))),
         )
         for row in session_rows(db, exp_id, now=now, dropout_minutes=minutes)
     ]

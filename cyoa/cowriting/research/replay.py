@@ -102,6 +102,9 @@ class Turn:
     chosen_slot: int | None = None
     final_text: str | None = None
     steps: list[Step] = field(default_factory=list)
+    # The record checks of the round's line, drafts and turn (the events' ``record``):
+    # (step label, check), in order (cyoa/cowriting/process/check.py).
+    record_checks: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def shown(self) -> dict[int, SuggestionAttempt]:
@@ -137,6 +140,12 @@ class Turn:
         return word_diff(self.chosen_suggestion, self.final_text)
 
     @property
+    def record_problems(self) -> list[tuple[str, str]]:
+        """The round's record checks that did not match: (step label, the sentence)."""
+        checks = self.record_checks
+        return [(label, c.get("problem", "")) for label, c in checks if not c["matches"]]
+
+    @property
     def seconds(self) -> float | None:
         """From the round's first step to its last."""
         if not self.steps:
@@ -152,6 +161,17 @@ class Replay:
     turns: list[Turn]
     survey: dict[str, Any] | None
     survey_step: Step | None
+
+
+def suggestions_shown(replay: Replay) -> dict[tuple[int, int], str]:
+    """Each round's suggestions as the writer was shown them: ``(round, slot)`` → text, the
+    text a suggestion's edit box starts from in the keystroke record."""
+    return {
+        (turn.round, slot): attempt.text
+        for turn in replay.turns
+        for slot, attempt in turn.shown.items()
+        if attempt.status == "done"
+    }
 
 
 def _detail(event_type: str, payload: dict[str, Any]) -> str:
@@ -203,6 +223,8 @@ def build_replay(events: list[dict[str, Any]]) -> Replay:
             continue
         turn = turns.setdefault(number, Turn(round=number))
         turn.steps.append(step)
+        if isinstance(payload.get("record"), dict):
+            turn.record_checks.append((step.label, payload["record"]))
         if kind == "line_submitted":
             turn.writer_line = payload.get("text")
             turn.slot_systems = list(payload.get("slot_systems") or [])

@@ -33,6 +33,8 @@ from cyoa.analyses.store import stamp
 from cyoa.cowriting import store as cowriting_store
 from cyoa.cowriting.pages import START_PATH, WORK
 from cyoa.cowriting.parts import parts as cowriting_parts
+from cyoa.cowriting.process.store import load_operations
+from cyoa.cowriting.process.timeline import keystroke_timeline
 from cyoa.cowriting.research import dashboard, exports, lifecycle
 from cyoa.cowriting.research.forms import (
     FORM_SYSTEM_ROWS,
@@ -46,7 +48,7 @@ from cyoa.cowriting.research.forms import (
     with_more_rows,
 )
 from cyoa.cowriting.research.progress import progress_payload
-from cyoa.cowriting.research.replay import build_replay
+from cyoa.cowriting.research.replay import build_replay, suggestions_shown
 from cyoa.cowriting.research.sockets import push_update
 from cyoa.cowriting.spec import SpecError
 from cyoa.web import auth, tables
@@ -479,11 +481,14 @@ def replay(exp_id: str, participant_id: int):
             abort(404)
         session_row = rows[0]
         events = cowriting_store.load_events(db, session_row["id"])
+        ops = load_operations(db, session_row["id"])
+    replay = build_replay(events)
     return render_template(
         "research/replay.html",
         experiment=exp,
         session=session_row,
-        replay=build_replay(events),
+        replay=replay,
+        keystrokes=keystroke_timeline(ops, suggestions_shown(replay)),
     )
 
 

@@ -46,11 +46,9 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-import krippendorff
 import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
-from statsmodels.stats import inter_rater
 
 from cyoa.rating.analysis.scales import coded_values
 from cyoa.rating.instruments.types import Instrument, Item
@@ -217,6 +215,8 @@ def value_counts(units: Sequence[Sequence[float]], domain: Sequence[float]) -> n
 def _alpha_of_counts(counts: np.ndarray, domain: np.ndarray, level: Level) -> float | None:
     if np.count_nonzero(counts.sum(axis=0)) < 2:
         return None
+    import krippendorff  # at use, as statsmodels below: the app imports this module at start
+
     return float(
         krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level)
     )
@@ -573,6 +573,8 @@ def fleiss_kappa(units: Sequence[Sequence[float]], categories: Sequence[float]) 
     counts = value_counts(rated, sorted(categories))
     if np.count_nonzero(counts.sum(axis=0)) < 2:
         return Fleiss(None, len(rated), sizes[0], reason="every rating is in the same category")
+    from statsmodels.stats import inter_rater  # statsmodels: 2 s of CPU at each app start
+
     kappa = inter_rater.fleiss_kappa(counts, method="fleiss")
     return Fleiss(float(kappa), len(rated), sizes[0])
 

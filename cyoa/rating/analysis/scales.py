@@ -44,9 +44,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-import pingouin
 from scipy import stats as scipy_stats
-from statsmodels.multivariate.factor import Factor
 
 from cyoa.rating.analysis.mixed import ModelEstimate, source_model
 from cyoa.rating.instruments.types import Instrument
@@ -506,6 +504,8 @@ def cronbach_alpha(scores: pd.DataFrame) -> tuple[float | None, float | None, fl
     complete = scores.dropna()
     if complete.shape[1] < 2 or complete.shape[0] < 2 or complete.sum(axis=1).var() == 0:
         return None, None, None
+    import pingouin  # here, not at the top: 2 s of CPU at each start of the app
+
     alpha, interval = pingouin.cronbach_alpha(data=complete, nan_policy="listwise")
     low, high = (float(value) for value in interval)
     return (
@@ -555,6 +555,8 @@ def _one_factor_fit(data: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     at random, and from some it stops in a local optimum or not at all; so the fit is made
     from :data:`FACTOR_STARTS` fixed starts and the converged one of highest likelihood is
     kept: the same data always give the same ω."""
+    from statsmodels.multivariate.factor import Factor  # at use: 2 s of CPU to import
+
     correlation = np.corrcoef(data, rowvar=False)
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     for seed in range(FACTOR_STARTS):

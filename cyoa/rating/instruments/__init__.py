@@ -7,6 +7,8 @@
   story (:mod:`.fei`).
 - :func:`instrument_from_spec`: a researcher's own instrument from a TOML spec (:mod:`.custom`).
 - :func:`load_instrument`: any of them by name or spec path.
+- :mod:`.translation`: a custom instrument's items in other languages, and the sentence that
+  refuses a study in a language its instrument lacks (the built-in ones are English only).
 
 The vendored texts and their licences are in ``cyoa/rating/instruments/data/``; an instrument's
 ``attribution`` is the notice to show wherever its items are shown or shipped.

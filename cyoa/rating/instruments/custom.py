@@ -7,6 +7,7 @@ instructions = "Think of the story you just read."   # optional
 version = "1"                   # optional
 reference = ""                  # optional: what to cite
 attribution = ""                # optional: a licence notice to show with the items
+language = "en"                 # optional: the language (BCP 47) the items are written in
 
 [[items]]
 id = "fun"
@@ -20,6 +21,10 @@ factor = "Enjoyment"            # optional
 rationale = false               # optional: ask for a written reason
 ```
 
+Translations of the items, labels and instructions follow as ``[translations.LANG]`` tables
+(:mod:`cyoa.rating.instruments.translation`); ``tests/data/scales/crowd-1-4.toml``
+carries Spanish and Arabic ones.
+
 ``labels`` may be left out for numbered points ("1" … "5"). A scale that starts elsewhere
 gives its lowest point: a 0–10 rubric is ``low = 0`` with ``points = 11``, answered and
 reported as 0 … 10.
@@ -30,11 +35,21 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from cyoa.rating.instruments.types import MAX_LOW, MIN_LOW, Instrument, InstrumentError, Item
+from cyoa.rating.instruments.translation import LANGUAGE_TAG, translations_from_spec
+from cyoa.rating.instruments.types import (
+    BUILT_IN_IDS,
+    MAX_LOW,
+    MIN_LOW,
+    Instrument,
+    InstrumentError,
+    Item,
+)
 
-BUILT_IN_IDS = ("aiss-v1", "ttcw", "fei")
 SPEC_KINDS = ("likert", "yes_no", "text")
-_SPEC_KEYS = {"id", "name", "instructions", "version", "reference", "attribution", "items"}
+_SPEC_KEYS = {
+    "id", "name", "instructions", "version", "reference", "attribution", "items", "language",
+    "translations",
+}  # fmt: skip
 _ITEM_KEYS = {"id", "text", "kind", "points", "low", "labels", "reverse", "factor", "rationale"}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -131,7 +146,8 @@ def instrument_from_spec(spec: Mapping[str, object], where: str) -> Instrument:
     message, which also names the item at fault. Checks: a valid ``id`` that is not a
     built-in one, a ``name``, at least one item, no unknown fields, unique item ids, a known
     kind, 2–11 points, a whole-number ``low`` (default 1) and one label per point for Likert
-    items, ``reverse`` on Likert items only.
+    items, ``reverse`` on Likert items only; a BCP 47 ``language`` (default "en") and
+    translations of known items only, each with its translator.
     """
     if not isinstance(spec, Mapping):
         raise InstrumentError(f"{where}: an instrument spec must be a table of fields.")
@@ -162,6 +178,12 @@ def instrument_from_spec(spec: Mapping[str, object], where: str) -> Instrument:
                 f"item its own id."
             )
         seen.add(item.id)
+    language = spec.get("language", "en")
+    if not isinstance(language, str) or not LANGUAGE_TAG.match(language):
+        raise InstrumentError(
+            f'{where}: language must be a BCP 47 tag such as "en" or "es" (the language its '
+            f"items are written in), not {language!r}."
+        )
     return Instrument(
         id=instrument_id,
         name=_text(spec.get("name"), f"{where}: name"),
@@ -170,4 +192,6 @@ def instrument_from_spec(spec: Mapping[str, object], where: str) -> Instrument:
         attribution=_text(spec.get("attribution"), f"{where}: attribution", required=False),
         instructions=_text(spec.get("instructions"), f"{where}: instructions", required=False),
         items=built,
+        language=language,
+        translations=translations_from_spec(spec.get("translations"), built, language, where),
     )

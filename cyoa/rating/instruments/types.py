@@ -18,6 +18,8 @@ from typing import Literal
 Kind = Literal["likert", "yes_no", "true_false", "text"]
 KINDS: tuple[str, ...] = ("likert", "yes_no", "true_false", "text")
 FEI_KINDS: tuple[str, ...] = ("transitional", "world")
+# The validated instruments this project ships; none has a licensed published translation.
+BUILT_IN_IDS: tuple[str, ...] = ("aiss-v1", "ttcw", "fei")
 MIN_POINTS = 2
 MAX_POINTS = 11
 # The lowest point a Likert scale may start at: 1 (the usual 1–5 or 1–7), 0 (a 0–10
@@ -154,11 +156,41 @@ class Item:
 
 
 @dataclass(frozen=True)
+class ItemTranslation:
+    """One item's words in another language: its ``text`` and, for a Likert item whose points
+    are named, its ``labels`` (low to high; empty for numbered points)."""
+
+    id: str
+    text: str
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Translation:
+    """An instrument's items, labels and instructions in ``language`` (BCP 47), and where
+    they come from: ``translator`` (who translated), ``source`` (the publication or how it
+    was made), ``validated`` (whether this translation was itself validated, as published in
+    ``source``; a plain translation is not the validated instrument). ``name`` and
+    ``instructions`` are "" when not translated."""
+
+    language: str
+    translator: str
+    items: tuple[ItemTranslation, ...]
+    source: str = ""
+    validated: bool = False
+    name: str = ""
+    instructions: str = ""
+
+
+@dataclass(frozen=True)
 class Instrument:
     """A questionnaire or test battery: identity, citation, licence, instructions, items.
 
     ``attribution`` is the licence notice that must be shown wherever the items are shown or
-    shipped ("" when the items need none).
+    shipped ("" when the items need none). ``language``: the language (BCP 47) its items
+    are written in. ``translations``: its items in other languages (see
+    :mod:`cyoa.rating.instruments.translation`); ``translation``: on an instrument shown in
+    another language, the translation its items come from (None on the original).
     """
 
     id: str
@@ -168,6 +200,9 @@ class Instrument:
     attribution: str
     instructions: str
     items: tuple[Item, ...]
+    language: str = "en"
+    translations: tuple[Translation, ...] = ()
+    translation: Translation | None = None
 
     def __post_init__(self) -> None:
         if not self.items:

@@ -40,7 +40,6 @@ from typing import Literal
 
 import numpy as np
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 Score = Literal["accuracy", "neg_rmse"]
 Family = Literal["criterion", "judge"]
@@ -179,6 +178,8 @@ def by_correction(p_values: list[float], q: float) -> tuple[list[bool], list[flo
     between the tests. Reference: Benjamini & Yekutieli (2001), Theorem 1.1."""
     if not p_values:
         return [], []
+    from statsmodels.stats.multitest import multipletests  # at use: 2 s of CPU to import
+
     rejected, adjusted = multipletests(p_values, alpha=q, method="fdr_by")[:2]
     return [bool(r) for r in rejected], [float(a) for a in adjusted]
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 
-import krippendorff
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -304,6 +303,8 @@ def _item_calibration(
     alpha = spearman = None
     if not units.binary and len(shared) >= 2:
         if len(set(judged) | set(truth)) > 1:
+            import krippendorff  # at use: the app imports this module at start
+
             alpha = float(
                 krippendorff.alpha(
                     reliability_data=np.array([judged, truth]), level_of_measurement="interval"

@@ -25,7 +25,7 @@ from typing import Any
 
 from cyoa import store
 from cyoa.db.facade import Db
-from cyoa.languages import described
+from cyoa.languages import described, language_name
 from cyoa.rating import planner
 from cyoa.rating import store as rating_store
 from cyoa.rating.analysis.ratings import RatingAnalysis
@@ -33,8 +33,10 @@ from cyoa.rating.analysis.render import agreement_warnings, alpha_cell
 from cyoa.rating.analysis.report import RatingReport, rating_report
 from cyoa.rating.instruments import Instrument
 from cyoa.rating.instruments.definition import instrument_from_dict
+from cyoa.rating.instruments.translation import as_read, translation_note
 from cyoa.rating.quality import AttentionCheck, QualitySpec, quality_spec, story_words
 from cyoa.rating.research.judges import card_lines, judge_list
+from cyoa.rating.store import study_languages
 from cyoa.web.card import header, planned_sample_size, quote
 from cyoa.words import counted
 
@@ -135,6 +137,40 @@ def _items_lines(instrument: Instrument) -> list[str]:
         name = f"{item.category}: " if item.category else ""
         keyed = " (reverse-keyed)" if item.reverse else ""
         lines.append(f"- `{item.id}`{group} {name}{item.text}{keyed}")
+    return lines
+
+
+def _translations_shown(data: RatingCardData) -> list[Instrument]:
+    """The instrument as raters read it in each of the study's languages that is not its
+    own (its translations: the study was refused without them)."""
+    shown = (as_read(data.instrument, language) for language in study_languages(data.spec))
+    return [instrument for instrument in shown if instrument.translation is not None]
+
+
+def _language_lines(data: RatingCardData) -> list[str]:
+    """In which languages raters read the items, each translation marked as such."""
+    lines = [f"- Items written in {language_name(data.instrument.language)}."]
+    for shown in _translations_shown(data):
+        note = translation_note(shown.translation)
+        lines.append(f"- Shown in {language_name(shown.language)}: {note}.")
+    return lines
+
+
+def _translated_items(data: RatingCardData) -> list[str]:
+    lines = []
+    for shown in _translations_shown(data):
+        lines += [
+            f"As raters read them in {language_name(shown.language)} (a translation, not the "
+            "validated instrument):",
+            "",
+            *_items_lines(shown),
+            *(
+                f"- Labels of `{item.id}`: {', '.join(item.labels)}"
+                for item in shown.translation.items
+                if item.labels
+            ),
+            "",
+        ]
     return lines
 
 
@@ -382,11 +418,13 @@ def _header_and_instrument(data: RatingCardData, now: datetime) -> list[str]:
         f"{len(instrument.items)} items.",
         f"- Reference: {instrument.reference or '–'}",
         f"- Attribution: {instrument.attribution or '–'}",
+        *_language_lines(data),
         "",
         "## Rated attributes",
         "",
         *_items_lines(instrument),
         "",
+        *_translated_items(data),
         "## Scale and labels",
         "",
         *_scale_lines(instrument),

@@ -22,7 +22,9 @@ from cyoa.rating.analysis.report import quality_rows, rater_severity, raters_kno
 from cyoa.rating.analysis.scales import factor_scores
 from cyoa.rating.analysis.ttcw import majority_passed, story_totals
 from cyoa.rating.instruments import Instrument
+from cyoa.rating.instruments.translation import as_read, translation_note
 from cyoa.rating.research.card import rating_card_markdown
+from cyoa.rating.store import rater_languages, stored_instrument
 from cyoa.web.columns import Column
 from cyoa.web.completion import shown_code
 from cyoa.web.tables import ExportError, data_dictionary, to_csv, to_parquet, write_table
@@ -46,6 +48,20 @@ JUDGEMENT_COLUMNS = (
     ),
     Column("value_text", "string", "the answer to a text item (null for the others)"),
     Column("rationale", "string", "the rater's written reason, where one was given"),
+    Column(
+        "items_language",
+        "string",
+        "the language (BCP 47) the rater read the item in: the one their pages started in; "
+        "a judge model's, and an imported rater's, is the instrument's own; null for an "
+        "attention check (the researcher's own words)",
+    ),
+    Column(
+        "items_translation",
+        "string",
+        "for an item read in translation: 'items translated to <language> by <translator> "
+        "(<source>); not the validated instrument' (or '; a validated translation'); null "
+        "for the instrument's own language and for attention checks",
+    ),
     Column("shown_at", "string", "when the story was shown to the rater (UTC; null if imported)"),
     Column("answered_at", "string", "when the rater answered (UTC; null if imported)"),
     Column("recorded_at", "string", "when the judgement was stored (UTC)"),
@@ -156,13 +172,32 @@ def judgement_rows(db: Db, exp_id: str) -> list[dict[str, Any]]:
         " WHERE j.experiment_id = ? ORDER BY j.story_id, j.rater_id, i.position",
         [exp_id],
     )
+    instrument = stored_instrument(db, exp_id)
+    own_items = {item.id for item in instrument.items}  # the others are attention checks
+    languages = rater_languages(db, exp_id)
+    # A rater's page language → the language they read the items in, and its translation.
+    marks: dict[str, tuple[str, str | None]] = {}
     out = []
     for row in rows:
         points, low = row.pop("points"), row.pop("low")
         reverse = bool(row["reverse"])
         value = row["value"]
         coded = low + (low + points - 1) - value if reverse and value is not None else value
-        out.append({**row, "reverse": reverse, "value_coded": coded})
+        page_language = languages.get(row["rater_id"], instrument.language)
+        if page_language not in marks:
+            read = as_read(instrument, page_language)
+            note = translation_note(read.translation) if read.translation else None
+            marks[page_language] = (read.language, note)
+        language, note = marks[page_language] if row["item_id"] in own_items else (None, None)
+        out.append(
+            {
+                **row,
+                "reverse": reverse,
+                "value_coded": coded,
+                "items_language": language,
+                "items_translation": note,
+            }
+        )
     return out
 
 

@@ -12,7 +12,7 @@ from flask import flash, redirect, render_template, request, url_for
 
 from cyoa.rating.blind import rater_item_ids
 from cyoa.rating.instruments import rater_credit
-from cyoa.rating.pages import use_language
+from cyoa.rating.pages import shown_questions, use_language
 from cyoa.rating.research.views import rating_experiment_or_404
 from cyoa.rating.service import question_order
 from cyoa.web import auth
@@ -53,7 +53,7 @@ def preview(exp_id: str):
         "rate.html",
         experiment=exp,
         story=exp.stories[story_id],
-        questions=[exp.questions.item(q) for q in questions],
+        questions=shown_questions(exp, questions),
         answers={},
         position=position,
         total=total,

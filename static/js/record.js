@@ -1,0 +1,220 @@
+// The keystroke record of the writing page (docs/research.md, "The keystroke record"; the
+// rows are text_operations' in docs/data-dictionary.md). Every change to the writer's line
+// and to the edit box is one operation: where it starts (in code points, as the server
+// counts), what it removed and what it put in, found by comparing the box's text before and
+// after the change, so that an input method or autocorrect is recorded as what it did; its
+// source comes from the input's inputType. Beside them: each suggestion shown or hidden (in
+// the viewport or not), focused or hovered and left, the tab hidden or shown, the connection
+// lost or back. Rows are numbered from 1 within the session; the count, each box's last
+// recorded text and the rows not yet handed over are kept in localStorage, so a reload never
+// reuses a number, loses nothing, and goes on from the last recorded text. The rows are
+// handed to the page's outbox (the same as every action's: kept offline, sent again until
+// stored) every ten seconds or 100 rows, and whenever the page sends a line, a draft or a
+// turn, which carries the number of the last row (record_seq) for the server's check.
+// Off (the study's record_keystrokes = false), nothing is recorded, kept or sent.
+(function () {
+  "use strict";
+
+  // Each batch costs the server about what an action costs (bench/results/keystrokes.md),
+  // and the rows wait safely in localStorage meanwhile: a few batches a round.
+  const BATCH_MS = 10000;
+  const BATCH_ROWS = 100;
+  const SOURCES = {
+    insertText: "typed",
+    insertLineBreak: "typed",
+    insertParagraph: "typed",
+    deleteContentBackward: "typed",
+    deleteContentForward: "typed",
+    deleteWordBackward: "typed",
+    deleteWordForward: "typed",
+    deleteSoftLineBackward: "typed",
+    deleteSoftLineForward: "typed",
+    deleteHardLineBackward: "typed",
+    deleteHardLineForward: "typed",
+    insertFromPaste: "pasted",
+    insertFromPasteAsQuotation: "pasted",
+    insertFromDrop: "dropped",
+    deleteByDrag: "dropped",
+    deleteByCut: "cut",
+    historyUndo: "undo",
+    historyRedo: "redo",
+  };
+  // Half a suggestion in the viewport counts as seen.
+  const SEEN_RATIO = 0.5;
+
+  // The one operation that turns `before` into `after`: [position, deleted, inserted], the
+  // longest common prefix and then suffix left alone, in code points (operation_between in
+  // cyoa/cowriting/process/operations.py).
+  function diff(before, after) {
+    const a = Array.from(before);
+    const b = Array.from(after);
+    const limit = Math.min(a.length, b.length);
+    let start = 0;
+    while (start < limit && a[start] === b[start]) start += 1;
+    let end = 0;
+    while (end < limit - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end += 1;
+    return [start, a.slice(start, a.length - end).join(""), b.slice(start, b.length - end).join("")];
+  }
+
+  function create({ key, on, round, handOver }) {
+    const storageKey = `cyoa:record:${key}`;
+    let storage = null;
+    try { storage = window.localStorage; } catch (e) { /* off: this page only */ }
+    let kept = null;
+    try { kept = storage && JSON.parse(storage.getItem(storageKey)); } catch (e) { /* not ours */ }
+    // seq: the last number given; texts: "round|box|slot" -> the box's last recorded text;
+    // pending: rows not yet handed to the outbox; lastRound: for rows made before a render.
+    const state = {
+      seq: (kept && Number.isInteger(kept.seq)) ? kept.seq : 0,
+      texts: (kept && kept.texts) || {},
+      pending: (kept && Array.isArray(kept.pending)) ? kept.pending : [],
+      lastRound: (kept && kept.lastRound) || null,
+    };
+    let recording = Boolean(on);
+    let timer = null;
+    const seen = {}; // "round:slot" -> "visible" | "hidden"
+    const focused = {}; // slot -> {keyboard, pointer}
+    const roundOf = new WeakMap(); // a suggestion's card -> the round it was drawn for
+
+    function save() {
+      if (!storage) return;
+      try { storage.setItem(storageKey, JSON.stringify(state)); } catch (e) { /* full */ }
+    }
+
+    function currentRound() {
+      const r = round();
+      if (r) {
+        if (r !== state.lastRound) {
+          state.lastRound = r;
+          for (const k of Object.keys(state.texts)) {
+            if (Number(k.split("|")[0]) < r) delete state.texts[k];
+          }
+        }
+        return r;
+      }
+      return state.lastRound;
+    }
+
+    function add(roundNumber, kind, box, slot, position, deleted, inserted, source) {
+      if (!recording || !roundNumber) return;
+      state.seq += 1;
+      state.pending.push([state.seq, roundNumber, Date.now(), kind, box, slot, position, deleted, inserted, source]);
+      save();
+      if (state.pending.length >= BATCH_ROWS) flush();
+      else if (!timer) timer = setTimeout(flush, BATCH_MS);
+    }
+
+    // Hands the rows to the outbox; none while the page does not know its round yet.
+    function flush() {
+      clearTimeout(timer);
+      timer = null;
+      if (!recording || !state.pending.length || !round()) return;
+      const rows = state.pending;
+      state.pending = [];
+      handOver(rows); // kept in the outbox's own storage before this returns
+      save();
+    }
+
+    // Watches a box; `which()` says which text it shows now ({box, slot, start}: `start`
+    // the text it starts from the first time, a suggestion's for an edit box) or null.
+    function watch(element, which) {
+      element.addEventListener("input", (event) => {
+        const text = which();
+        const r = currentRound();
+        if (!text || !recording || !r) return;
+        const name = `${r}|${text.box}|${text.slot === null ? "" : text.slot}`;
+        const before = state.texts[name] !== undefined ? state.texts[name] : text.start;
+        const after = element.value;
+        if (before === after) return;
+        const [position, deleted, inserted] = diff(before, after);
+        state.texts[name] = after;
+        add(r, "text", text.box, text.slot, position, deleted, inserted, SOURCES[event.inputType] || "other");
+      });
+    }
+
+    function slotOf(card) {
+      const match = card && /^suggestion-(\d)$/.exec(card.id);
+      return match ? Number(match[1]) : null;
+    }
+
+    // A card hidden when the next round begins is its own round's suggestion.
+    function viewed(r, slot, source) {
+      if (!r || seen[`${r}:${slot}`] === source) return;
+      seen[`${r}:${slot}`] = source;
+      add(r, "view", null, slot, null, null, null, source);
+    }
+
+    const cardsSeen = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        const slot = slotOf(entry.target);
+        const source = entry.intersectionRatio >= SEEN_RATIO ? "visible" : "hidden";
+        if (slot) viewed(roundOf.get(entry.target), slot, source);
+      }
+    }, { threshold: [0, SEEN_RATIO] });
+
+    // Observes the suggestion cards in `container` as the page draws them anew: a card
+    // redrawn is the same suggestion, so only a change of what is seen is recorded.
+    function cards(container) {
+      const follow = () => {
+        for (const card of container.querySelectorAll(".suggestion")) {
+          if (roundOf.has(card)) continue;
+          roundOf.set(card, currentRound());
+          cardsSeen.observe(card);
+        }
+      };
+      new MutationObserver((changes) => {
+        for (const change of changes) {
+          for (const node of change.removedNodes) if (node.nodeType === 1) cardsSeen.unobserve(node);
+        }
+        follow();
+      }).observe(container, { childList: true });
+      follow();
+      const attention = (how, event, now) => {
+        const card = event.target.closest && event.target.closest(".suggestion");
+        const slot = slotOf(card);
+        if (!slot) return;
+        if (how === "pointer" && event.relatedTarget && card.contains(event.relatedTarget)) return;
+        const was = focused[slot] || { keyboard: false, pointer: false };
+        const is = { ...was, [how]: now };
+        focused[slot] = is;
+        const before = was.keyboard || was.pointer;
+        const after = is.keyboard || is.pointer;
+        if (before !== after) add(currentRound(), "view", null, slot, null, null, null, after ? "focus" : "blur");
+      };
+      container.addEventListener("focusin", (e) => attention("keyboard", e, true));
+      container.addEventListener("focusout", (e) => attention("keyboard", e, false));
+      container.addEventListener("pointerover", (e) => attention("pointer", e, true));
+      container.addEventListener("pointerout", (e) => attention("pointer", e, false));
+    }
+
+    const page = (source) => add(currentRound(), "page", null, null, null, null, null, source);
+    document.addEventListener("visibilitychange", () => page(document.hidden ? "hidden" : "visible"));
+    window.addEventListener("offline", () => page("offline"));
+    window.addEventListener("online", () => page("online"));
+
+    return {
+      watch,
+      cards,
+      // The server's word at each join: on or off, and the number after its largest row.
+      setting(record) {
+        recording = Boolean(record && record.on);
+        if (!recording) {
+          state.pending = [];
+          if (storage) try { storage.removeItem(storageKey); } catch (e) { /* ignore */ }
+          return;
+        }
+        if (Number.isInteger(record.next_seq)) state.seq = Math.max(state.seq, record.next_seq - 1);
+        save();
+        flush();
+      },
+      // The number of the last row, once every row is in the outbox; null when off.
+      through() {
+        if (!recording) return null;
+        flush();
+        return state.seq;
+      },
+    };
+  }
+
+  window.CyoaRecord = { create, diff };
+})();
