@@ -22,6 +22,17 @@ def _write(data: bytes, out: Path) -> None:
         click.echo(f"Wrote {out}.", err=True)
 
 
+def _read_utf8(file: Path) -> str:
+    """The text of ``file``, which CoAuthor saves as UTF-8; a sentence naming it otherwise."""
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise click.ClickException(
+            f"{file.name} is not UTF-8 text (byte {error.start} cannot be read): give the "
+            ".jsonl file CoAuthor saved for one session, or save it again as UTF-8."
+        ) from error
+
+
 @click.command("preference-data")
 @click.argument("experiment")
 @click.option(
@@ -91,9 +102,9 @@ def export_coauthor_command(ctx: click.Context, experiment: str, out: Path) -> N
 def import_coauthor_command(ctx: click.Context, files: tuple[Path, ...], name: str) -> None:
     """Load CoAuthor session logs (FILES, one .jsonl per session) as a new co-writing
     experiment, closed to writers, each log one writer on the replay page."""
+    texts = [(file.name, _read_utf8(file)) for file in files]
     db = open_or_create(ctx)
     try:
-        texts = [(file.name, file.read_text(encoding="utf-8")) for file in files]
         summary = coauthor.import_logs(db, texts, name)
     except AnalysisError as error:
         raise click.ClickException(str(error)) from error

@@ -391,3 +391,61 @@ def test_a_fix_in_an_earlier_turn_keeps_the_later_rounds_keystrokes_in_place():
     ]
     assert record.problems[0].startswith("Event 6 (counted from 0) changes the document outside")
     assert record.problems[-1].startswith("Round 1 is left out of the record")
+
+
+def fox_log(line: str) -> list[dict]:
+    """A one-round CoAuthor log whose writer typed ``line`` and took the one suggestion."""
+    offered = [{"index": 0, "original": " It sang.", "trimmed": "It sang.", "source": ""}]
+    end = 10 + len(line)
+    return [
+        event("system-initialize", "api", currentDoc="A prompt.\n"),
+        event("text-insert", delta={"ops": [{"retain": 9}, {"insert": " " + line}]}),
+        event("suggestion-open", "api", currentSuggestions=offered),
+        event("suggestion-select", currentSuggestionIndex=0),
+        event("text-insert", "api", {"ops": [{"retain": end}, {"insert": " It sang."}]}),
+    ]
+
+
+def test_two_files_naming_the_same_writer_are_refused_before_anything_is_imported(tmp_path):
+    for folder, file in (("a", "s.jsonl"), ("a", "s.json"), ("b", "s.jsonl")):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / file).write_text(json.dumps(fox_log("A fox ran.")), "utf-8")
+    path = tmp_path / "s.sqlite"
+    for pair in (("a/s.jsonl", "a/s.json"), ("a/s.jsonl", "b/s.jsonl")):
+        result = CliRunner().invoke(
+            cli,
+            ["--db", str(path), "import-coauthor", *(str(tmp_path / f) for f in pair)]
+            + ["--name", "fox"],
+        )
+        assert result.exit_code == 1, result.output
+        assert "More than one file is named s" in result.output
+        assert "Traceback" not in result.output
+    db = store.connect(path)
+    assert store.get_experiment(db, "fox") is None
+    db.close()
+
+
+def test_an_import_that_fails_part_way_leaves_no_experiment_behind(tmp_path, monkeypatch):
+    db = store.connect(tmp_path / "s.sqlite")
+    logs_in = [(f"{n}.jsonl", json.dumps(fox_log("A fox ran."))) for n in ("one", "two")]
+
+    def fail(*args):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("cyoa.cowriting.research.coauthor.store_operations", fail)
+    with pytest.raises(RuntimeError):
+        import_logs(db, logs_in, "fox")
+    assert store.get_experiment(db, "fox") is None
+    db.close()
+
+
+def test_a_file_that_is_not_utf8_is_named_in_a_sentence(tmp_path):
+    bad = tmp_path / "latin.jsonl"
+    bad.write_bytes(
+        json.dumps(fox_log("Café."), ensure_ascii=False).encode().replace(b"\xc3\xa9", b"\xe9")
+    )
+    result = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "s.sqlite"), "import-coauthor", str(bad), "--name", "x"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "latin.jsonl is not UTF-8 text" in result.output

@@ -160,16 +160,29 @@ def _systems(sessions: list[ImportedSession]) -> tuple[str, str]:
     return SLOT_SYSTEMS
 
 
+def _writer_name(file: str) -> str:
+    """The writer an imported log stands for: its file name without the extension."""
+    return file.rsplit(".", 1)[0]
+
+
 def import_logs(db: Db, files: list[tuple[str, str]], name: str) -> ImportSummary:
     """Store CoAuthor logs (``files``: file name and text) as the new experiment ``name``,
     closed to writers, each log one writer named by its file name. Every file is read before
-    anything is written; :class:`AnalysisError` for a bad file or a name in use."""
+    anything is written, and all is written in one transaction; :class:`AnalysisError` for a
+    bad file, two files naming the same writer, or a name in use."""
     if not _NAME.match(name):
         raise AnalysisError(
             f"'{name}' cannot be an experiment name: use lowercase letters, digits, '-' or '_' "
             "(at most 64 characters, starting with a letter or digit)."
         )
     sessions = [(file, parse_log(text, file)) for file, text in files]
+    stems = [_writer_name(file) for file, _ in files]
+    repeated = sorted({stem for stem in stems if stems.count(stem) > 1})
+    if repeated:
+        raise AnalysisError(
+            f"More than one file is named {', '.join(repeated)} (each file names one writer, "
+            "without its extension): rename the files so that each name is used once."
+        )
     store.init_db(db)
     if store.get_experiment(db, name) is not None:
         raise AnalysisError(
@@ -190,11 +203,11 @@ def import_logs(db: Db, files: list[tuple[str, str]], name: str) -> ImportSummar
             "slot_order_recorded": False,
         },
     }
-    store.upsert_experiment(db, name, name, spec)
     with store.write_transaction(db):
+        store.upsert_experiment(db, name, name, spec)
         db.update("experiments", name, {"status": "closed"})
-    for file, (session, record) in sessions:
-        _import_session(db, name, file, session, systems, record)
+        for file, (session, record) in sessions:
+            _import_session(db, name, file, session, systems, record)
     return ImportSummary(
         name,
         len(sessions),
@@ -213,12 +226,11 @@ def _import_session(
     systems: tuple[str, str],
     keystrokes: LogRecord,
 ) -> None:
-    session_id = secrets.token_hex(16)
-    cowriting_store.create_session(
+    session_id = cowriting_store.create_session(
         db,
-        session_id=session_id,
+        session_id=secrets.token_hex(16),
         exp_id=experiment,
-        participant={"external_id": file.rsplit(".", 1)[0], "id_source": "import-coauthor"},
+        participant={"external_id": _writer_name(file), "id_source": "import-coauthor"},
         pair=systems,
         completion_code=f"IMPORT-{secrets.token_hex(8).upper()}",
         user_agent="",
