@@ -118,21 +118,32 @@ def display_text(partial: str, max_chars: int) -> str:
     return _cut_at_word(clean_text(partial), max_chars)
 
 
-def build_prompt(story_turns: list[str], template: str) -> str:
-    """The text a model continues: the story so far, turns joined by one space, put into the
-    model card's ``template`` at ``{story}``.
+def story_as_models_see_it(story_turns: list[str]) -> str:
+    """The story so far as a model is given it (before the model card's template): the
+    turns joined by one space and cleaned (:func:`clean_text`), ending right after the last
+    sentence; "" for an empty story.
 
-    The prompt ends right after the last sentence, with no trailing space: both tokenizers
-    attach the space to the next word (" The"), so a trailing space would force an unusual
-    token and worse text. A story whose last turn does not end a sentence gets a full stop,
-    so the model starts a new sentence instead of finishing the writer's.
-    """
+    A story whose last turn does not end a sentence gets a full stop, so the model starts a
+    new sentence instead of finishing the writer's. No trailing space: both tokenizers attach
+    the space to the next word (" The"), so a trailing space would force an unusual token and
+    worse text. The preference data's ``prompt`` is this text, so that it is what the models
+    saw."""
     story = clean_text(" ".join(story_turns))
     if not story:
-        raise ValueError("The story is empty: write at least one line before asking a model.")
+        return ""
     ends = _sentence_ends(story, confirmed_only=False)
     if not ends or ends[-1][0] != len(story):
         story = story.rstrip(" ,;:-–—") + "."
+    return story
+
+
+def build_prompt(story_turns: list[str], template: str) -> str:
+    """The text a model continues: the story so far (:func:`story_as_models_see_it`: turns
+    joined by one space, ending with a full stop) put into the model card's ``template`` at
+    ``{story}``."""
+    story = story_as_models_see_it(story_turns)
+    if not story:
+        raise ValueError("The story is empty: write at least one line before asking a model.")
     if "{story}" not in template:
         raise ValueError("A prompt template must contain {story}.")
     return template.replace("{story}", story).rstrip()

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from cyoa import store
 from cyoa.cli import cli
 from cyoa.cowriting.research.preference_data import export, preference_pairs
+from cyoa.generation.text import build_prompt
 from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment
 
 
@@ -51,6 +52,24 @@ def test_each_round_is_a_pair_with_the_story_so_far_and_the_writers_edit(study):
     # The left-out round's turns stay in the story the next round continues.
     assert last["prompt"] == "A fox ran. It sang! Rain came. Cold. Night fell."
     assert (last["chosen"], last["rejected"], last["round"]) == ("Stars.", "Moon.", 3)
+
+
+def test_the_prompt_is_the_story_as_the_models_saw_it(tmp_path):
+    db = store.connect(tmp_path / "study.sqlite")
+    make_experiment(db, rounds=2)
+    add_writer(
+        db,
+        "w1",
+        [
+            Turn("a fox  ran,", {FIRST: "It hid.", SECOND: "It sang."}, FIRST, FIRST, "It hid"),
+            Turn("Rain\tcame", {FIRST: "Cold.", SECOND: "Wet."}, SECOND, SECOND, "Wet."),
+        ],
+    )
+    rows, _ = preference_pairs(db, "exp")
+    assert [r["prompt"] for r in rows] == ["a fox ran.", "a fox ran, It hid Rain came."]
+    turns = [["a fox  ran,"], ["a fox  ran,", "It hid", "Rain\tcame"]]
+    assert [r["prompt"] for r in rows] == [build_prompt(t, "{story}") for t in turns]
+    db.close()
 
 
 def test_writers_appear_by_number_never_by_their_platform_id(study):

@@ -2,8 +2,10 @@
 with the writer's own edit beside it.
 
 One row per writer × submitted round with two suggestions: ``prompt`` (the story so far, as
-the models saw it before the model card's template: every turn joined by one space, up to and
-with the writer's line of the round), ``chosen`` (the suggestion the writer took, as the model
+the models saw it before the model card's template: every turn up to and with the writer's
+line of the round, as :func:`cyoa.generation.text.story_as_models_see_it` gives it to them,
+joined by one space and cleaned, with a full stop added when the last turn does not end a
+sentence), ``chosen`` (the suggestion the writer took, as the model
 wrote it), ``rejected`` (the other one) and ``edited`` (what the writer added after editing
 the chosen one), with the systems, slot, writer, round, study, licence and consent time.
 
@@ -31,6 +33,7 @@ from typing import Any
 from cyoa import store
 from cyoa.cowriting.research.exports import preference_rows, session_rows
 from cyoa.db.facade import Db
+from cyoa.generation.text import story_as_models_see_it
 from cyoa.web.columns import Column
 from cyoa.web.tables import ExportError, to_jsonl, to_parquet
 
@@ -41,7 +44,8 @@ COLUMNS: tuple[Column, ...] = (
     Column(
         "prompt",
         "string",
-        "the story so far, turns joined by one space, up to and with the writer's line",
+        "the story so far as the models saw it, up to and with the writer's line: turns"
+        " joined by one space, cleaned, a full stop added if the last turn ends no sentence",
     ),
     Column("chosen", "string", "the suggestion the writer took, as the model wrote it"),
     Column("rejected", "string", "the other suggestion of the round, as the model wrote it"),
@@ -74,7 +78,7 @@ def preference_pairs(
         writers.setdefault(session, f"writer-{len(writers) + 1}")
         turns = story.setdefault(session, [])
         turns.append(r["writer_line"])
-        prompt = " ".join(turns)
+        prompt = story_as_models_see_it(turns)
         turns.append(r["final_text"])
         other = 3 - r["chosen_slot"]
         if r["one_suggestion_only"] or r[f"slot{other}_text"] is None:
