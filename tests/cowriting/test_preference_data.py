@@ -9,6 +9,7 @@ import zipfile
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from cyoa import store
@@ -72,6 +73,14 @@ def test_the_prompt_is_the_story_as_the_models_saw_it(tmp_path):
     db.close()
 
 
+def test_a_licence_with_a_colon_and_a_line_break_keeps_the_cards_header_valid_yaml(study):
+    licence = "CC-BY-4.0: ask first\nsecond line"
+    with zipfile.ZipFile(io.BytesIO(export(study, "exp", "zip", licence))) as z:
+        card = z.read("README.md").decode()
+    header = card.split("---\n")[1]
+    assert yaml.safe_load(header)["license"] == licence
+
+
 def test_writers_appear_by_number_never_by_their_platform_id(study):
     data = export(study, "exp", "jsonl")
     assert b"PROLIFIC123" not in data
@@ -95,7 +104,7 @@ def test_the_zip_carries_a_dataset_card_with_the_licence_and_what_was_left_out(s
             "README.md",
         }
         card = z.read("README.md").decode()
-    assert "license: CC-BY-4.0" in card
+    assert 'license: "CC-BY-4.0"' in card
     assert "2 rounds by 1 writers. 1 rounds where one suggestion failed" in card
     assert "`edited`" in card
 
@@ -103,7 +112,7 @@ def test_the_zip_carries_a_dataset_card_with_the_licence_and_what_was_left_out(s
 def test_without_a_licence_the_card_says_to_ask_before_reuse(study):
     with zipfile.ZipFile(io.BytesIO(export(study, "exp", "zip"))) as z:
         card = z.read("README.md").decode()
-    assert "license: unknown" in card
+    assert 'license: "unknown"' in card
     assert "ask the study's researchers before you share or train on it" in card
 
 
@@ -135,4 +144,4 @@ def test_the_research_page_links_the_preference_data_with_the_licence_asked(app,
     reply = researcher.get("/research/experiments/exp/preference-data.zip?licence=CC0-1.0")
     assert reply.status_code == 200
     with zipfile.ZipFile(io.BytesIO(reply.data)) as z:
-        assert "license: CC0-1.0" in z.read("README.md").decode()
+        assert 'license: "CC0-1.0"' in z.read("README.md").decode()

@@ -111,7 +111,8 @@ def dataset_card(
 ) -> str:
     """The dataset card (README.md, Hugging Face's layout: YAML metadata, then the text):
     what a row is, how to load it into TRL, the licence, the consent text the writers
-    agreed to, and what was left out."""
+    agreed to, and what was left out. The licence is written into the YAML as a JSON string
+    (JSON strings are YAML), so a colon or a line break in it cannot break the header."""
     spec = json.loads(stored["spec"])
     writers = len({r["writer"] for r in rows})
     systems = ", ".join(s["name"] for s in spec.get("systems", []))
@@ -127,7 +128,7 @@ def dataset_card(
         f"> {line}" if line else ">" for line in spec.get("consent", "").splitlines()
     )
     return f"""---
-license: {licence if stated else "unknown"}
+license: {json.dumps(licence if stated else "unknown")}
 task_categories:
 - text-generation
 tags:
