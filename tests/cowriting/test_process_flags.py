@@ -51,10 +51,28 @@ def test_typing_speed_is_judged_over_at_least_twenty_characters():
     typed(log, 0, "Quick burst", 1)
     assert fastest_typing(log.ops) is None
     log = Log()
-    typed(log, 0, "x" * 21, 50)
+    typed(log, 0, "abcdefghijklmnopqrstu", 50)
     chars, rate = fastest_typing(log.ops)
     assert (chars, rate) == (20, 20.0)
     assert rate > MAX_CHARS_PER_SECOND
+
+
+def test_holding_a_key_down_is_not_flagged_as_fast_typing():
+    log = Log()
+    end = typed(log, 0, "The end", 150)
+    end = typed(log, end, "-" * 40, 30, start=7)
+    typed(log, end, "." * 30, 30, start=47)
+    assert session_flags(log.ops) == []
+
+
+def test_dictated_phrases_are_not_flagged_as_fast_typing():
+    log = Log()
+    phrases = ["The rain would ", "not stop that ", "night, and the ", "river rose."]
+    at, start = 0, 0
+    for phrase in phrases:
+        log.text(at, "line", start, phrase)
+        at, start = at + 20, start + len(phrase)
+    assert session_flags(log.ops) == []
 
 
 def test_text_that_changed_while_the_tab_was_hidden_is_flagged_in_its_round():

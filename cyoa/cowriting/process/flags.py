@@ -72,15 +72,24 @@ def _pasted_line(number: int, ops: Sequence[Mapping]) -> Flag | None:
 
 def fastest_typing(ops: Sequence[Mapping]) -> tuple[int, float] | None:
     """The fastest sustained typing in ``ops`` (text operations of one box, ``seq`` order):
-    over each run of consecutive ``typed`` operations, for each operation the shortest span
-    back to an earlier one that typed at least :data:`MIN_FAST_CHARS` characters after it;
-    returns ``(characters, characters per second)`` of the fastest span, or None when no run
-    is that long. A span of 0 ms is infinitely fast."""
+    over each run of consecutive ``typed`` operations that put in one character each, for
+    each operation the shortest span back to an earlier one that typed at least
+    :data:`MIN_FAST_CHARS` characters after it; returns ``(characters, characters per
+    second)`` of the fastest span, or None when no run is that long. A span of 0 ms is
+    infinitely fast.
+
+    Only keystrokes count: a typed operation that put in several characters at once (a
+    dictated phrase arrives as one ``insertText``) ends the run. A character typed again
+    right after itself is left out of the count (its time stays in the span), so holding a
+    key down ("-----", "....."), which the keyboard auto-repeats at about 30 characters a
+    second, is not typing faster than a person."""
     best: tuple[int, float] | None = None
     runs: list[list[Mapping]] = [[]]
     for op in ops:
-        if op["source"] == "typed" and op["inserted"]:
-            runs[-1].append(op)
+        inserted = op["inserted"] or ""
+        if op["source"] == "typed" and len(inserted) == 1:
+            if not runs[-1] or runs[-1][-1]["inserted"] != inserted:
+                runs[-1].append(op)
         elif runs[-1]:
             runs.append([])
     for run in runs:
