@@ -364,8 +364,10 @@ def main() -> None:
         unit = "rounds" if args.only == "rating" else None
         results = [r for r in kept if r.get("unit") == unit] + results
         results.sort(key=lambda r: r.get("unit") == "rounds")
-    command = "python bench/dashboard.py" + (
-        f" --requests {args.requests}" if args.requests != 40 else ""
+    command = (
+        "python bench/dashboard.py"
+        + (f" --requests {args.requests}" if args.requests != 40 else "")
+        + (f" --only {args.only}" if args.only else "")
     )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "dashboard.json").write_text(json.dumps({"results": results}, indent=2) + "\n")
