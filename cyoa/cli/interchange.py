@@ -106,5 +106,7 @@ def import_coauthor_command(ctx: click.Context, files: tuple[Path, ...], name: s
     )
     click.echo(
         f"Imported {summary.sessions} CoAuthor sessions ({summary.rounds} rounds{left}) as "
-        f"experiment '{summary.experiment}'."
+        f"experiment '{summary.experiment}', with {summary.operations} keystroke record rows."
     )
+    for problem in summary.record_problems:
+        click.echo(f"Not in the keystroke record: {problem}")

@@ -19,6 +19,7 @@ from flask_babel import gettext
 
 from cyoa import store
 from cyoa.cowriting.flow import Limits, RuleError, normalize_text
+from cyoa.cowriting.process.exclusion import ExclusionRuleError, flag_rule
 from cyoa.generation.types import ModelCard, System
 from cyoa.languages import SOURCE_LANGUAGE, StudyLanguages, marked, study_languages
 from cyoa.web.completion import completion_url_problem, study_code_problem
@@ -116,6 +117,9 @@ class Experiment:
     # The keystroke record (cyoa/cowriting/process/): off, the page records nothing of it
     # and the server stores none.
     record_keystrokes: bool = True
+    # The writing-process flags whose writers the analysis leaves out ([[exclusions]] rule =
+    # "process_flags", cyoa/cowriting/process/exclusion.py); none by default.
+    exclude_flags: tuple[str, ...] = ()
     likert_labels: tuple[str, ...] = LIKERT_LABELS
     # The participant pages' language (BCP 47), and every one the browser may pick among.
     language: str = SOURCE_LANGUAGE
@@ -209,6 +213,7 @@ def experiment_from_dict(
         pairing=pairing,
         target_writers=_whole(raw, "target_writers", 0, where),
         record_keystrokes=_switch(raw, "record_keystrokes", True, where),
+        exclude_flags=_exclude_flags(raw, where),
         language=languages.default,
         languages=languages.allowed,
         source=raw,
@@ -277,6 +282,13 @@ def _completion(raw: dict[str, Any], where: str) -> tuple[str, str]:
 def _is_number(value: Any) -> bool:
     """A finite int or float (not a bool, NaN or infinity)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _exclude_flags(raw: dict[str, Any], where: str) -> tuple[str, ...]:
+    try:
+        return flag_rule(raw, where)
+    except ExclusionRuleError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def _switch(raw: dict[str, Any], key: str, default: bool, where: str) -> bool:

@@ -13,7 +13,9 @@ from click.testing import CliRunner
 from cyoa import store
 from cyoa.cli import cli
 from cyoa.cowriting.process.coauthor import read_session
-from cyoa.cowriting.process.store import store_operations
+from cyoa.cowriting.process.coauthor_record import log_record
+from cyoa.cowriting.process.operations import reconstruct
+from cyoa.cowriting.process.store import load_operations, store_operations
 from cyoa.cowriting.research.coauthor import export_zip, import_logs
 from tests.cowriting.test_process_measures import Log
 from tests.study_builder import FIRST, SECOND, Turn, add_writer, make_experiment
@@ -196,7 +198,7 @@ def test_the_verbs_and_the_research_page_carry_the_logs(app, researcher, tmp_pat
     ]
     result = runner.invoke(cli, args)
     assert result.exit_code == 0, result.output
-    assert "Imported 1 CoAuthor sessions (2 rounds) as experiment 'back'." in result.output
+    assert "Imported 1 CoAuthor sessions (2 rounds) as experiment 'back', with " in result.output
     db = store.connect(app.config["DATABASE"])
     participant = db.execute(
         "SELECT p.id FROM participants p JOIN sessions s ON s.participant_id = p.id"
@@ -205,7 +207,9 @@ def test_the_verbs_and_the_research_page_carry_the_logs(app, researcher, tmp_pat
     db.close()
     replay = researcher.get(f"/research/experiments/back/writers/{participant}")
     assert replay.status_code == 200
-    assert "They dream of fish." in replay.get_data(as_text=True)
+    page = replay.get_data(as_text=True)
+    assert "They dream of fish." in page
+    assert 'id="ks-summary"' in page and "cannot be played back" not in page
 
 
 def event(name, source="user", delta="", **fields):
@@ -236,3 +240,154 @@ def test_a_log_as_coauthors_interface_writes_it_reads_as_rounds():
     # Without a system-put space after it, the turn ends at the suggestion's last character.
     assert round_.final_text == "It sang"
     assert session.left_out == 1
+
+
+def submitted_turns(db, exp_id) -> dict[str, list[tuple[str, str]]]:
+    """Each writer's rounds as the keystroke record replays them: (line, turn) per round."""
+    out = {}
+    for s in db.query(
+        "SELECT s.id, p.external_id FROM sessions s JOIN participants p ON p.id ="
+        " s.participant_id WHERE s.experiment_id = ?",
+        [exp_id],
+    ):
+        rounds = db.query(
+            "SELECT round, chosen_slot, chosen_suggestion FROM rounds WHERE session_id = ?"
+            " ORDER BY round",
+            [s["id"]],
+        )
+        suggestions = {
+            (e["payload"]["round"], e["payload"]["slot"]): e["payload"]["text"]
+            for e in (
+                {"payload": json.loads(row["payload"])}
+                for row in db.query(
+                    "SELECT payload FROM events WHERE session_id = ? AND type ="
+                    " 'suggestion_completed'",
+                    [s["id"]],
+                )
+            )
+        }
+        texts = reconstruct(load_operations(db, s["id"]), suggestions)
+        out[s["external_id"]] = [
+            (
+                texts.get((r["round"], "line", None), "").strip(),
+                texts.get((r["round"], "edit", r["chosen_slot"]), r["chosen_suggestion"]).strip(),
+            )
+            for r in rounds
+        ]
+    return out
+
+
+def test_an_exported_record_imports_keystroke_by_keystroke_and_replays_to_the_same_turns(
+    study, tmp_path
+):
+    files = [(n, "".join(json.dumps(e) + "\n" for e in ev)) for n, ev in logs(study).items()]
+    summary = import_logs(study, files, "back")
+    assert summary.record_problems == ()
+    assert summary.operations > 18  # the line typed key by key comes back as its keys
+    replayed = submitted_turns(study, "back")
+    expected = [(t.line, t.final) for t in TURNS]
+    assert sorted(replayed.values()) == [expected, expected]
+    imported = list(
+        study.query(
+            "SELECT o.* FROM text_operations o JOIN sessions s ON s.id = o.session_id"
+            " WHERE s.experiment_id = 'back' AND o.box = 'line' AND o.round = 1 ORDER BY o.seq"
+        )
+    )
+    typed = [o for o in imported if o["inserted"] in set("Cats nap all day.")]
+    assert len(typed) >= 17 and {o["source"] for o in imported} == {"typed"}
+
+
+def test_a_log_as_coauthors_interface_writes_it_imports_with_its_keystrokes(tmp_path):
+    offered = [
+        {"index": 1, "original": " It hid.", "trimmed": "It hid.", "source": ""},
+        {"index": 0, "original": " It sang.", "trimmed": "It sang.", "source": ""},
+    ]
+
+    def at(ms, *args, **kwargs):
+        return event(*args, **kwargs) | {"eventTimestamp": ms}
+
+    log = [
+        at(0, "system-initialize", "api", currentDoc="A prompt.\n"),
+        at(100, "text-insert", delta={"ops": [{"retain": 9}, {"insert": " A fox"}]}),
+        at(200, "text-insert", delta={"ops": [{"retain": 15}, {"insert": " ran."}]}),
+        at(300, "suggestion-get"),
+        at(900, "suggestion-open", "api", currentSuggestions=offered),
+        at(1500, "suggestion-select", currentSuggestionIndex=0),
+        at(1500, "suggestion-close", "api"),
+        at(1500, "text-insert", "api", {"ops": [{"retain": 20}, {"insert": " It sang."}]}),
+        # "sang" made "sung": a replacement inside the suggestion
+        at(2000, "text-insert", delta={"ops": [{"retain": 24}, {"insert": "su"}, {"delete": 2}]}),
+    ]
+    session = read_session(log)
+    assert [(r.writer_line, r.final_text) for r in session.rounds] == [("A fox ran.", "It sung.")]
+    record = log_record(log, session)
+    assert record.problems == []
+    assert [(o["box"], o["slot"], o["position"], o["deleted"], o["inserted"], o["at_ms"])
+            for o in record.rows] == [
+        ("line", None, 0, "", " A fox", 100),
+        ("line", None, 6, "", " ran.", 200),
+        ("edit", 2, 3, "sa", "su", 2000),
+    ]  # fmt: skip
+    db = store.connect(tmp_path / "imported.sqlite")
+    summary = import_logs(db, [("fox.jsonl", json.dumps(log))], "fox")
+    assert summary.operations == 3
+    assert submitted_turns(db, "fox") == {"fox": [("A fox ran.", "It sung.")]}
+    db.close()
+
+
+def test_an_edit_the_log_leaves_outside_the_turn_is_named_in_the_imports_output(tmp_path):
+    offered = [{"index": 0, "original": " It sang.", "trimmed": "It sang.", "source": ""}]
+    log = [
+        event("system-initialize", "api", currentDoc="A prompt.\n"),
+        event("text-insert", delta={"ops": [{"retain": 9}, {"insert": " A fox ran."}]}),
+        event("suggestion-open", "api", currentSuggestions=offered),
+        event("suggestion-select", currentSuggestionIndex=0),
+        event("text-insert", "api", {"ops": [{"retain": 20}, {"insert": " It sang."}]}),
+        event("text-insert", delta={"ops": [{"retain": 28}, {"insert": "!"}, {"delete": 1}]}),
+    ]
+    record = log_record(log, read_session(log))
+    assert record.rows == []
+    assert any(p.startswith("Round 1 is left out of the record:") for p in record.problems)
+    assert "3 text events have no eventTimestamp" in " ".join(record.problems)
+    (tmp_path / "fox.jsonl").write_text(json.dumps(log), encoding="utf-8")
+    result = CliRunner().invoke(
+        cli,
+        ["--db", str(tmp_path / "s.sqlite"), "import-coauthor", str(tmp_path / "fox.jsonl")]
+        + ["--name", "fox"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "with 0 keystroke record rows." in result.output
+    assert "Not in the keystroke record: fox.jsonl: Round 1 is left out of the record" in (
+        result.output
+    )
+
+
+def test_a_fix_in_an_earlier_turn_keeps_the_later_rounds_keystrokes_in_place():
+    def offer(text):
+        return event("suggestion-open", "api", currentSuggestions=[{"index": 0, "original": text}])
+
+    def typed(at, text):
+        return event("text-insert", delta={"ops": [{"retain": at}, {"insert": text}]})
+
+    log = [
+        event("system-initialize", "api", currentDoc="P.\n"),
+        typed(2, " A fox ran."),
+        offer(" It sang."),
+        event("suggestion-select", currentSuggestionIndex=0),
+        event("text-insert", "api", {"ops": [{"retain": 13}, {"insert": " It sang."}]}),
+        typed(22, " Then"),
+        event("text-delete", delta={"ops": [{"retain": 3}, {"delete": 2}]}),  # "A " of round 1
+        typed(25, " it rained."),
+        offer(" Puddles."),
+        event("suggestion-select", currentSuggestionIndex=0),
+        event("text-insert", "api", {"ops": [{"retain": 36}, {"insert": " Puddles."}]}),
+    ]
+    session = read_session(log)
+    assert [r.writer_line for r in session.rounds] == ["fox ran.", "Then it rained."]
+    record = log_record(log, session)
+    assert [(o["round"], o["position"], o["inserted"]) for o in record.rows] == [
+        (2, 0, " Then"),
+        (2, 5, " it rained."),
+    ]
+    assert record.problems[0].startswith("Event 6 (counted from 0) changes the document outside")
+    assert record.problems[-1].startswith("Round 1 is left out of the record")

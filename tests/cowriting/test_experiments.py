@@ -81,6 +81,14 @@ def test_the_survey_is_configurable():
         ({"pairing": "greedy"}, "'pairing' must be one of balanced, adaptive"),
         ({"pairing": "adaptive"}, "needs at least three"),
         ({"record_keystrokes": "yes"}, "'record_keystrokes' must be true or false"),
+        (
+            {"exclusions": [{"rule": "process_flags", "flags": ["pasted"]}]},
+            "must name flags from pasted_line, fast_typing, hidden_tab",
+        ),
+        (
+            {"exclusions": [{"rule": "words_per_minute", "above": 600}]},
+            'must read rule = "process_flags"',
+        ),
     ],
 )
 def test_a_broken_spec_names_the_problem(overrides, message):
@@ -107,3 +115,10 @@ def test_pairing_is_balanced_unless_the_spec_asks_for_adaptive():
     three = spec(pairing="adaptive")
     three["systems"] = [*three["systems"], {"name": "c", "model": "gemma-3-270m"}]
     assert experiment_from_dict(three, CARDS).pairing == "adaptive"
+
+
+def test_the_process_flag_rule_is_off_unless_the_spec_names_flags():
+    assert experiment_from_dict(spec(), CARDS).exclude_flags == ()
+    rule = [{"rule": "process_flags", "flags": ["hidden_tab", "pasted_line"]}]
+    exp = experiment_from_dict(spec(exclusions=rule), CARDS)
+    assert exp.exclude_flags == ("pasted_line", "hidden_tab")

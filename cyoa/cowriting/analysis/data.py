@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cyoa import store
+from cyoa.cowriting.process import exclusion
+from cyoa.cowriting.process.flags import session_flags
+from cyoa.cowriting.process.store import load_operations
 from cyoa.db.facade import Db
 from cyoa.errors import AnalysisError
 from cyoa.languages import SOURCE_LANGUAGE
@@ -94,9 +97,12 @@ class StudyData:
     ``slot_order_recorded``: False for data imported without it (see
     ``cyoa.cowriting.analysis.tsv``). ``completed``: the sessions whose every round was
     submitted, in the order their last turn was submitted (ties: the order they started), the
-    order in which a study watched as it runs sees writers finish. ``language``: the spec's
-    ``language`` (BCP 47, "en" by default), the language the writers wrote in: the text
-    metrics are chosen by it (:mod:`cyoa.metrics.tokens`).
+    order in which a study watched as it runs sees writers finish. ``left_out``: the
+    writers the spec's process-flag rule leaves out (:mod:`cyoa.cowriting.process.exclusion`),
+    none of whose rounds or answers are in the rest; ``exclusion_rule``: the flags that rule
+    names (``()``: no rule applied). ``language``: the spec's ``language`` (BCP 47, "en" by
+    default), the language the writers wrote in: the text metrics are chosen by it
+    (:mod:`cyoa.metrics.tokens`).
     """
 
     experiment: str
@@ -110,6 +116,8 @@ class StudyData:
     likert_items: dict[str, str]
     slot_order_recorded: bool = True
     completed: tuple[str, ...] = ()
+    left_out: tuple[exclusion.LeftOut, ...] = ()
+    exclusion_rule: tuple[str, ...] = ()
     language: str = SOURCE_LANGUAGE
 
 
@@ -205,18 +213,25 @@ def load_study(
     experiment: str,
     pair: tuple[str, str] | None = None,
     finished_only: bool = False,
+    apply_exclusions: bool = True,
 ) -> StudyData:
     """Read the submitted rounds and survey answers of ``experiment``'s writers who compared
     ``pair`` (either orientation; optional for a two-system experiment).
 
     Raises :class:`AnalysisError` when the experiment does not exist, or the pair is missing
     or not the experiment's. See the module docstring for which rounds and sessions count.
+    ``apply_exclusions``: leave out the writers of the spec's process-flag rule (off for an
+    export of the data, which keeps every writer).
     """
     row = store.experiment_row(db, experiment)
     spec = _spec(row)
     systems = _pair(_systems(db, experiment, spec), pair, experiment)
     scope = _Scope.of(experiment, systems, finished_only)
     writers, finished = _writers(db, scope)
+    rule = _flag_rule(spec, experiment) if apply_exclusions else ()
+    left_out = _left_out(db, rule, writers)
+    for writer in left_out:
+        del writers[writer.session_id]
     rounds = _submitted_rounds(db, scope, writers, _shown_suggestions(db, scope))
     with_rounds = {r.session_id for r in rounds}
     writers = {sid: external for sid, external in writers.items() if sid in with_rounds}
@@ -234,8 +249,31 @@ def load_study(
         likert_items=_likert_items(spec, survey),
         slot_order_recorded=bool(spec.get("import", {}).get("slot_order_recorded", True)),
         completed=_completed(db, scope, writers, rounds_per_story),
+        left_out=left_out,
+        exclusion_rule=rule,
         language=_language(spec),
     )
+
+
+def _flag_rule(spec: dict[str, Any], experiment: str) -> tuple[str, ...]:
+    try:
+        return exclusion.flag_rule(spec, f"experiment '{experiment}'")
+    except exclusion.ExclusionRuleError as exc:
+        raise AnalysisError(str(exc)) from None
+
+
+def _left_out(
+    db: Db, kinds: tuple[str, ...], writers: dict[str, str]
+) -> tuple[exclusion.LeftOut, ...]:
+    """The writers the process-flag rule naming ``kinds`` leaves out (none without a rule:
+    the flags alone exclude nobody, and no record is read)."""
+    if not kinds:
+        return ()
+    flags = (
+        (sid, external, session_flags(load_operations(db, sid)))
+        for sid, external in writers.items()
+    )
+    return exclusion.left_out(flags, kinds)
 
 
 def _language(spec: dict[str, Any]) -> str:
@@ -324,7 +362,8 @@ def _submitted_rounds(
     writers: dict[str, str],
     suggestions: dict[tuple[str, int, int], str | None],
 ) -> list[RoundRecord]:
-    """The rounds whose turn was submitted, by writer (in ``writers``' order) and round."""
+    """The rounds whose turn was submitted of the sessions in ``writers``, by writer (in
+    ``writers``' order) and round."""
     rounds: list[RoundRecord] = []
     for (
         sid,
@@ -345,6 +384,8 @@ def _submitted_rounds(
         f"{scope.session_filter}",
         scope.params,
     ).fetchall():
+        if sid not in writers:
+            continue  # left out by the spec's process-flag rule
         rounds.append(
             RoundRecord(
                 session_id=sid,

@@ -13,7 +13,7 @@ rounds (the comparison is not randomised).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from cyoa.stats import ClusteredRatio, clustered_ratio
@@ -116,9 +116,14 @@ class ProcessTable:
     seed: int
 
 
-def of_pair(rows: Sequence[Row], pair: Sequence[str]) -> list[Row]:
-    """The rows of the writers who compared ``pair``."""
-    return [r for r in rows if {r["slot1_system"], r["slot2_system"]} == set(pair)]
+def of_pair(rows: Sequence[Row], pair: Sequence[str], left_out: Collection[str] = ()) -> list[Row]:
+    """The rows of the writers who compared ``pair``, but for the sessions in ``left_out``
+    (those the spec's process-flag rule leaves out, :mod:`cyoa.cowriting.process.exclusion`)."""
+    return [
+        r
+        for r in rows
+        if {r["slot1_system"], r["slot2_system"]} == set(pair) and r["session_id"] not in left_out
+    ]
 
 
 def process_table(

@@ -65,6 +65,10 @@ def to_json(analyses: Sequence[Analysis]) -> str:
         entry = _plain(dataclasses.asdict(analysis))
         if analysis.compat is not None:
             del entry["writer_level"]
+            if not analysis.left_out:  # the script's output as it was, unless the rule acted
+                del entry["left_out"]
+            if entry.get("text") is not None:  # compat refuses a study in another language
+                del entry["text"]["not_computed"]
         plain.append(entry)
     return json.dumps(plain, indent=2, ensure_ascii=False) + "\n"
 
@@ -435,6 +439,8 @@ def to_markdown(analysis: Analysis) -> str:
         f"Writers: {analysis.writers}; rounds: {analysis.rounds}.",
         "",
     ]
+    if analysis.left_out:
+        lines += [analysis.left_out, ""]
     lines += _preference_lines(analysis)
     lines += _edit_lines(analysis)
     lines += _text_lines(analysis)

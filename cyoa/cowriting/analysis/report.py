@@ -64,7 +64,12 @@ def report(
         text = with_ranking(text, ranked, experiment, fmt)
     if compat is None:
         rows = process_rows(db, experiment)
-        tables = [process_report.process_table(process_report.of_pair(rows, p), p) for p in pairs]
+        tables = [
+            process_report.process_table(
+                process_report.of_pair(rows, p, {w.session_id for w in data.left_out}), p
+            )
+            for p, data in zip(pairs, studies, strict=True)
+        ]
         text = with_process(text, tables, fmt)
     return text
 

@@ -185,7 +185,8 @@ class Analysis:
     ``compat`` is ``None`` for this project's analysis or ``"cyoa-2021"`` for the original
     script's. ``writers`` and ``rounds`` count what was analysed. ``writer_level``: the
     analysis with writers as the unit and the anytime-valid monitoring (``None`` in compat
-    mode, whose output is the script's).
+    mode, whose output is the script's). ``left_out``: the sentence saying which writers the
+    spec's process-flag rule left out ('' for none; :mod:`cyoa.cowriting.process.exclusion`).
     """
 
     experiment: str
@@ -200,3 +201,4 @@ class Analysis:
     likert: tuple[LikertRow, ...]
     notes: tuple[str, ...]
     writer_level: WriterLevel | None = None
+    left_out: str = ""

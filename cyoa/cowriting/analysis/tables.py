@@ -53,6 +53,7 @@ from cyoa.cowriting.analysis.results import (
     WriterEditRow,
     WriterLevel,
 )
+from cyoa.cowriting.process import exclusion
 from cyoa.errors import AnalysisError
 from cyoa.languages import language_name
 from cyoa.metrics.edit import Variant, edit_metrics_many
@@ -508,6 +509,19 @@ def likert_rows(data: StudyData) -> tuple[LikertRow, ...]:
     )
 
 
+def _first_notes(data: StudyData, left_out: str) -> list[str]:
+    """The analysis's first notes: who the spec's process-flag rule left out (if anyone),
+    what was counted, what the preference is."""
+    first, second = data.systems
+    return [
+        *([left_out] if left_out else []),
+        f"{len(data.writers)} writers, {len(data.rounds)} submitted rounds "
+        f"({len(data.finished)} writers finished the survey; unfinished stories count "
+        "with their submitted rounds).",
+        f"Preference: share of rounds in which {first} was chosen over {second}.",
+    ]
+
+
 def _compat_analysis(
     data: StudyData, compat: str, workers: int, cache: LemmaCache | None
 ) -> Analysis:
@@ -551,15 +565,13 @@ def analyze(
         raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}.")
     processes = _workers(workers, len(data.writers))
     if compat is not None:
-        return _compat_analysis(data, compat, processes, cache)
+        compat_analysis = _compat_analysis(data, compat, processes, cache)
+        left_out = exclusion.sentence(data.left_out, data.exclusion_rule)
+        return replace(compat_analysis, left_out=left_out)
     first, second = data.systems
     preference_result = preference_table(data, alternative, resamples, seed)
-    notes = [
-        f"{len(data.writers)} writers, {len(data.rounds)} submitted rounds "
-        f"({len(data.finished)} writers finished the survey; unfinished stories count "
-        "with their submitted rounds).",
-        f"Preference: share of rounds in which {first} was chosen over {second}.",
-    ]
+    left_out = exclusion.sentence(data.left_out, data.exclusion_rule)
+    notes = _first_notes(data, left_out)
     if preference_result is not None:
         notes.append(
             f"Preference tests: {preference_result.method}; "
@@ -601,4 +613,5 @@ def analyze(
         writer_level=writer_level(
             data, preference_result, scores, alternative, variant, planned_writers
         ),
+        left_out=left_out,
     )

@@ -304,7 +304,7 @@ def export_cyoa_tsv(
     who compared ``pair`` (needed when the experiment has more than two systems), Model = the
     pair's system that comes first in the spec. Formula-like cells are neutralised unless
     ``exact`` (see :func:`write_cyoa_tsv`)."""
-    data = load_study(db, experiment, pair)
+    data = load_study(db, experiment, pair, apply_exclusions=False)  # the data: every writer
     rows = rows_from_study(data)
     return write_cyoa_tsv(rows, data.rounds_per_story, len(data.likert_items), exact=exact)
 

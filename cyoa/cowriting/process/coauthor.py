@@ -38,7 +38,7 @@ def utf16(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def _code_points(text: str, units: int) -> int:
+def code_points(text: str, units: int) -> int:
     """The code-point offset in ``text`` of the UTF-16 offset ``units``."""
     count = 0
     for index, char in enumerate(text):
@@ -199,13 +199,15 @@ def session_events(rounds: Sequence[RoundLog], started_ms: int, prompt: str = ""
 class ImportedRound:
     """A round read from a CoAuthor log: the writer's text before the chosen suggestion,
     the suggestions offered (slot order), their sources, the slot chosen, the final text of
-    the chosen suggestion after the writer's edits."""
+    the chosen suggestion after the writer's edits, and which ``suggestion-select`` of the
+    log (counted from 1) put in the chosen text."""
 
     writer_line: str
     suggestions: list[str]
     sources: list[str]
     chosen_slot: int
     final_text: str
+    select: int = 0
 
 
 @dataclass
@@ -233,13 +235,13 @@ def _apply_delta(doc: list[tuple[str, Any]], delta: Any, tag: Any) -> list[tuple
         if not isinstance(op, Mapping):
             raise CoAuthorError(f"A textDelta operation is not an object: {op!r}.")
         if "retain" in op:
-            end = _code_points(text, utf16(text[:at]) + int(op["retain"]))
+            end = code_points(text, utf16(text[:at]) + int(op["retain"]))
             out += doc[at:end]
             at = end
         elif "insert" in op and isinstance(op["insert"], str):
             out += [(c, tag) for c in op["insert"]]
         elif "delete" in op:
-            at = _code_points(text, utf16(text[:at]) + int(op["delete"]))
+            at = code_points(text, utf16(text[:at]) + int(op["delete"]))
     return out + doc[at:]
 
 
@@ -333,6 +335,7 @@ def _rounds(
                 sources=[sources[i] for i in slots],
                 chosen_slot=slots.index(index) + 1,
                 final_text="".join(c for c, _ in doc[first:end]).strip(),
+                select=k,
             )
         )
         previous_end = end

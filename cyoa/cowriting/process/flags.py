@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from cyoa.cowriting.process.measures import PASTED, origins, rounds_of
 from cyoa.cowriting.process.operations import RecordMismatch
 
+KINDS = ("pasted_line", "fast_typing", "hidden_tab")
+"""Every flag's identifier, as a spec's process-flag exclusion rule names them
+(:mod:`cyoa.cowriting.process.exclusion`)."""
+
 PASTED_SHARE = 0.9
 """A line counts as pasted whole when at least this share of its non-space characters came
 from a paste or a drop (a pasted line with a typo fixed is still pasted)."""

@@ -23,6 +23,7 @@ from cyoa.cowriting.analysis import rankings as ranking_report
 from cyoa.cowriting.analysis.data import StudyData
 from cyoa.cowriting.analysis.monitoring import planned_writers
 from cyoa.cowriting.analysis.tables import edit_scores, edit_table, preference_table, writer_level
+from cyoa.cowriting.process import exclusion
 from cyoa.cowriting.research.lifecycle import models_without_card
 from cyoa.cowriting.spec import Experiment
 from cyoa.generation.types import System
@@ -300,6 +301,11 @@ def _results(studies: Sequence[StudyData], planned: int | None) -> list[str]:
     anytime-valid confidence sequence with the study status, and the within-writer edit
     tests beside the paper's Mann–Whitney; per-round edit means are descriptive."""
     lines = ["## Results (writers as the unit)", ""]
+    left_out = exclusion.sentence(
+        [w for data in studies for w in data.left_out],
+        studies[0].exclusion_rule if studies else (),
+    )
+    lines += [left_out, ""] if left_out else []
     analysed = [data for data in studies if data.rounds]
     if not analysed:
         return [*lines, "No submitted round yet.", ""]

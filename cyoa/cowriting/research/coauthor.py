@@ -4,7 +4,9 @@ side of :mod:`cyoa.cowriting.process.coauthor` (which holds the mapping).
 - :func:`export_zip`: one ``<session_id>.jsonl`` per session with a submitted round, so that
   the tools built for CoAuthor's logs (Lee, Liang & Yang, CHI 2022) read a CYOA study;
 - :func:`import_logs`: CoAuthor session logs stored as a new co-writing experiment, closed to
-  writers, one session per log, shown turn by turn on the replay page like an imported TSV.
+  writers, one session per log, shown turn by turn on the replay page like an imported TSV,
+  and keystroke by keystroke from the log's text events
+  (:mod:`cyoa.cowriting.process.coauthor_record`).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from cyoa.cowriting.process.coauthor import (
     read_session,
     session_events,
 )
+from cyoa.cowriting.process.coauthor_record import LogRecord, log_record
 from cyoa.cowriting.process.operations import RecordMismatch, reconstruct
-from cyoa.cowriting.process.store import load_operations
+from cyoa.cowriting.process.store import load_operations, store_operations
 from cyoa.cowriting.recording import SessionRecorder
 from cyoa.cowriting.research.exports import shown_suggestions
 from cyoa.db.facade import Db
@@ -110,15 +113,22 @@ def export_zip(db: Db, exp_id: str) -> bytes:
 
 @dataclass(frozen=True)
 class ImportSummary:
+    """What an import stored: sessions, rounds, stretches of text left out, keystroke record
+    rows, and the sentences saying which events or rounds the record could not carry (each
+    prefixed with its file)."""
+
     experiment: str
     sessions: int
     rounds: int
     left_out: int
+    operations: int = 0
+    record_problems: tuple[str, ...] = ()
 
 
-def parse_log(text: str, name: str) -> ImportedSession:
-    """A CoAuthor log file's text (JSON Lines, or one JSON list) read as rounds;
-    :class:`AnalysisError` naming the file when it is not a CoAuthor log."""
+def parse_log(text: str, name: str) -> tuple[ImportedSession, LogRecord]:
+    """A CoAuthor log file's text (JSON Lines, or one JSON list) read as rounds and as the
+    keystroke record; :class:`AnalysisError` naming the file when it is not a CoAuthor
+    log."""
     try:
         stripped = text.strip()
         if stripped.startswith("["):
@@ -127,7 +137,8 @@ def parse_log(text: str, name: str) -> ImportedSession:
             events = [json.loads(line) for line in stripped.splitlines() if line.strip()]
         if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
             raise CoAuthorError("each event must be a JSON object")
-        return read_session(events)
+        session = read_session(events)
+        return session, log_record(events, session)
     except (ValueError, TypeError, KeyError) as exc:
         raise AnalysisError(
             f"{name} is not a CoAuthor session log ({exc}): give the .jsonl file CoAuthor "
@@ -164,13 +175,13 @@ def import_logs(db: Db, files: list[tuple[str, str]], name: str) -> ImportSummar
         raise AnalysisError(
             f"There is already an experiment '{name}' in this database: choose another --name."
         )
-    systems = _systems([s for _, s in sessions])
-    rounds = max((len(s.rounds) for _, s in sessions), default=0) or 1
+    systems = _systems([s for _, (s, _) in sessions])
+    rounds = max((len(s.rounds) for _, (s, _) in sessions), default=0) or 1
     spec = {
         "id": name,
         "title": name,
         "rounds": rounds,
-        "prompt_text": sessions[0][1].prompt if sessions else "",
+        "prompt_text": sessions[0][1][0].prompt if sessions else "",
         "systems": [{"name": s, "model": s} for s in systems],
         "survey": {"likert": [], "open": []},
         "import": {
@@ -182,18 +193,25 @@ def import_logs(db: Db, files: list[tuple[str, str]], name: str) -> ImportSummar
     store.upsert_experiment(db, name, name, spec)
     with store.write_transaction(db):
         db.update("experiments", name, {"status": "closed"})
-    for file, session in sessions:
-        _import_session(db, name, file, session, systems)
+    for file, (session, record) in sessions:
+        _import_session(db, name, file, session, systems, record)
     return ImportSummary(
         name,
         len(sessions),
-        sum(len(s.rounds) for _, s in sessions),
-        sum(s.left_out for _, s in sessions),
+        sum(len(s.rounds) for _, (s, _) in sessions),
+        sum(s.left_out for _, (s, _) in sessions),
+        sum(len(r.rows) for _, (_, r) in sessions),
+        tuple(f"{file}: {problem}" for file, (_, r) in sessions for problem in r.problems),
     )
 
 
 def _import_session(
-    db: Db, experiment: str, file: str, session: ImportedSession, systems: tuple[str, str]
+    db: Db,
+    experiment: str,
+    file: str,
+    session: ImportedSession,
+    systems: tuple[str, str],
+    keystrokes: LogRecord,
 ) -> None:
     session_id = secrets.token_hex(16)
     cowriting_store.create_session(
@@ -246,3 +264,4 @@ def _import_session(
                 {"round": number, "slot": r.chosen_slot, "text": r.final_text},
                 chosen,
             )
+        store_operations(db, session_id, keystrokes.rows)

@@ -43,6 +43,7 @@ from cyoa.cowriting.analysis.results import (
 from cyoa.cowriting.analysis.tables import analyze, likert_rows
 from cyoa.cowriting.analysis.tag_cache import SentenceTagCache
 from cyoa.cowriting.judges import report as judges_report
+from cyoa.cowriting.process import exclusion
 from cyoa.cowriting.research.exports import process_rows
 from cyoa.cowriting.spec import Experiment
 from cyoa.db.facade import Db
@@ -420,7 +421,9 @@ def _process_tables(db: Db, studies: list[StudyData], resamples: int) -> list[Ta
         if not data.rounds:
             continue
         found = process_report.process_table(
-            process_report.of_pair(rows, data.systems), data.systems, resamples=resamples
+            process_report.of_pair(rows, data.systems, {w.session_id for w in data.left_out}),
+            data.systems,
+            resamples=resamples,
         )
         line = process_report.headline(found)
         tables.append(
@@ -502,6 +505,11 @@ def compute_results(
         f"{counted(rounds, 'submitted round')}, {counted(finished, 'finished survey')}. "
         "Unfinished stories count with their submitted rounds."
     ]
+    left_out = exclusion.sentence(
+        [w for data in studies for w in data.left_out],
+        studies[0].exclusion_rule if studies else (),
+    )
+    notes += [left_out] if left_out else []
     return Results(
         experiment=exp.id,
         version=version,

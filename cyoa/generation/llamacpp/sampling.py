@@ -3,7 +3,7 @@ nucleus (top-p), as :func:`cyoa.generation.engine.sampling.candidates` defines t
 
 numpy, not torch: the llama.cpp engine then never imports torch, whose libraries alone hold
 about 200 MB of the process's memory (bench/results/peer.md), and a draw over Gemma's 262,144
-logits takes about 0.4 ms against torch's 1.2 ms (the copy, the mask and the multinomial
+logits takes about half torch's 1.1 ms of CPU (the copy, the mask and the multinomial
 draw of a 1-row tensor). Draws come from the row's own :class:`numpy.random.Generator`
 (PCG64, seeded with the suggestion's seed), so on one machine the same logits and seed give
 the same token whatever other rows do.
