@@ -71,6 +71,7 @@
       lastRound: (kept && kept.lastRound) || null,
     };
     let recording = Boolean(on);
+    let loadRecorded = false; // this page load's starting visibility, recorded once
     let timer = null;
     const seen = {}; // "round:slot" -> "visible" | "hidden"
     const focused = {}; // slot -> {keyboard, pointer}
@@ -204,6 +205,11 @@
           return;
         }
         if (Number.isInteger(record.next_seq)) state.seq = Math.max(state.seq, record.next_seq - 1);
+        // A reload records "hidden" as the old page unloads: the new one says how it starts.
+        if (!loadRecorded) {
+          loadRecorded = true;
+          page(document.hidden ? "hidden" : "visible");
+        }
         save();
         flush();
       },
