@@ -118,17 +118,29 @@
 
     // Watches a box; `which()` says which text it shows now ({box, slot, start}: `start`
     // the text it starts from the first time, a suggestion's for an edit box) or null.
+    // The box's text just before the writer's change (beforeinput) may differ from the last
+    // recorded one: the page filled it (the server's saved draft, a kept line). That fill is
+    // recorded first, as "other", so the record still replays from its start.
     function watch(element, which) {
+      let shown = null;
+      element.addEventListener("beforeinput", () => { shown = element.value; });
       element.addEventListener("input", (event) => {
         const text = which();
         const r = currentRound();
+        const was = shown;
+        shown = null;
         if (!text || !recording || !r) return;
         const name = `${r}|${text.box}|${text.slot === null ? "" : text.slot}`;
-        const before = state.texts[name] !== undefined ? state.texts[name] : text.start;
+        const recorded = state.texts[name] !== undefined ? state.texts[name] : text.start;
+        const before = was === null ? recorded : was;
+        if (before !== recorded) {
+          const [position, deleted, inserted] = diff(recorded, before);
+          add(r, "text", text.box, text.slot, position, deleted, inserted, "other");
+        }
         const after = element.value;
+        state.texts[name] = after;
         if (before === after) return;
         const [position, deleted, inserted] = diff(before, after);
-        state.texts[name] = after;
         add(r, "text", text.box, text.slot, position, deleted, inserted, SOURCES[event.inputType] || "other");
       });
     }
