@@ -6,8 +6,9 @@
 // source comes from the input's inputType. Beside them: each suggestion shown or hidden (in
 // the viewport or not), focused or hovered and left, the tab hidden or shown, the connection
 // lost or back. Rows are numbered from 1 within the session; the count, each box's last
-// recorded text and the rows not yet handed over are kept in localStorage, so a reload never
-// reuses a number, loses nothing, and goes on from the last recorded text. The rows are
+// recorded text (both shared by the story's tabs) and each tab's rows not yet handed over are
+// kept in localStorage, so a reload or a second tab never reuses a number, loses nothing, and
+// goes on from the last recorded text. The rows are
 // handed to the page's outbox (the same as every action's: kept offline, sent again until
 // stored) every ten seconds or 100 rows, and whenever the page sends a line, a draft or a
 // turn, which carries the number of the last row (record_seq) for the server's check.
@@ -56,20 +57,30 @@
     return [start, a.slice(start, a.length - end).join(""), b.slice(start, b.length - end).join("")];
   }
 
+  // A page's pending rows are its own (two tabs of one story each keep theirs); a page not
+  // heard of for this long (or that said it closed) left its rows for the next to send.
+  const ORPHAN_MS = 60000;
+
   function create({ key, on, round, handOver }) {
     const storageKey = `cyoa:record:${key}`;
+    const pendingPrefix = `${storageKey}:pending:`;
+    const pendingKey = pendingPrefix + Math.random().toString(36).slice(2) + Date.now().toString(36);
     let storage = null;
     try { storage = window.localStorage; } catch (e) { /* off: this page only */ }
-    let kept = null;
-    try { kept = storage && JSON.parse(storage.getItem(storageKey)); } catch (e) { /* not ours */ }
-    // seq: the last number given; texts: "round|box|slot" -> the box's last recorded text;
-    // pending: rows not yet handed to the outbox; lastRound: for rows made before a render.
+    const read = (name) => {
+      try { return (storage && JSON.parse(storage.getItem(name))) || null; } catch (e) { return null; }
+    };
+    const kept = read(storageKey);
+    // seq: the last number given (shared by the story's tabs); texts: "round|box|slot" ->
+    // the box's last recorded text; pending: this page's rows not yet handed to the outbox;
+    // lastRound: for rows made before a render.
     const state = {
       seq: (kept && Number.isInteger(kept.seq)) ? kept.seq : 0,
       texts: (kept && kept.texts) || {},
-      pending: (kept && Array.isArray(kept.pending)) ? kept.pending : [],
+      pending: (kept && Array.isArray(kept.pending)) ? kept.pending : [], // an older page's
       lastRound: (kept && kept.lastRound) || null,
     };
+    adoptOrphans();
     let recording = Boolean(on);
     let loadRecorded = false; // this page load's starting visibility, recorded once
     let timer = null;
@@ -79,8 +90,45 @@
 
     function save() {
       if (!storage) return;
-      try { storage.setItem(storageKey, JSON.stringify(state)); } catch (e) { /* full */ }
+      const { seq, texts, lastRound } = state;
+      try {
+        storage.setItem(storageKey, JSON.stringify({ seq, texts, lastRound }));
+        storage.setItem(pendingKey, JSON.stringify({ at: Date.now(), closed: false, rows: state.pending }));
+      } catch (e) { /* full */ }
     }
+
+    // The pending rows of pages closed (or gone quiet) are this page's to send: a row sent
+    // twice is stored once (its seq), so taking a live page's by mistake loses nothing.
+    function adoptOrphans() {
+      if (!storage) return;
+      const names = [];
+      for (let i = 0; i < storage.length; i += 1) {
+        const name = storage.key(i);
+        if (name && name.startsWith(pendingPrefix) && name !== pendingKey) names.push(name);
+      }
+      for (const name of names) {
+        const other = read(name);
+        if (other && !other.closed && Date.now() - other.at < ORPHAN_MS) continue;
+        if (other && Array.isArray(other.rows)) state.pending.push(...other.rows);
+        try { storage.removeItem(name); } catch (e) { /* ignore */ }
+      }
+      state.pending.sort((a, b) => a[0] - b[0]);
+    }
+
+    // Another tab of the story recorded: take its numbers and texts as the latest.
+    window.addEventListener("storage", (event) => {
+      if (event.key !== storageKey || !event.newValue) return;
+      const other = read(storageKey);
+      if (!other) return;
+      if (Number.isInteger(other.seq)) state.seq = Math.max(state.seq, other.seq);
+      if (other.texts) state.texts = other.texts;
+    });
+    window.addEventListener("pagehide", () => {
+      if (!storage) return;
+      try {
+        storage.setItem(pendingKey, JSON.stringify({ at: Date.now(), closed: true, rows: state.pending }));
+      } catch (e) { /* full */ }
+    });
 
     function currentRound() {
       const r = round();
@@ -98,7 +146,8 @@
 
     function add(roundNumber, kind, box, slot, position, deleted, inserted, source) {
       if (!recording || !roundNumber) return;
-      state.seq += 1;
+      const stored = read(storageKey); // another tab may have numbered rows since
+      state.seq = Math.max(state.seq, (stored && Number.isInteger(stored.seq)) ? stored.seq : 0) + 1;
       state.pending.push([state.seq, roundNumber, Date.now(), kind, box, slot, position, deleted, inserted, source]);
       save();
       if (state.pending.length >= BATCH_ROWS) flush();
@@ -213,7 +262,9 @@
         recording = Boolean(record && record.on);
         if (!recording) {
           state.pending = [];
-          if (storage) try { storage.removeItem(storageKey); } catch (e) { /* ignore */ }
+          if (storage) {
+            try { storage.removeItem(storageKey); storage.removeItem(pendingKey); } catch (e) { /* ignore */ }
+          }
           return;
         }
         if (Number.isInteger(record.next_seq)) state.seq = Math.max(state.seq, record.next_seq - 1);
