@@ -61,7 +61,8 @@
   // heard of for this long (or that said it closed) left its rows for the next to send.
   const ORPHAN_MS = 60000;
 
-  function create({ key, on, round, handOver }) {
+  // `fits(rows)`: whether a batch goes in one message (the page's limit for an action).
+  function create({ key, on, round, handOver, fits }) {
     const storageKey = `cyoa:record:${key}`;
     const pendingPrefix = `${storageKey}:pending:`;
     const pendingKey = pendingPrefix + Math.random().toString(36).slice(2) + Date.now().toString(36);
@@ -146,6 +147,30 @@
 
     function add(roundNumber, kind, box, slot, position, deleted, inserted, source) {
       if (!recording || !roundNumber) return;
+      if (kind === "text" && !fits([[0, roundNumber, Date.now(), kind, box, slot, position, deleted, inserted, source]])) {
+        // A change too large for one message goes as several rows that each fit: the removal,
+        // then the insertion, each cut in halves (in code points) as often as needed.
+        const gone = Array.from(deleted);
+        const put = Array.from(inserted);
+        if (gone.length && put.length) {
+          add(roundNumber, kind, box, slot, position, deleted, "", source);
+          add(roundNumber, kind, box, slot, position, "", inserted, source);
+          return;
+        }
+        const part = gone.length ? gone : put;
+        if (part.length > 1) {
+          const first = part.slice(0, part.length >> 1).join("");
+          const rest = part.slice(part.length >> 1).join("");
+          if (gone.length) {
+            add(roundNumber, kind, box, slot, position, first, "", source);
+            add(roundNumber, kind, box, slot, position, rest, "", source);
+          } else {
+            add(roundNumber, kind, box, slot, position, "", first, source);
+            add(roundNumber, kind, box, slot, position + (part.length >> 1), "", rest, source);
+          }
+          return;
+        }
+      }
       const stored = read(storageKey); // another tab may have numbered rows since
       state.seq = Math.max(state.seq, (stored && Number.isInteger(stored.seq)) ? stored.seq : 0) + 1;
       state.pending.push([state.seq, roundNumber, Date.now(), kind, box, slot, position, deleted, inserted, source]);
@@ -161,7 +186,16 @@
       if (!recording || !state.pending.length || !round()) return;
       const rows = state.pending;
       state.pending = [];
-      handOver(rows); // kept in the outbox's own storage before this returns
+      // In batches that each fit one message (kept in the outbox's storage as handed over).
+      let batch = [];
+      for (const row of rows) {
+        if (batch.length && !fits([...batch, row])) {
+          handOver(batch);
+          batch = [];
+        }
+        batch.push(row);
+      }
+      if (batch.length) handOver(batch);
       save();
     }
 

@@ -50,3 +50,20 @@ def test_rows_left_by_tabs_that_closed_before_sending_are_sent_by_the_next_page(
     ops = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
     assert [op["inserted"] for op in ops] == ["One", "", "Two"]  # b found "One" in the record
     assert apply_operations("", ops) == "Two"
+
+
+def test_a_change_too_large_for_one_message_goes_as_rows_in_batches_that_each_fit():
+    done = run("""
+        const a = tab({ limit: 1000 });
+        a.type("a".repeat(600));
+        a.type("b".repeat(600));  // a replacement too large for one message
+        a.type("b".repeat(600) + "c".repeat(1500));  // an insertion too large even alone
+        a.record.through();
+        const size = (rows) => new TextEncoder().encode(
+            JSON.stringify({ type: "record", payload: { operations: rows } })).length;
+        return { sizes: a.handed.map(size), rows: a.handed.flat() };
+    """)
+    assert len(done["sizes"]) > 1 and max(done["sizes"]) <= 1000
+    ops = [dict(zip(COLUMNS, row, strict=True)) for row in done["rows"]]
+    assert [op["seq"] for op in ops] == list(range(1, len(ops) + 1))
+    assert apply_operations("", ops) == "b" * 600 + "c" * 1500

@@ -34,7 +34,7 @@ function listeners() {
 function tab({ on = true, round = 1, start = "", limit = 64 * 1024, hidden = false } = {}) {
   const win = listeners();
   const doc = { ...listeners(), hidden };
-  const t = { fire: win.fire, handed: [], refused: 0 };
+  const t = { fire: win.fire, handed: [] };
   const mine = { ...storage, setItem: (n, v) => storage.setItem(n, v, t) };
   Object.defineProperty(mine, "length", { get: () => storage.length });
   win.localStorage = mine;
@@ -50,7 +50,6 @@ function tab({ on = true, round = 1, start = "", limit = 64 * 1024, hidden = fal
     key: "story", on, round: () => round,
     handOver: (rows) => t.handed.push(rows),
     fits: (rows) => new TextEncoder().encode(JSON.stringify({ type: "record", payload: { operations: rows } })).length <= limit,
-    refused: () => { t.refused += 1; },
   });
   t.box = { value: start, ...listeners() };
   t.record.watch(t.box, () => ({ box: "line", slot: null, start: "" }));
