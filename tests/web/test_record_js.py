@@ -67,3 +67,29 @@ def test_a_change_too_large_for_one_message_goes_as_rows_in_batches_that_each_fi
     ops = [dict(zip(COLUMNS, row, strict=True)) for row in done["rows"]]
     assert [op["seq"] for op in ops] == list(range(1, len(ops) + 1))
     assert apply_operations("", ops) == "b" * 600 + "c" * 1500
+
+
+def test_a_box_the_page_filled_is_recorded_as_filled_before_the_writer_s_own_change():
+    rows = run("""
+        const a = tab({ begins: "The door opened.", start: "The door opened slowly." });
+        a.type("The door opened slowly!");
+        a.record.through();
+        return a.handed.flat();
+    """)
+    ops = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+    assert [(op["source"], op["deleted"], op["inserted"]) for op in ops] == [
+        ("other", "", " slowly"),  # the saved draft the page put in the box
+        ("typed", ".", "!"),  # the writer's own keystroke
+    ]
+    assert apply_operations("The door opened.", ops) == "The door opened slowly!"
+
+
+def test_each_page_load_records_whether_it_starts_visible_or_hidden():
+    rows = run("""
+        const shown = tab(), hidden = tab({ hidden: true });
+        shown.record.setting({ on: true, next_seq: 1 });
+        hidden.record.setting({ on: true, next_seq: 1 });
+        shown.record.setting({ on: true, next_seq: 1 });  // a second join: no second row
+        return [...shown.handed.flat(), ...hidden.handed.flat()].map(r => [r[3], r[9]]);
+    """)
+    assert sorted(rows) == [["page", "hidden"], ["page", "visible"]]

@@ -31,7 +31,8 @@ function listeners() {
 
 // One page: `record` is its recorder, `box` a text box it watches, `handed` the batches
 // handed to its outbox, `close()` the page going away.
-function tab({ on = true, round = 1, start = "", limit = 64 * 1024, hidden = false } = {}) {
+// `start`: what the box shows when the page opens; `begins`: the text its record starts from.
+function tab({ on = true, round = 1, start = "", begins = "", limit = 64 * 1024, hidden = false } = {}) {
   const win = listeners();
   const doc = { ...listeners(), hidden };
   const t = { fire: win.fire, handed: [] };
@@ -52,7 +53,7 @@ function tab({ on = true, round = 1, start = "", limit = 64 * 1024, hidden = fal
     fits: (rows) => new TextEncoder().encode(JSON.stringify({ type: "record", payload: { operations: rows } })).length <= limit,
   });
   t.box = { value: start, ...listeners() };
-  t.record.watch(t.box, () => ({ box: "line", slot: null, start: "" }));
+  t.record.watch(t.box, () => ({ box: "line", slot: null, start: begins }));
   t.type = (after, inputType = "insertText") => {
     t.box.fire("beforeinput", { inputType });
     t.box.value = after;
