@@ -1,13 +1,12 @@
-// Runs static/js/record.js in Node with just enough of a browser for it (tests/web/
-// test_record_js.py): tabs of one story share one localStorage, which tells the other tabs
-// of each write (the `storage` event), as a browser does. The scenario comes on stdin as a
+// Runs static/js/record.js (the path given) in Node with just enough of a browser for it
+// (tests/cowriting/test_record_js.py): tabs of one story share one localStorage, which tells
+// the other tabs of each write (the `storage` event), as a browser does. The scenario comes on stdin as a
 // function body given `tab(options)` and `storage`; what it returns is printed as JSON.
 "use strict";
 const fs = require("fs");
-const path = require("path");
 const vm = require("vm");
 
-const source = fs.readFileSync(path.join(__dirname, "../../../static/js/record.js"), "utf8");
+const source = fs.readFileSync(process.argv[2], "utf8"); // static/js/record.js
 const tabs = [];
 const items = new Map();
 const storage = {

@@ -1,4 +1,4 @@
-"""static/js/record.js run in Node (tests/web/js/record_tabs.js gives it a browser's
+"""static/js/record.js run in Node (tests/support/record_tabs.js gives it a browser's
 localStorage shared by tabs and its storage events): what two tabs of one story, a closed
 tab's rows and a large paste leave in the record, without a browser's start-up cost."""
 
@@ -7,20 +7,25 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from cyoa.cowriting.process.operations import apply_operations
 from cyoa.cowriting.process.store import COLUMNS
+from tests.paths import ROOT, TESTS
 
-HARNESS = Path(__file__).parent / "js" / "record_tabs.js"
+HARNESS = TESTS / "support" / "record_tabs.js"
+SCRIPT = ROOT / "static" / "js" / "record.js"
 pytestmark = pytest.mark.skipif(not shutil.which("node"), reason="needs Node.js")
 
 
 def run(scenario: str):
     done = subprocess.run(
-        ["node", str(HARNESS)], input=scenario, capture_output=True, text=True, check=True
+        ["node", str(HARNESS), str(SCRIPT)],
+        input=scenario,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout)
 
