@@ -89,12 +89,13 @@
     const focused = {}; // slot -> {keyboard, pointer}
     const roundOf = new WeakMap(); // a suggestion's card -> the round it was drawn for
 
+    let closed = false; // the page is going away: its pending rows are the next page's
     function save() {
       if (!storage) return;
       const { seq, texts, lastRound } = state;
       try {
         storage.setItem(storageKey, JSON.stringify({ seq, texts, lastRound }));
-        storage.setItem(pendingKey, JSON.stringify({ at: Date.now(), closed: false, rows: state.pending }));
+        storage.setItem(pendingKey, JSON.stringify({ at: Date.now(), closed, rows: state.pending }));
       } catch (e) { /* full */ }
     }
 
@@ -124,12 +125,10 @@
       if (Number.isInteger(other.seq)) state.seq = Math.max(state.seq, other.seq);
       if (other.texts) state.texts = other.texts;
     });
-    window.addEventListener("pagehide", () => {
-      if (!storage) return;
-      try {
-        storage.setItem(pendingKey, JSON.stringify({ at: Date.now(), closed: true, rows: state.pending }));
-      } catch (e) { /* full */ }
-    });
+    // Going away (the tab's "hidden" row comes after pagehide, so every save from then on
+    // says so), unless the browser brings the page back from its cache.
+    window.addEventListener("pagehide", () => { closed = true; save(); });
+    window.addEventListener("pageshow", () => { closed = false; save(); });
 
     function currentRound() {
       const r = round();

@@ -58,7 +58,12 @@ function tab({ on = true, round = 1, start = "", begins = "", limit = 64 * 1024,
     t.box.value = after;
     t.box.fire("input", { inputType });
   };
-  t.close = () => { win.fire("pagehide"); tabs.splice(tabs.indexOf(t), 1); };
+  t.close = () => { // in the order a browser unloads a page
+    win.fire("pagehide");
+    doc.hidden = true;
+    doc.fire("visibilitychange");
+    tabs.splice(tabs.indexOf(t), 1);
+  };
   tabs.push(t);
   return t;
 }
