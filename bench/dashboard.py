@@ -1,8 +1,9 @@
-"""Benchmark: a rating dashboard's latency when it answers from its stored analysis, and the
-analysis' own time, on three studies.
+"""Benchmark: the rating and co-writing dashboards' latency when they answer from their stored
+analysis, and the analysis' own time, on three rating studies and a co-writing study.
 
-    .venv/bin/python bench/dashboard.py              # the three studies, 40 requests each
+    .venv/bin/python bench/dashboard.py              # the four studies, 40 requests each
     .venv/bin/python bench/dashboard.py --requests 10
+    .venv/bin/python bench/dashboard.py --only cowriting   # the others' rows kept as measured
 
 The studies are imported through ``python -m cyoa import-ratings`` into a temporary SQLite
 file:
@@ -21,6 +22,15 @@ first load of the page), then requests the page and ``progress.json`` through th
 (Flask's test client: the app's own time, no network) while the stored analysis is current,
 and again while a newer analysis is being computed in the background, and reports p50 and
 p95. Writes ``bench/results/dashboard.json`` and ``bench/results/dashboard.md``.
+
+The co-writing study, ``cowriting-105``: 105 writers × 5 rounds with the keystroke record on
+(:mod:`bench.cowriting_study`, written through the store's events and ``text_operations`` as
+the study writes them). It times the analysis itself
+(:func:`cyoa.cowriting.research.dashboard.analyse`, and within it the "How writers wrote"
+tables' reading of every session's record, :func:`cyoa.cowriting.research.exports.process_rows`),
+the page's first load (nothing stored yet: it starts the analysis and answers at once), its
+later loads and ``progress.json`` with the stored analysis current, and again while a newer
+analysis is computed after a 106th writer finished.
 """
 
 from __future__ import annotations
@@ -41,8 +51,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from click.testing import CliRunner  # noqa: E402
 from werkzeug.security import generate_password_hash  # noqa: E402
 
+from bench import cowriting_study  # noqa: E402
 from cyoa import create_app, store  # noqa: E402
 from cyoa.cli import cli  # noqa: E402
+from cyoa.cowriting.research import dashboard as cowriting_dashboard  # noqa: E402
+from cyoa.cowriting.research import lifecycle  # noqa: E402
+from cyoa.cowriting.research.exports import process_rows  # noqa: E402
 from cyoa.rating.instruments import load_instrument  # noqa: E402
 from cyoa.rating.parts import parts as rating_parts  # noqa: E402
 from cyoa.rating.research import dashboard  # noqa: E402
@@ -53,6 +67,9 @@ DATA = Path(os.environ.get("CYOA_DATA", "/work/shared/data"))
 JUDGES = ("cgpt", "gpt4", "claudev13", "claudev2", "claudev21", "claude3-opus", "gemini-pro")
 PASSWORD = "bench-password"
 AISS_ITEMS = load_instrument("aiss-v1").items
+# A co-writing study without writers, whose page is loaded first: the first load measured is
+# the first with nothing stored, not the process's first render of the page.
+WARM_UP = "cowriting-empty"
 
 
 def _cli(db: str, *args: str) -> None:
@@ -162,6 +179,55 @@ def measure(app, client, exp_id: str, count: int) -> dict:
     }
 
 
+def _timed_get(client, path: str) -> float:
+    began = time.perf_counter()
+    reply = client.get(path)
+    assert reply.status_code == 200, (path, reply.status_code)
+    return time.perf_counter() - began
+
+
+def measure_cowriting(app, client, exp_id: str, count: int) -> dict:
+    """The co-writing dashboard: the analysis' own time (and its reading of the keystroke
+    record), the page's first load, later loads while the stored analysis is current, and
+    loads while a newer one is computed after one more writer finished."""
+    url = f"/research/experiments/{exp_id}"
+    db = store.connect(app.config["DATABASE"])
+    with app.app_context():
+        exp = lifecycle.stored_experiment(db, exp_id, shared(app).cards)
+        began = time.perf_counter()
+        rounds, _, result = cowriting_dashboard.analyse(db, exp, lambda step: None)
+        analysis_seconds = time.perf_counter() - began
+        began = time.perf_counter()
+        process_rows(db, exp_id)
+        record_seconds = time.perf_counter() - began
+    operations = db.execute("SELECT count(*) FROM text_operations").fetchone()[0]
+    _timed_get(client, f"/research/experiments/{WARM_UP}")  # the page's templates compiled
+    first = _timed_get(client, url)  # nothing stored: starts the analysis
+    assert shared(app).analyses.wait_idle(600)
+    current = client.get(f"{url}/results.json").get_json()["analysis"]
+    assert current["state"] == "current", current
+    idle = _requests(client, url, count)
+    interval, cowriting_dashboard.RECOMPUTE_SECONDS = cowriting_dashboard.RECOMPUTE_SECONDS, 0
+    cowriting_study.add_writer(db, exp_id, 106, 5, random.Random(106))
+    db.close()
+    assert client.get(f"{url}/results.json").get_json()["analysis"]["state"] == "computing"
+    busy = _requests(client, url, count, while_busy=shared(app).analyses)
+    assert shared(app).analyses.wait_idle(600)
+    cowriting_dashboard.RECOMPUTE_SECONDS = interval
+    return {
+        "study": exp_id,
+        "answers": rounds,
+        "unit": "rounds",
+        "keystroke_rows": operations,
+        "stored_kb": round(len(json.dumps(result)) / 1024),
+        "analysis_seconds": analysis_seconds,
+        "record_seconds": record_seconds,
+        "first_load_seconds": first,
+        "current": idle,
+        "while_computing": busy,
+    }
+
+
 def _ms(timing: dict[str, float]) -> str:
     return f"{1000 * timing['p50']:.0f} / {1000 * timing['p95']:.0f} ms"
 
@@ -172,33 +238,72 @@ def _row(r: dict) -> str:
         f"| {r['study']} | {r['answers']:,} | {r['analysis_seconds']:.1f} s | "
         f"{_ms(cur['page'])} | {_ms(cur['progress.json'])} | "
         f"{_ms(busy['page'])} | {_ms(busy['progress.json'])} ({busy['page']['n']}) | "
-        f"{r['stored_kb']:,} KB |"
+        f"{r['stored_kb']:,} KB | {r['measured']} |"
     )
 
 
-def page(results: list[dict], machine: str, count: int, command: str) -> str:
+def _cowriting_row(r: dict) -> str:
+    cur, busy = r["current"], r["while_computing"]
+    return (
+        f"| {r['study']} | {r['answers']:,} ({r['keystroke_rows']:,}) | "
+        f"{r['analysis_seconds']:.1f} s ({r['record_seconds']:.1f} s) | "
+        f"{1000 * r['first_load_seconds']:.0f} ms | {_ms(cur['page'])} | "
+        f"{_ms(cur['progress.json'])} | {_ms(busy['page'])} | "
+        f"{_ms(busy['progress.json'])} ({busy['page']['n']}) | {r['stored_kb']:,} KB | "
+        f"{r['measured']} |"
+    )
+
+
+def page(results: list[dict], count: int, command: str) -> str:
+    rating = [r for r in results if r.get("unit") != "rounds"]
+    cowriting = [r for r in results if r.get("unit") == "rounds"]
     lines = [
         "# Dashboard: answering from the stored analysis",
         "",
-        f"`{command}` ({machine}; {count} requests of each kind per study and state).",
+        f"`{command}` ({count} requests of each kind per study and state; each row says when",
+        "and under what load it was measured: the machine's 1-minute load average).",
         "",
-        "The rating dashboard answers from its stored analysis (`analyses`) and computes a newer",
+        "Both dashboards answer from their stored analysis (`analyses`) and compute a newer",
         "one in the background (docs/architecture.md). *Analysis* is the analysis' own time",
-        "(1,000 bootstrap replicates, charts included): before the stored analysis, what the",
-        "first load of the page took. Latency is p50 / p95 of the app's own time per request",
-        "(Flask's test client), with the stored analysis current, and while a newer analysis",
-        "is computed on a background thread of the same process (only the requests made",
-        "before it landed; their number in brackets).",
+        "(charts included): before the stored analysis, what the first load of the page took.",
+        "Latency is p50 / p95 of the app's own time per request (Flask's test client), with",
+        "the stored analysis current, and while a newer analysis is computed on a background",
+        "thread of the same process (only the requests made before it landed; their number in",
+        "brackets).",
+        "",
+        "## Rating dashboard",
+        "",
+        "1,000 bootstrap replicates.",
         "",
         "| study | answers (human) | analysis | page, current | progress.json, current "
-        "| page, while computing | progress.json, while computing (n) | stored result |",
-        "|---|---|---|---|---|---|---|---|",
-        *(_row(r) for r in results),
+        "| page, while computing | progress.json, while computing (n) | stored result "
+        "| measured |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *(_row(r) for r in rating),
         "",
         "`ttcw-release`: the TTCW release's 1,008 expert judgements and its seven LLM judges'",
         "verdicts. `likert-1320` and `likert-23232`: seeded AISS ratings of about the sizes of",
         "Confederacy of Models (1,300) and DeLucia et al. (23,240), whose files were not",
         "available to the benchmark (`bench/dashboard.py` says how they are made).",
+        "",
+        "## Co-writing dashboard",
+        "",
+        "| study | rounds (keystroke rows) | analysis (reading the record) | page, first load "
+        "| page, later loads | progress.json | page, while computing "
+        "| progress.json, while computing (n) | stored result | measured |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *(_cowriting_row(r) for r in cowriting),
+        "",
+        "`cowriting-105`: 105 seeded writers × 5 rounds, two systems, the keystroke record on",
+        "(`bench/cowriting_study.py`: each line and clause typed key by key, a typo now and",
+        'then taken back, about 110 rows a round). *Reading the record* is the "How writers',
+        "wrote\" tables' share of the analysis (`process_rows`: every session's record loaded",
+        "and measured), which runs in the background analysis, never on the request. The",
+        "first load (one request, after the page of a study without writers was loaded once,",
+        "so that it is not the process's first render of the page) finds nothing stored: it",
+        'starts the analysis and answers at once ("Computing the first analysis…"). The',
+        '"while computing" loads follow a 106th writer finishing. The page itself still',
+        "reads the progress and the writers table on each request (`sessions`, `rounds`).",
         "",
     ]
     return "\n".join(lines)
@@ -207,16 +312,31 @@ def page(results: list[dict], machine: str, count: int, command: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument(
+        "--only",
+        choices=("rating", "cowriting"),
+        help="measure these studies only; the other rows are kept from the last run",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         db = str(root / "bench.sqlite")
-        studies = [
-            import_ttcw(db),
-            import_likert(db, root, 30, seed=1),
-            import_likert(db, root, 528, seed=2),
-        ]
         handle = store.connect(db)
+        store.init_db(handle)
+        handle.close()
+        studies = []
+        if args.only != "cowriting":
+            studies = [
+                import_ttcw(db),
+                import_likert(db, root, 30, seed=1),
+                import_likert(db, root, 528, seed=2),
+            ]
+        handle = store.connect(db)
+        if args.only != "rating":
+            began = time.perf_counter()
+            cowriting_study.build(handle, "cowriting-105", writers=105)
+            cowriting_study.build(handle, WARM_UP, writers=0)
+            print(f"built cowriting-105 in {time.perf_counter() - began:.1f} s", flush=True)
         store.create_researcher(handle, "bench", generate_password_hash(PASSWORD))
         handle.close()
         app = create_app(
@@ -233,16 +353,31 @@ def main() -> None:
         results = []
         for exp_id in studies:
             results.append(measure(app, client, exp_id, args.requests))
+            results[-1]["measured"] = _measured()
             print(_row(results[-1]), flush=True)
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
-    command = "python bench/dashboard.py" + (
-        f" --requests {args.requests}" if args.requests != 40 else ""
+        if args.only != "rating":
+            results.append(measure_cowriting(app, client, "cowriting-105", args.requests))
+            results[-1]["measured"] = _measured()
+            print(_cowriting_row(results[-1]), flush=True)
+    if args.only is not None:
+        kept = json.loads((RESULTS / "dashboard.json").read_text())["results"]
+        unit = "rounds" if args.only == "rating" else None
+        results = [r for r in kept if r.get("unit") == unit] + results
+        results.sort(key=lambda r: r.get("unit") == "rounds")
+    command = (
+        "python bench/dashboard.py"
+        + (f" --requests {args.requests}" if args.requests != 40 else "")
+        + (f" --only {args.only}" if args.only else "")
     )
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "dashboard.json").write_text(
-        json.dumps({"machine": machine, "results": results}, indent=2) + "\n"
-    )
-    (RESULTS / "dashboard.md").write_text(page(results, machine, args.requests, command))
+    (RESULTS / "dashboard.json").write_text(json.dumps({"results": results}, indent=2) + "\n")
+    (RESULTS / "dashboard.md").write_text(page(results, args.requests, command))
+
+
+def _measured() -> str:
+    """When and where a row was measured: UTC time, machine, cores, 1-minute load average."""
+    at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return f"{at}; {platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
 
 
 if __name__ == "__main__":
