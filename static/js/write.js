@@ -207,6 +207,7 @@
     on: app.dataset.record === "on",
     round: () => view && view.round,
     handOver: (rows) => send(RECORD, { operations: rows }),
+    fits: (rows) => fitsInOneMessage({ type: RECORD, payload: { operations: rows, round: view && view.round } }),
   });
   const RECORDED = new Set(["line_submitted", "draft_saved", "turn_submitted"]);
   // Actions whose outcome only the server knows: the page waits for their answer.

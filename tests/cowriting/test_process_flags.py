@@ -87,3 +87,17 @@ def test_text_that_changed_while_the_tab_was_hidden_is_flagged_in_its_round():
     assert describe(flags) == (
         "Round 2: 6 characters of the text changed while the writer's tab was hidden."
     )
+
+
+def test_a_reload_does_not_flag_the_typing_after_it_as_done_in_a_hidden_tab():
+    reloaded = Log(2)
+    reloaded.text(0, "line", 0, "Hello")
+    reloaded.page(100, "hidden")  # the old page unloading
+    reloaded.page(200, "visible")  # the new page's starting visibility
+    reloaded.text(300, "line", 5, " there")
+    assert session_flags(reloaded.ops) == []
+    in_use = Log(2)
+    in_use.page(100, "hidden")
+    in_use.view(200, 1, "focus")  # a page without its starting row, seen in use
+    in_use.text(300, "line", 0, "Hello")
+    assert session_flags(in_use.ops) == []

@@ -219,4 +219,19 @@ def test_the_timeline_marks_pauses_over_two_seconds_pastes_and_switches():
     assert timeline.rows[0][2] == 0 and timeline.duration_ms == ops[-1]["at_ms"] - ops[0]["at_ms"]
     assert timeline.suggestions == {"1:1": "One.", "1:2": "Two."}
     broken = keystroke_timeline(ops[1:], {(1, 1): "One.", (1, 2): "Two."})
-    assert broken.rows == [] and broken.broken.startswith("Operation 2 starts at character 1")
+    assert broken.rows == []
+    assert broken.broken.startswith("Round 1 is left out: Operation 2 starts at character 1")
+
+
+def test_a_broken_round_is_left_out_of_the_replay_and_the_other_rounds_still_play():
+    ops = [
+        text_op(1, 1, "line", None, "", "Hi."),
+        text_op(2, 2, "line", None, "Draft.", "Draft!"),  # began from a text not recorded
+        text_op(3, 3, "line", None, "", "Bye."),
+    ]
+    timeline = keystroke_timeline(ops, {})
+    assert [row[0] for row in timeline.rows] == [1, 3]
+    assert timeline.broken == (
+        "Round 2 is left out: Operation 2 starts at character 5, outside the text, which is "
+        "0 characters long."
+    )

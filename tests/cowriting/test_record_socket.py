@@ -12,7 +12,14 @@ import pytest
 from conftest import Researcher, Writer
 
 from cyoa import store
-from cyoa.cowriting.process.batches import AHEAD, MALFORMED, OFF
+from cyoa.cowriting.process.batches import (
+    AHEAD,
+    MALFORMED,
+    MAX_BATCH_CHARS,
+    MAX_TEXT,
+    OFF,
+    TOO_LARGE,
+)
 from cyoa.cowriting.process.operations import operation_between
 
 pytestmark = pytest.mark.both_databases
@@ -139,6 +146,13 @@ def test_a_malformed_batch_or_one_for_a_later_round_is_refused_with_a_sentence(a
     ahead = [[1, 2, *good[2:]]]
     ack = writer.io.emit("record", {"operations": ahead}, callback=True)
     assert ack == {"ok": False, "error": str(AHEAD)}
+    full = MAX_TEXT  # rows of a full box each, more of them than one page's batch holds
+    count = MAX_BATCH_CHARS // full + 1
+    large = [
+        [n, 1, 0, "text", "line", None, 0, "", "x" * full, "pasted"] for n in range(1, count + 1)
+    ]
+    ack = writer.io.emit("record", {"operations": large}, callback=True)
+    assert ack == {"ok": False, "error": str(TOO_LARGE)}
     assert stored_rows(app, writer.session_id) == []
 
 

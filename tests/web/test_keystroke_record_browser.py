@@ -118,7 +118,8 @@ def test_a_story_s_keystrokes_replay_to_exactly_its_turns_after_a_paste_an_undo_
     pasted = [r for r in rows if r["source"] == "pasted"]
     assert [(r["round"], r["box"], r["inserted"]) for r in pasted] == [(1, "line", PASTED)]
     assert any(r["source"] == "undo" for r in rows)
-    assert {("page", "offline"), ("view", "visible")} <= {(r["kind"], r["source"]) for r in rows}
+    seen = {(r["kind"], r["source"]) for r in rows}
+    assert {("page", "offline"), ("view", "visible"), ("page", "visible")} <= seen
     checks = [
         json.loads(e["payload"])["record"]
         for e in db_rows(server.db, "SELECT payload FROM events ORDER BY seq")
@@ -136,6 +137,7 @@ def test_a_story_s_keystrokes_replay_to_exactly_its_turns_after_a_paste_an_undo_
         f"Round 1: {pasted_chars} of the {pasted_chars + 1} characters of the writer's line "
         "were pasted or dropped in, not typed."
     )
+    expect(page.locator("body")).not_to_contain_text("while the writer's tab was hidden")
     page.goto(f"{server.url}/research/experiments/fake-ab/writers/{writer['id']}")
     expect(page.locator("#ks-summary")).to_contain_text(f"{len(rows)} recorded rows")
     expect(page.locator("#ks-summary")).to_contain_text("1 paste")

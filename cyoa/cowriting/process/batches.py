@@ -23,6 +23,10 @@ WIRE = COLUMNS
 MAX_ROWS = 200
 # The largest text one operation can carry: a box's whole text (a paste into a full box).
 MAX_TEXT = DRAFT_MAX_CHARS
+# The page sends a batch in one action of at most 64 KiB of JSON (MAX_ACTION_BYTES in
+# static/js/write.js), so its texts hold at most that many characters (a character is at
+# least a byte); a larger batch comes from no page of ours.
+MAX_BATCH_CHARS = 64 * 1024
 MAX_SEQ = 2**31
 # Milliseconds since the epoch: any date before the year 10,000.
 MAX_AT_MS = 253_402_300_800_000
@@ -33,19 +37,28 @@ MALFORMED = sentence(
 AHEAD = sentence(
     "The keystroke record names a round the story has not reached. Please reload the page."
 )
+TOO_LARGE = sentence(
+    "This part of the keystroke record is too large to store; the page will go on without it."
+)
 OFF = sentence("This study does not record keystrokes; the page sends none.")
 
 
 def read_batch(args: tuple[Any, ...], current_round: int) -> list[dict[str, Any]]:
     """The rows of a ``record`` message, each a dict by column; RuleError (a sentence) when
     the message is not one, a row is not of its kind's shape, holds a character no database
-    stores (NUL, half a character), or belongs to a round after ``current_round``."""
+    stores (NUL, half a character), or belongs to a round after ``current_round``, or when
+    its texts together pass :data:`MAX_BATCH_CHARS`."""
     if len(args) != 1 or not isinstance(args[0], dict):
         raise RuleError(MALFORMED)
     rows = args[0].get("operations")
     if not isinstance(rows, list) or not 1 <= len(rows) <= MAX_ROWS:
         raise RuleError(MALFORMED)
     read = [_row(row) for row in rows]
+    if (
+        sum(len(row["deleted"] or "") + len(row["inserted"] or "") for row in read)
+        > MAX_BATCH_CHARS
+    ):
+        raise RuleError(TOO_LARGE)
     if any(row["round"] > current_round for row in read):
         raise RuleError(AHEAD)
     return read

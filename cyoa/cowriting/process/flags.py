@@ -131,11 +131,20 @@ def _fast_typing(number: int, ops: Sequence[Mapping]) -> Flag | None:
     )
 
 
+IN_USE = ("visible", "focus")
+"""A ``view`` row of these sources shows the page in use (a suggestion scrolled into sight,
+focused or hovered), so the tab is not hidden then, whatever the last ``page`` row said: a
+reload records ``hidden`` as the old page unloads, and a page that did not record its
+starting visibility would otherwise leave every later edit "hidden"."""
+
+
 def _hidden_tab(ops: Iterable[Mapping]) -> list[Flag]:
     hidden, written = False, {}
     for op in sorted(ops, key=lambda op: op["seq"]):
         if op["kind"] == "page" and op["source"] in ("hidden", "visible"):
             hidden = op["source"] == "hidden"
+        elif op["kind"] == "view" and op["source"] in IN_USE:
+            hidden = False
         elif op["kind"] == "text" and hidden:
             changed = len(op["inserted"] or "") + len(op["deleted"] or "")
             written[op["round"]] = written.get(op["round"], 0) + changed

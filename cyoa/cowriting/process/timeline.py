@@ -52,12 +52,10 @@ def keystroke_timeline(
     ops: Sequence[Mapping[str, Any]], suggestions: Mapping[tuple[int, int], str]
 ) -> Timeline:
     """The timeline of a session's record (``ops`` in ``seq`` order) with its rounds'
-    suggestions (``(round, slot)`` → text). A record that does not replay
-    (:class:`RecordMismatch`) gets no rows, only the sentence saying where it breaks."""
-    try:
-        reconstruct(ops, suggestions)
-    except RecordMismatch as broken:
-        return Timeline([], {}, [], 0, broken=str(broken))
+    suggestions (``(round, slot)`` → text). Each round is rebuilt on its own (every text
+    starts afresh at a round): a round that does not replay (:class:`RecordMismatch`) is
+    left out and named in ``broken``, so one broken round does not hide the others."""
+    ops, broken = _replayable(ops, suggestions)
     first = ops[0]["at_ms"] if ops else 0
     rows = [[op[c] if c != "at_ms" else op[c] - first for c in COLUMNS] for op in ops]
     marks: list[Mark] = []
@@ -80,4 +78,24 @@ def keystroke_timeline(
             last_edit[op["round"]] = op["slot"]
     duration = ops[-1]["at_ms"] - first if ops else 0
     starts = {f"{r}:{s}": text for (r, s), text in suggestions.items()}
-    return Timeline(rows, starts, marks, duration)
+    return Timeline(rows, starts, marks, duration, broken=broken)
+
+
+def _replayable(
+    ops: Sequence[Mapping[str, Any]], suggestions: Mapping[tuple[int, int], str]
+) -> tuple[list[Mapping[str, Any]], str]:
+    """The rows of the rounds that replay, in ``seq`` order, and a sentence per round that
+    does not (or '')."""
+    rounds: dict[int, list[Mapping[str, Any]]] = {}
+    for op in ops:
+        rounds.setdefault(op["round"], []).append(op)
+    kept: list[Mapping[str, Any]] = []
+    problems: list[str] = []
+    for number, round_ops in sorted(rounds.items()):
+        try:
+            reconstruct(round_ops, suggestions)
+        except RecordMismatch as mismatch:
+            problems.append(f"Round {number} is left out: {mismatch}")
+            continue
+        kept += round_ops
+    return sorted(kept, key=lambda op: op["seq"]), " ".join(problems)
