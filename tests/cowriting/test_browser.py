@@ -285,6 +285,9 @@ OFFLINE = (
 DRAFT_TOO_LONG = "Too long to save: your text is kept in this browser until you shorten it."
 
 
+RECORD_FRAME = re.compile(r'42\d*\["record"')
+
+
 class Traffic:
     """What the page sends: its Socket.IO connections and every frame sent on them."""
 
@@ -417,7 +420,12 @@ def test_a_huge_paste_is_cut_to_what_a_box_takes_and_never_sent_whole(server, pa
 
     assert page.inner_text("#connection") == "Connected"
     assert traffic.connections == 1  # the connection never dropped
-    assert max(len(frame) for frame in traffic.frames) < 2_000
+    # The actions stay small; the keystroke record carries each change of a box, so at most
+    # what a box takes (twice, where a change replaces a full box), never the novel whole.
+    record = [f for f in traffic.frames if RECORD_FRAME.match(f)]
+    actions = [f for f in traffic.frames if not RECORD_FRAME.match(f)]
+    assert record and max(len(frame) for frame in actions) < 2_000
+    assert max(len(frame) for frame in record) < 4 * DRAFT_MAX_CHARS < len(novel)
     turns = db_rows(server.db, "SELECT final_text FROM rounds WHERE round = 1")
     assert turns == [{"final_text": "A short turn with a long tail of blanks."}]
     assert all(len(d["payload"]) < DRAFT_MAX_CHARS + 100 for d in events(server, "draft_saved"))

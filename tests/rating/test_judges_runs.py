@@ -389,7 +389,9 @@ def test_a_packaged_model_judges_a_small_ttcw_study_end_to_end_with_a_restart(tm
     run, status = judge(config, request, backend)
     assert run.state == "done" and status["done"] == status["total"] == 4
     stored = verdicts(config, name)
-    assert len(stored) == 4 and all(v["rationale"] for v in stored)
+    # Each answer is stored as the model wrote it; a sampled answer may end at once (empty).
+    assert len(stored) == 4 and all(isinstance(v["rationale"], str) for v in stored)
+    assert any(v["rationale"] for v in stored)
     assert all(v["value"] in (0.0, 1.0, None) for v in stored)
     assert status["unparsed"] == sum(v["value"] is None for v in stored)
     assert status["estimate"]["prompts"] == 2 and status["seconds_per_verdict"] > 0
