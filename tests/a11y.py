@@ -38,6 +38,12 @@ def assert_fits_320(page, where: str) -> None:
     assert width <= 320, f"{where}: the page is {width} px wide at 320 px, so it scrolls sideways"
 
 
+def check(page, where: str) -> None:
+    """The page in its state ``where`` passes axe and fits 320 CSS px."""
+    assert_accessible(page, where)
+    assert_fits_320(page, where)
+
+
 def focused(page) -> dict:
     """The focused element: its tag, id and value, and whether a focus ring shows (an outline
     or a box shadow, WCAG 2.4.7)."""

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from cyoa import store
 from cyoa.web.experiments import set_status
-from tests.a11y import MouseWatch, assert_accessible, assert_fits_320, tab_to
+from tests.a11y import MouseWatch, check, tab_to
 from tests.cowriting.test_browser import Server
 
 pytestmark = pytest.mark.browser
@@ -39,11 +39,6 @@ def context(chromium):
     ctx.set_default_timeout(20_000)
     yield ctx
     ctx.close()
-
-
-def check(page, where: str) -> None:
-    assert_accessible(page, where)
-    assert_fits_320(page, where)
 
 
 def test_every_writer_page_in_every_state_passes_axe_and_fits_320_px(server, context):

@@ -21,8 +21,7 @@ from cyoa.rating.spec import parse_rating_spec
 from cyoa.web.auth import create_researcher
 from tests.a11y import (
     MouseWatch,
-    assert_accessible,
-    assert_fits_320,
+    check,
     focused,
     tab_to,
     violations,
@@ -110,11 +109,6 @@ def context(chromium):
     ctx.set_default_timeout(20_000)
     yield ctx
     ctx.close()
-
-
-def check(page, where: str) -> None:
-    assert_accessible(page, where)
-    assert_fits_320(page, where)
 
 
 def answer_all(page) -> None:
