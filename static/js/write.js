@@ -75,16 +75,31 @@
     try { return localStorage.getItem(storageKey(kind)); } catch (e) { return null; }
   }
 
-  // A notice about the connection is cleared when the story is joined again; one about the
-  // writer's action (a refusal, say) stays until the writer acts again.
+  // A notice about the connection is cleared when the story is joined again or the action
+  // goes through; one about the writer's action (a refusal, say) stays until the writer acts
+  // again, and comes back when a connection notice shown over it is cleared.
   let noticeAboutConnection = false;
+  let covered = null; // the writer's notice a connection notice is shown over
 
   function notice(message, kind, aboutConnection = false) {
     const el = $("notice");
+    const showsConnection = Boolean(message) && aboutConnection;
+    if (showsConnection && !noticeAboutConnection && !el.hidden) {
+      covered = { message: el.textContent, kind: el.dataset.kind };
+    } else if (!showsConnection) {
+      covered = null;
+    }
     el.textContent = message || "";
     el.className = "notice" + (kind ? " " + kind : "");
+    el.dataset.kind = kind || "";
     el.hidden = !message;
-    noticeAboutConnection = Boolean(message) && aboutConnection;
+    noticeAboutConnection = showsConnection;
+  }
+
+  function clearConnectionNotice() {
+    if (!noticeAboutConnection) return;
+    const back = covered;
+    notice(back ? back.message : "", back ? back.kind : undefined);
   }
 
   function fitsInOneMessage(data) {
@@ -221,6 +236,7 @@
     if (through !== null) payload = { ...payload, record_seq: through };
     const data = { type, payload: { ...payload, round: view.round }, action_id: actionId() };
     const item = queued(data, message, { round: view.round, phase: view.phase }, null);
+    if (!QUIET.has(type)) covered = null; // the writer acts again: an older notice is done
     keep(item);
     outbox.push(item);
     if (!joined && writerWaits()) notice(OFFLINE_MESSAGE, "warn", true);
@@ -285,7 +301,7 @@
       const at = outbox.indexOf(item);
       if (at >= 0) outbox.splice(at, 1);
       forget(item);
-      if (noticeAboutConnection) notice("");
+      clearConnectionNotice();
       answered(item, reply);
       item.resolve(reply);
     }
@@ -329,7 +345,7 @@
       }
       joined = true;
       connectionBadge(gettext("Connected"), true);
-      if (noticeAboutConnection) notice("");
+      clearConnectionNotice();
       render(reply.state);
       recorder.setting(reply.record); // its rows kept over a reload go first
       sendOutbox();

@@ -9,6 +9,7 @@ outbox lives in the page."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import db_rows
@@ -163,6 +164,45 @@ MOVED_ON = (
 )
 
 
+class RetryAfterRefusal:
+    """Passes the page's Socket.IO websockets through to the server, except that each
+    keystroke-record batch sent after the server refused an action is answered "retry" the
+    first time (as when the session's messages come too fast): the page shows its connection
+    notice a moment, sends the batch again, and the server stores it once."""
+
+    REFUSED = re.compile(r'^43\d*\[\{"ok": ?false(?!.*"retry")')
+    BATCH = re.compile(r'^42(\d+)\["record",\{"operations":\[\[(\d+),')
+
+    def __init__(self, tab) -> None:
+        self.refused = False
+        self.retried: set[str] = set()  # the batches answered "retry", by their first row
+        self.acks: set[str] = set()  # the acknowledgements to answer "retry" instead
+        tab.route_web_socket(re.compile(r"/socket\.io/"), self._route)
+
+    def _route(self, ws) -> None:
+        upstream = ws.connect_to_server()
+
+        def from_page(message) -> None:
+            batch = self.BATCH.match(str(message))
+            if batch and self.refused and batch.group(2) not in self.retried:
+                self.retried.add(batch.group(2))
+                self.acks.add(f"43{batch.group(1)}[")
+            upstream.send(message)
+
+        def from_server(message) -> None:
+            text = str(message)
+            self.refused = self.refused or bool(self.REFUSED.match(text))
+            ack = next((a for a in self.acks if text.startswith(a)), None)
+            if ack:
+                self.acks.discard(ack)
+                ws.send(ack + '{"ok": false, "retry": true, "error": "Too fast."}]')
+                return
+            ws.send(message)
+
+        ws.on_message(from_page)
+        upstream.on_message(from_server)
+
+
 def test_clicks_kept_offline_while_the_story_went_on_elsewhere_give_way_to_the_stored_story(
     server,
     page,  # noqa: F811
@@ -189,9 +229,14 @@ def test_clicks_kept_offline_while_the_story_went_on_elsewhere_give_way_to_the_s
     other.click("#edit-submit")
     other.wait_for_selector("#round-label:text-is('Round 2 of 2')")
     elsewhere.close()
+    sockets = RetryAfterRefusal(page)
     reload_offline_then_come_back(page, url)
 
+    # A keystroke batch answered "retry" after the refusals covers the notice a moment; it
+    # comes back once the batch is stored.
+    expect(page.locator("#notice")).to_have_text("Too fast.")
     expect(page.locator("#notice")).to_have_text(MOVED_ON)
+    assert sockets.retried
     expect(page.locator("#round-label")).to_have_text("Round 2 of 2")
     expect(page.locator("#story")).to_contain_text("The turn the other window added meanwhile.")
     assert "kept while it was offline" not in page.inner_text("#story")
