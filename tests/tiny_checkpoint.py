@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from cyoa.generation import load_model_cards
+from cyoa.generation.gguf_reading import FastReader, one_reader_per_file
 from cyoa.generation.weights import locate_gguf
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,7 @@ TINY_CONFIG = dict(
 def smollm2_tokenizer(folder: Path) -> Path:
     """SmolLM2's tokenizer files, with its chat template, written into ``folder``: copied
     from the converted model cache after ``make models``, otherwise read from the packaged
-    GGUF file (about 6 s)."""
+    GGUF file (a few seconds)."""
     folder.mkdir(parents=True, exist_ok=True)
     converted = MODEL_CACHE / SMOL.name
     if all((converted / name).is_file() for name in TOKENIZER_FILES):
@@ -59,7 +60,8 @@ def smollm2_tokenizer(folder: Path) -> Path:
 
         gguf = locate_gguf(SMOL, folder)
         options = {"gguf_file": gguf.name, "local_files_only": True}
-        AutoTokenizer.from_pretrained(gguf.parent, **options).save_pretrained(folder)
+        with one_reader_per_file():
+            AutoTokenizer.from_pretrained(gguf.parent, **options).save_pretrained(folder)
     return folder
 
 
@@ -99,9 +101,9 @@ def save_tiny_gguf(path: Path, seed: int = 0) -> Path:
 
 
 def _write_tiny_gguf(path: Path, seed: int) -> None:
-    from gguf import GGUFReader, GGUFWriter
+    from gguf import GGUFWriter
 
-    source = GGUFReader(os.fspath(locate_gguf(SMOL, path.parent)))
+    source = FastReader(os.fspath(locate_gguf(SMOL, path.parent)))
     writer = GGUFWriter(os.fspath(path), "llama")
     c = TINY_CONFIG
     writer.add_context_length(c["max_position_embeddings"])

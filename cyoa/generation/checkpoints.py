@@ -276,9 +276,9 @@ def _safetensors_elements(path: Path) -> int:
 
 def gguf_elements(path: Path) -> int:
     """How many numbers the tensors of a GGUF file hold (read from its header)."""
-    from gguf import GGUFReader
+    import gguf  # its reader as it is now: one_reader_per_file may stand in for it
 
-    return sum(int(tensor.n_elements) for tensor in GGUFReader(os.fspath(path)).tensors)
+    return sum(int(tensor.n_elements) for tensor in gguf.GGUFReader(os.fspath(path)).tensors)
 
 
 def free_memory_bytes(device: str) -> int:

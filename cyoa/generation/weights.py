@@ -33,6 +33,7 @@ from cyoa.generation.checkpoints import (
     gguf_elements,
 )
 from cyoa.generation.engine import save_exact_blocks
+from cyoa.generation.gguf_reading import one_reader_per_file
 from cyoa.generation.types import ModelCard
 
 # Written last into a converted checkpoint: its presence means the conversion finished, and
@@ -156,14 +157,15 @@ def ensure_converted(card: ModelCard, cache_dir: Path, log: Callable[[str], None
         log(f"Converting {card.name} from GGUF (one time, ~20–60 s)…")
         converted = work / "checkpoint"
         gguf = locate_gguf(card, work)
-        try:
-            numbers = gguf_elements(gguf)
-        except ValueError as exc:
-            if not card.gguf:
-                raise
-            raise _unreadable(card, gguf, exc) from exc
-        check_memory(card, numbers * CONVERSION_BYTES_PER_NUMBER, "cpu", "to convert it")
-        _convert(card, gguf, converted)
+        with one_reader_per_file():  # its header is parsed once, not four times
+            try:
+                numbers = gguf_elements(gguf)
+            except ValueError as exc:
+                if not card.gguf:
+                    raise
+                raise _unreadable(card, gguf, exc) from exc
+            check_memory(card, numbers * CONVERSION_BYTES_PER_NUMBER, "cpu", "to convert it")
+            _convert(card, gguf, converted)
         marker = {"source": _source(card), "layout": LAYOUT}
         (converted / MARKER).write_text(json.dumps(marker, indent=2))
         if not is_converted(card, cache_dir):
