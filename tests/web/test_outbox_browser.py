@@ -16,7 +16,14 @@ from conftest import db_rows
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from tests.cowriting.test_browser import OFFLINE, Server, page, start_story, write_line  # noqa: F401 - page
+from tests.cowriting.test_browser import (  # noqa: F401 - page
+    OFFLINE,
+    Server,
+    page,
+    session_of,
+    start_story,
+    write_line,
+)
 from tests.rating.test_rating_client_browser import answer_events, box, saved
 from tests.rating.test_rating_client_browser import start as start_rating
 from tests.web.test_outage_browser import open_rating_study
@@ -28,10 +35,20 @@ TURN = "The second suggestion, rewritten offline and added."
 LINE = "A line of my own written while offline."
 
 
-@pytest.fixture
-def server(tmp_path):
-    """A server whose stories have two rounds."""
-    srv = Server(tmp_path, rounds=2)
+RATING_ID = "outbox-rating"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One server for the file (a start takes seconds): stories of two rounds, and an open
+    rating study of one story (:data:`RATING_ID`). No test stops it or changes its settings;
+    each writer has a participant id of their own and reads back only their own session's
+    rows (:func:`events`, :func:`session_of`), and the one rater is the only one to write
+    rating events."""
+    root = tmp_path_factory.mktemp("outbox")
+    srv = Server(root, rounds=2)
+    srv.env["CYOA_START_BURST"] = "1000"  # every test's participants start from this address
+    open_rating_study(srv.db, root, RATING_ID)
     srv.start()
     yield srv
     srv.stop()
@@ -46,12 +63,19 @@ def reload_offline_then_come_back(page, url: str) -> None:  # noqa: F811
     page.goto(url)
 
 
-def events(server: Server) -> list[dict]:
-    rows = db_rows(server.db, "SELECT type, payload, client_action_id FROM events ORDER BY seq")
+def events(server: Server, pid: str) -> list[dict]:
+    """The events of the session of participant ``pid``, in order."""
+    rows = db_rows(
+        server.db,
+        "SELECT type, payload, client_action_id FROM events"
+        f" WHERE session_id = '{session_of(server, pid)}' ORDER BY seq",
+    )
     return [{**row, "payload": json.loads(row["payload"])} for row in rows]
 
 
 def test_a_writer_s_offline_clicks_survive_reloads_and_are_stored_once(server, page):  # noqa: F811
+    log = server.root / "server.log"
+    logged_before = log.stat().st_size  # the file's server: what the other tests logged
     start_story(page, server, "outbox1")
     url = page.url
     write_line(page, "The keeper climbed the stairs to the lamp room.")
@@ -98,7 +122,8 @@ def test_a_writer_s_offline_clicks_survive_reloads_and_are_stored_once(server, p
     reload_offline_then_come_back(page, url)
     page.wait_for_selector("#completion-code")
 
-    stored = events(server)
+    stored = events(server, "outbox1")
+    session = session_of(server, "outbox1")
     ids = [e["client_action_id"] for e in stored if e["client_action_id"]]
     assert len(ids) == len(set(ids))  # nothing stored twice
     writer = [(e["type"], e["payload"]) for e in stored if e["client_action_id"]]
@@ -112,33 +137,28 @@ def test_a_writer_s_offline_clicks_survive_reloads_and_are_stored_once(server, p
     ]
     assert [kind for kind, p in writer].count("line_submitted") == 2
     assert [kind for kind, p in writer].count("survey_submitted") == 1
-    [answer] = db_rows(server.db, "SELECT text FROM survey_answers WHERE item_id = 'why_chosen'")
+    [answer] = db_rows(
+        server.db,
+        f"SELECT text FROM survey_answers WHERE session_id = '{session}'"
+        " AND item_id = 'why_chosen'",
+    )
     assert answer["text"] == "Answered offline."
-    turns = db_rows(server.db, "SELECT round, writer_line, final_text FROM rounds ORDER BY round")
+    turns = db_rows(
+        server.db,
+        "SELECT round, writer_line, final_text FROM rounds"
+        f" WHERE session_id = '{session}' ORDER BY round",
+    )
     assert [(t["round"], t["final_text"]) for t in turns] == [
         (1, TURN),
         (2, "The last suggestion, added online."),
     ]
     assert turns[1]["writer_line"] == LINE
-    assert "Traceback" not in (server.root / "server.log").read_text()
+    assert b"Traceback" not in log.read_bytes()[logged_before:]
 
 
-RATING_ID = "outbox-rating"
-
-
-@pytest.fixture
-def rating_server(tmp_path):
-    """A server with one open rating study of one story."""
-    srv = Server(tmp_path)
-    open_rating_study(srv.db, tmp_path, RATING_ID)
-    srv.start()
-    yield srv
-    srv.stop()
-
-
-def test_a_rater_s_offline_answers_survive_a_reload_and_are_stored_once(rating_server, page):  # noqa: F811
+def test_a_rater_s_offline_answers_survive_a_reload_and_are_stored_once(server, page):  # noqa: F811
     page.on("dialog", lambda dialog: dialog.accept())  # leaving with answers not saved yet
-    start_rating(page, rating_server, RATING_ID, "outbox-rater")
+    start_rating(page, server, RATING_ID, "outbox-rater")
     url = page.url
     box(page, 1).locator('input[value="2"]').check()
     saved(page, 1)
@@ -153,7 +173,7 @@ def test_a_rater_s_offline_answers_survive_a_reload_and_are_stored_once(rating_s
     saved(page, 3)
     expect(page.locator("#saving")).to_have_text("All answers saved")
     assert box(page, 3).locator('input[value="5"]').is_checked()
-    answers = answer_events(rating_server)
+    answers = answer_events(server)
     assert sorted(float(a["value"]) for a in answers) == [2, 4, 5]  # each once
     assert len({a["action_id"] for a in answers}) == 3
 
@@ -240,18 +260,22 @@ def test_clicks_kept_offline_while_the_story_went_on_elsewhere_give_way_to_the_s
     expect(page.locator("#round-label")).to_have_text("Round 2 of 2")
     expect(page.locator("#story")).to_contain_text("The turn the other window added meanwhile.")
     assert "kept while it was offline" not in page.inner_text("#story")
-    turns = db_rows(server.db, "SELECT round, chosen_slot, final_text FROM rounds ORDER BY round")
+    turns = db_rows(
+        server.db,
+        "SELECT round, chosen_slot, final_text FROM rounds"
+        f" WHERE session_id = '{session_of(server, 'outbox2')}' ORDER BY round",
+    )
     assert [(t["round"], t["chosen_slot"], t["final_text"]) for t in turns] == [
         (1, 2, "The turn the other window added meanwhile."),
         (2, None, None),
     ]
-    kinds = [e["type"] for e in events(server)]
+    kinds = [e["type"] for e in events(server, "outbox2")]
     assert kinds.count("suggestion_chosen") == 1 and kinds.count("turn_submitted") == 1
     # Answered, so no longer kept: a second reload sends nothing and says nothing.
     page.reload()
     page.wait_for_selector("#writing:not([hidden])")
     expect(page.locator("#notice")).to_be_hidden()
-    assert [e["type"] for e in events(server)] == kinds
+    assert [e["type"] for e in events(server, "outbox2")] == kinds
 
 
 def test_without_local_storage_the_outbox_lives_in_the_page_and_still_stores_once(server, page):  # noqa: F811
@@ -269,5 +293,5 @@ def test_without_local_storage_the_outbox_lives_in_the_page_and_still_stores_onc
     page.context.set_offline(False)
     page.wait_for_selector("#round-label:text-is('Round 2 of 2')")
     expect(page.locator("#story")).to_contain_text(TURN)
-    kinds = [e["type"] for e in events(server) if e["client_action_id"]]
+    kinds = [e["type"] for e in events(server, "outbox3") if e["client_action_id"]]
     assert kinds == ["line_submitted", "suggestion_chosen", "turn_submitted"]
