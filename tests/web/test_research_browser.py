@@ -22,9 +22,13 @@ pytestmark = pytest.mark.browser
 ARTIFACTS = ROOT / "test-artifacts"
 
 
-@pytest.fixture
-def server(tmp_path):
-    """``python app.py`` with fake models, and a researcher account in its database."""
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``python app.py`` with fake models, and a researcher account in its database; one for
+    the file (a start takes seconds). No test stops it or changes its settings, and only the
+    dashboard's test starts a story: the other only asks the new-experiment form for more
+    rows, which creates nothing."""
+    tmp_path = tmp_path_factory.mktemp("research-browser")
     config = write_setup(tmp_path, options_a="delay_seconds = 0.02")
     db = store.connect(config["DATABASE"])
     store.init_db(db)
