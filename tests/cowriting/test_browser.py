@@ -91,8 +91,22 @@ class Server:
         self.log.close()
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One server for the file's tests that leave it running as it is: each writes a story of
+    its own, under its own participant id, and reads back only its own session's rows
+    (:func:`session_of`), so they can share it (a start takes seconds)."""
+    srv = Server(tmp_path_factory.mktemp("browser"))
+    srv.env["CYOA_START_BURST"] = "1000"  # every test's writers start from this one address
+    srv.start()
+    yield srv
+    srv.stop()
+
+
 @pytest.fixture
-def server(tmp_path):
+def own_server(tmp_path):
+    """A server of the test's own, for a test that kills it or restarts it with other
+    settings."""
     srv = Server(tmp_path)
     srv.start()
     yield srv
@@ -131,6 +145,17 @@ def page(request, chromium):
             (folder / f"{i:02d}-{name}.png").write_bytes(png)
         (folder / "final.png").write_bytes(pg.screenshot(full_page=True))
     context.close()
+
+
+def session_of(server: Server, pid: str) -> str:
+    """The id of the session of the writer whose participant id is ``pid``."""
+    [row] = db_rows(
+        server.db,
+        "SELECT sessions.id FROM sessions JOIN participants"
+        " ON participants.id = sessions.participant_id"
+        f" WHERE participants.external_id = '{pid}'",
+    )
+    return row["id"]
 
 
 def start_story(page, server: Server, pid: str) -> None:
@@ -230,8 +255,8 @@ def test_a_writer_writes_a_whole_story_in_the_browser(server, page):
     assert {f"My own sentence number {n} in the story." for n in range(1, 6)} <= tagged
 
 
-def test_the_server_killed_mid_story_comes_back_and_the_page_continues(server, page):
-    page.goto(server.url + "/s/fake-ab?pid=crash1")
+def test_the_server_killed_mid_story_comes_back_and_the_page_continues(own_server, page):
+    page.goto(own_server.url + "/s/fake-ab?pid=crash1")
     page.check("#consent")
     page.click("#start")
     page.wait_for_selector("#writing:not([hidden])")
@@ -244,10 +269,10 @@ def test_the_server_killed_mid_story_comes_back_and_the_page_continues(server, p
     page.fill("#edit", "A draft typed just before the server died.")
     page.wait_for_selector("#draft-status:text-is('Draft saved')")
 
-    server.kill()
+    own_server.kill()
     page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
     page.shot("server-down")
-    server.start()
+    own_server.start()
     page.wait_for_selector("#connection:text-is('Connected')", timeout=30_000)
     page.shot("reconnected")
     assert page.input_value("#edit") == "A draft typed just before the server died."
@@ -255,13 +280,15 @@ def test_the_server_killed_mid_story_comes_back_and_the_page_continues(server, p
     page.wait_for_selector("#writing:not([hidden])")
     assert page.inner_text("#round-label") == "Round 3 of 5"
 
-    turns = db_rows(server.db, "SELECT round, writer_line, final_text FROM rounds ORDER BY round")
+    turns = db_rows(
+        own_server.db, "SELECT round, writer_line, final_text FROM rounds ORDER BY round"
+    )
     assert [(t["round"], t["final_text"]) for t in turns] == [
         (1, "The first kept sentence before the crash."),
         (2, "A draft typed just before the server died."),
         (3, None),
     ]
-    lines = db_rows(server.db, "SELECT count(*) AS n FROM events WHERE type = 'line_submitted'")
+    lines = db_rows(own_server.db, "SELECT count(*) AS n FROM events WHERE type = 'line_submitted'")
     assert lines[0]["n"] == 2
 
 
@@ -301,25 +328,30 @@ class Traffic:
         ws.on("framesent", lambda payload: self.frames.append(str(payload)))
 
 
-def events(server: Server, kind: str) -> list[dict]:
-    return db_rows(server.db, f"SELECT payload, client_action_id FROM events WHERE type = '{kind}'")
+def events(server: Server, pid: str, kind: str) -> list[dict]:
+    """The events of type ``kind`` in the session of participant ``pid``."""
+    return db_rows(
+        server.db,
+        "SELECT payload, client_action_id FROM events"
+        f" WHERE session_id = '{session_of(server, pid)}' AND type = '{kind}'",
+    )
 
 
-def test_a_sentence_added_while_the_server_is_down_is_sent_once_it_is_back(server, page):
-    start_story(page, server, "offline1")
-    server.kill()
+def test_a_sentence_added_while_the_server_is_down_is_sent_once_it_is_back(own_server, page):
+    start_story(page, own_server, "offline1")
+    own_server.kill()
     page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
     write_line(page, "Written while the server was down.")
     expect(page.locator("#notice")).to_have_text(OFFLINE)
     expect(page.locator("#line-submit")).to_be_disabled()
     page.shot("click-while-down")
 
-    server.start()
+    own_server.start()
     page.wait_for_selector("#suggesting:not([hidden])", timeout=30_000)
     expect(page.locator("#notice")).to_be_hidden()
     choose_and_add(page, 1, "The suggestion kept after the restart.")
     page.wait_for_selector("#round-label:text-is('Round 2 of 5')")
-    [line] = events(server, "line_submitted")
+    [line] = events(own_server, "offline1", "line_submitted")
     assert "Written while the server was down." in line["payload"]
 
 
@@ -355,25 +387,27 @@ def test_an_action_whose_reply_was_lost_is_sent_again_and_recorded_once(server, 
     page.wait_for_selector("#choose-1:not([disabled])")
     assert lost["done"]
     expect(page.locator("#notice")).to_be_hidden()
-    [line] = events(server, "line_submitted")
+    [line] = events(server, "lostreply1", "line_submitted")
     assert "A sentence whose reply was lost." in line["payload"]
 
 
-def test_a_click_queued_while_the_server_is_down_is_answered_when_the_story_is_gone(server, page):
-    start_story(page, server, "gone1")
-    server.kill()
+def test_a_click_queued_while_the_server_is_down_is_answered_when_the_story_is_gone(
+    own_server, page
+):
+    start_story(page, own_server, "gone1")
+    own_server.kill()
     page.wait_for_selector("#connection:text-is('Reconnecting… your text is kept')")
     write_line(page, "Written for a story the server forgot.")
     expect(page.locator("#notice")).to_have_text(OFFLINE)
     # A new secret key: the browser's cookie no longer names a story.
-    server.env["CYOA_SECRET_KEY"] = "another-key"
-    server.start()
+    own_server.env["CYOA_SECRET_KEY"] = "another-key"
+    own_server.start()
     expect(page.locator("#notice")).to_have_text(
         "No story found for this browser. Please open your link.", timeout=30_000
     )
     expect(page.locator("#line-submit")).to_be_enabled()
     assert page.input_value("#line") == "Written for a story the server forgot."
-    assert events(server, "line_submitted") == []
+    assert events(own_server, "gone1", "line_submitted") == []
 
 
 def finish_the_round(page) -> None:
@@ -426,9 +460,14 @@ def test_a_huge_paste_is_cut_to_what_a_box_takes_and_never_sent_whole(server, pa
     actions = [f for f in traffic.frames if not RECORD_FRAME.match(f)]
     assert record and max(len(frame) for frame in actions) < 2_000
     assert max(len(frame) for frame in record) < 4 * DRAFT_MAX_CHARS < len(novel)
-    turns = db_rows(server.db, "SELECT final_text FROM rounds WHERE round = 1")
+    session = session_of(server, "paste1")
+    turns = db_rows(
+        server.db, f"SELECT final_text FROM rounds WHERE session_id = '{session}' AND round = 1"
+    )
     assert turns == [{"final_text": "A short turn with a long tail of blanks."}]
-    assert all(len(d["payload"]) < DRAFT_MAX_CHARS + 100 for d in events(server, "draft_saved"))
+    assert all(
+        len(d["payload"]) < DRAFT_MAX_CHARS + 100 for d in events(server, "paste1", "draft_saved")
+    )
 
 
 def test_one_unbroken_100_kb_line_pasted_is_cut_at_once_and_the_writer_told(server, page):
