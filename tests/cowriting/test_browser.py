@@ -95,9 +95,12 @@ class Server:
 def server(tmp_path_factory):
     """One server for the file's tests that leave it running as it is: each writes a story of
     its own, under its own participant id, and reads back only its own session's rows
-    (:func:`session_of`), so they can share it (a start takes seconds)."""
+    (:func:`session_of`), so they can share it (a start takes seconds). None of them reads
+    the sentence tags, so it tags nothing: a tagging run (a process of its own) left over from
+    one test would only slow the next."""
     srv = Server(tmp_path_factory.mktemp("browser"))
     srv.env["CYOA_START_BURST"] = "1000"  # every test's writers start from this one address
+    srv.env["CYOA_TAG_SENTENCES"] = "false"
     srv.start()
     yield srv
     srv.stop()
@@ -106,7 +109,7 @@ def server(tmp_path_factory):
 @pytest.fixture
 def own_server(tmp_path):
     """A server of the test's own, for a test that kills it or restarts it with other
-    settings."""
+    settings, or waits for its background tagging."""
     srv = Server(tmp_path)
     srv.start()
     yield srv
@@ -180,8 +183,8 @@ def choose_and_add(page, slot: int, edit: str) -> None:
     page.click("#edit-submit")
 
 
-def test_a_writer_writes_a_whole_story_in_the_browser(server, page):
-    page.goto(server.url + "/s/fake-ab?PROLIFIC_PID=browser1")
+def test_a_writer_writes_a_whole_story_in_the_browser(own_server, page):
+    page.goto(own_server.url + "/s/fake-ab?PROLIFIC_PID=browser1")
     page.shot("consent")
     page.click("#start")
     assert "Please tick the box" in page.content()
@@ -243,7 +246,7 @@ def test_a_writer_writes_a_whole_story_in_the_browser(server, page):
     assert link == f"https://example.org/complete?cc={code}"
 
     # The same participant link later goes straight back to the finished story.
-    page.goto(server.url + "/s/fake-ab?PROLIFIC_PID=browser1")
+    page.goto(own_server.url + "/s/fake-ab?PROLIFIC_PID=browser1")
     page.wait_for_selector("#completion-code")
 
     # Meanwhile the server has tagged the story's sentences for the text metrics.
@@ -251,7 +254,7 @@ def test_a_writer_writes_a_whole_story_in_the_browser(server, page):
     tagged: set[str] = set()
     while time.monotonic() < deadline and "My own sentence number 5 in the story." not in tagged:
         time.sleep(0.5)
-        tagged = {row["sentence"] for row in db_rows(server.db, "SELECT * FROM sentence_tags")}
+        tagged = {row["sentence"] for row in db_rows(own_server.db, "SELECT * FROM sentence_tags")}
     assert {f"My own sentence number {n} in the story." for n in range(1, 6)} <= tagged
 
 
