@@ -44,10 +44,12 @@ def server(tmp_path_factory):
     rating study of one story (:data:`RATING_ID`). No test stops it or changes its settings;
     each writer has a participant id of their own and reads back only their own session's
     rows (:func:`events`, :func:`session_of`), and the one rater is the only one to write
-    rating events."""
+    rating events. No test reads the sentence tags, so it tags nothing: a tagging run (a
+    process of its own) left over from one test would only slow the next."""
     root = tmp_path_factory.mktemp("outbox")
     srv = Server(root, rounds=2)
     srv.env["CYOA_START_BURST"] = "1000"  # every test's participants start from this address
+    srv.env["CYOA_TAG_SENTENCES"] = "false"
     open_rating_study(srv.db, root, RATING_ID)
     srv.start()
     yield srv
