@@ -63,6 +63,24 @@ def judged(tmp_path_factory) -> Path:
     return db_path
 
 
+@pytest.fixture(scope="module")
+def analyzed_json(judged) -> dict:
+    """``analyze ttcw --format json`` on the judged study, run once for the tests that read
+    it: analysing the seven judges takes tens of seconds, and ``analyze`` writes nothing, so
+    every test reads what a fresh run prints."""
+    result = run(judged, "analyze", "ttcw", "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.fixture(scope="module")
+def analyzed_markdown(judged) -> str:
+    """``analyze ttcw`` (Markdown) on the judged study, run once like :func:`analyzed_json`."""
+    result = run(judged, "analyze", "ttcw")
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
 def test_a_judge_s_verdicts_are_added_as_its_own_panel_with_unparsed_ones_counted(judged):
     db = store.connect(judged)
     try:
@@ -169,10 +187,8 @@ def test_per_test_kappa_against_the_expert_majority_is_statsmodels_on_the_files(
             assert item.kappa.kappa == pytest.approx(expected), item.item
 
 
-def test_analyze_json_reports_each_judge_s_calibration_beside_the_human_ceiling(judged):
-    result = run(judged, "analyze", "ttcw", "--format", "json")
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+def test_analyze_json_reports_each_judge_s_calibration_beside_the_human_ceiling(analyzed_json):
+    data = analyzed_json
     judges = {entry["judge"]: entry for entry in data["judges"]}
     assert set(judges) == set(JUDGES)
     gpt4 = judges["gpt4"]
@@ -186,12 +202,12 @@ def test_analyze_json_reports_each_judge_s_calibration_beside_the_human_ceiling(
     assert data["all_raters"]["judgements"] == 1008
 
 
-def test_analyze_shows_the_notebook_s_table_with_unread_verdicts_as_no_in_every_figure(judged):
+def test_analyze_shows_the_notebook_s_table_with_unread_verdicts_as_no_in_every_figure(
+    analyzed_json, analyzed_markdown
+):
     # analyze leaves unparsed verdicts out of its own figures; the notebook's table beside
     # them counts them as No in all five, the correlation too (gemini-pro: 16 unparsed).
-    result = run(judged, "analyze", "ttcw", "--format", "json")
-    assert result.exit_code == 0, result.output
-    judges = {entry["judge"]: entry for entry in json.loads(result.output)["judges"]}
+    judges = {entry["judge"]: entry for entry in analyzed_json["judges"]}
     for judge in JUDGES:
         notebook = judges[judge]["notebook"]
         found = tuple(
@@ -201,16 +217,14 @@ def test_analyze_shows_the_notebook_s_table_with_unread_verdicts_as_no_in_every_
         assert found == pytest.approx(NOTEBOOK[judge], abs=0.005 + 1e-9), judge
     left_out = judges["gemini-pro"]["overall"]["scores"]
     assert left_out["units"] == 320 and left_out["correlation"] == pytest.approx(-0.10, abs=0.005)
-    markdown = run(judged, "analyze", "ttcw").output
+    markdown = analyzed_markdown
     assert "| gemini-pro | 336 | 0.49 | 0.11 | 0.92 | 0.19 | -0.03 | -0.10 |" in markdown
 
 
-def test_analyze_markdown_shows_a_calibration_table_with_the_human_ceiling(judged):
-    result = run(judged, "analyze", "ttcw")
-    assert result.exit_code == 0, result.output
-    assert "# Judges" in result.output
-    assert "human ceiling" in result.output
-    assert "| gpt4 |" in result.output
+def test_analyze_markdown_shows_a_calibration_table_with_the_human_ceiling(analyzed_markdown):
+    assert "# Judges" in analyzed_markdown
+    assert "human ceiling" in analyzed_markdown
+    assert "| gpt4 |" in analyzed_markdown
 
 
 def write_lines(path: Path, records: list[dict]) -> Path:

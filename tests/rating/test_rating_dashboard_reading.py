@@ -11,9 +11,9 @@ from xml.etree import ElementTree
 
 import pandas as pd
 import pytest
-from conftest import Researcher
+from conftest import Researcher, write_setup
 
-from cyoa import store
+from cyoa import create_app, store
 from cyoa.rating.analysis.ratings import analyze_ratings
 from cyoa.rating.analysis.report import rating_report, render_report
 from cyoa.rating.analysis.scales import FactorSummary, mean_interval
@@ -39,10 +39,10 @@ SVG = "{http://www.w3.org/2000/svg}"
 COLUMNS = ["story_id", "source", "rater_id", "item", "value", "rationale"]
 
 
-@pytest.fixture
-def ttcw(app):
-    """An imported TTCW study: two stories per source, three raters each, Yes at random
-    (seeded), so rates such as 2/3 and wide t intervals over two stories come up."""
+def open_ttcw(app) -> Researcher:
+    """An imported TTCW study in ``app``: two stories per source, three raters each, Yes at
+    random (seeded), so rates such as 2/3 and wide t intervals over two stories come up; the
+    researcher who sees it, once its dashboard serves the analysis."""
     rnd = random.Random(1)
     judgements = [
         Judgement(
@@ -62,6 +62,26 @@ def ttcw(app):
     return researcher
 
 
+@pytest.fixture(scope="module")
+def ttcw(tmp_path_factory) -> Researcher:
+    """The study of :func:`open_ttcw` in one app for the module's tests that only read its
+    pages and stored analysis (its first analysis takes seconds). None of them writes to it;
+    a test that posts to it opens its own."""
+    return open_ttcw(create_app(write_setup(tmp_path_factory.mktemp("ttcw-reading"))))
+
+
+@pytest.fixture(scope="module")
+def ttcw_report(ttcw):
+    """The shared study's :func:`rating_report` at 50 replicates, computed once: the tests
+    that read it look at exact fractions and t intervals, no bootstrap interval, and
+    rendering it changes nothing."""
+    db = store.connect(ttcw.app.config["DATABASE"])
+    try:
+        return rating_report(db, "ttcw-import", bootstrap=50)
+    finally:
+        db.close()
+
+
 def test_the_results_tables_show_rounded_numbers_and_each_label_once(ttcw):
     tables = ttcw.get(f"{BASE}/progress.json").get_json()["tables"]
     cells = [cell for table in tables for row in table["rows"] for cell in row[1:]]
@@ -79,11 +99,9 @@ def test_the_results_tables_show_rounded_numbers_and_each_label_once(ttcw):
     assert "0.6666666666666666" not in page and "alpha alpha" not in page
 
 
-def test_the_downloaded_analysis_keeps_full_precision(ttcw):
-    db = store.connect(ttcw.app.config["DATABASE"])
+def test_the_downloaded_analysis_keeps_full_precision(ttcw_report):
     # The pass rates are exact fractions; no bootstrap interval is looked at.
-    text = render_report(rating_report(db, "ttcw-import", bootstrap=50), "csv")
-    db.close()
+    text = render_report(ttcw_report, "csv")
     assert "0.6666666666666666" in text
 
 
@@ -97,10 +115,8 @@ def test_a_t_interval_is_cut_at_the_bounds_of_its_scale_and_says_so():
     assert one_side.ci_low == 0.0 and one_side.ci_high == pytest.approx(8.968275, abs=1e-6)
 
 
-def test_tests_passed_intervals_stay_between_0_and_the_number_of_tests(ttcw):
-    db = store.connect(ttcw.app.config["DATABASE"])
-    report = rating_report(db, "ttcw-import", bootstrap=50)  # t intervals, no bootstrap
-    db.close()
+def test_tests_passed_intervals_stay_between_0_and_the_number_of_tests(ttcw_report):
+    report = ttcw_report  # t intervals, no bootstrap
     for passed in report.all_raters.tests.tests_passed:
         for mean in (passed.majority, passed.per_rater):
             assert 0 <= mean.ci_low <= mean.mean <= mean.ci_high <= 14
@@ -260,7 +276,8 @@ def test_check_numbers_count_only_the_researcher_s_own_checks(tmp_path):
         parse_rating_spec(spec, "pilot.toml", tmp_path)
 
 
-def test_over_long_pay_is_refused_with_a_sentence_and_the_typed_text_kept(ttcw):
+def test_over_long_pay_is_refused_with_a_sentence_and_the_typed_text_kept(app):
+    ttcw = open_ttcw(app)  # its own: it posts the details form
     page = ttcw.get(BASE).get_data(as_text=True)
     # A browser cuts a paste at maxlength without a word: the server refuses instead.
     assert "maxlength" not in page and "at most 4,000 characters" in page
