@@ -231,7 +231,11 @@ def test_a_rater_rates_a_story_in_arabic_right_to_left(server, page):  # noqa: F
     two_left = arabic("Please answer every question first ({n} left).")[2]
     expect(page.locator("#error")).to_have_text(two_left)
     check(page, "Arabic rater's story, questions left")
+    top = "e => e.getBoundingClientRect().top + window.scrollY"  # in the page, not the view
+    where = page.locator("#q-2").evaluate(top)
     page.locator("#q-1 input[value='4']").check()
+    expect(page.locator("#error")).to_be_hidden()  # its answer saved: nothing is missing now
+    assert page.locator("#q-2").evaluate(top) == where  # no question moved as it cleared
     page.locator("#q-2 input[value='1']").check()
     expect(page.locator("#saving")).to_have_text(arabic("All answers saved"))
     expect(page.locator("#answered")).to_have_text("2")
