@@ -27,8 +27,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy import stats
-
 from cyoa.stats import Preference
 from cyoa.stats import position_bias as slot_preference
 
@@ -64,6 +62,8 @@ class PositionBias:
 
 
 def _clopper_pearson(successes: int, total: int) -> tuple[float, float]:
+    from scipy import stats
+
     interval = stats.binomtest(successes, total).proportion_ci(method="exact")
     return float(interval.low), float(interval.high)
 

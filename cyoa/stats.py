@@ -59,7 +59,6 @@ from fractions import Fraction
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 Alternative = Literal["two-sided", "greater", "less"]
 ALTERNATIVES: tuple[Alternative, ...] = ("two-sided", "greater", "less")
@@ -133,6 +132,8 @@ def preference(
     Units: share, interval and p-value are fractions. Reference: Clopper & Pearson (1934);
     Clark & Smith (2021).
     """
+    from scipy import stats
+
     _check_alternative(alternative)
     if total < 1 or not 0 <= chosen_count <= total:
         raise ValueError(
@@ -194,6 +195,8 @@ class ClusteredPreference:
 
 def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
     """The two-sided Student t interval of the mean of ``values`` (NaN when they do not vary)."""
+    from scipy import stats
+
     spread = values.std(ddof=1)
     if not spread > 0:
         return math.nan, math.nan
@@ -205,6 +208,8 @@ def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
 
 
 def _t_p_value(t: float, df: int, alternative: Alternative) -> float:
+    from scipy import stats
+
     if alternative == "two-sided":
         p = 2 * stats.t.sf(abs(t), df)
     elif alternative == "greater":
@@ -483,6 +488,8 @@ class MannWhitney:
 
 
 def _u_of_x(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy import stats
+
     ranks = stats.rankdata(np.concatenate([x, y]))
     return float(ranks[: len(x)].sum() - len(x) * (len(x) + 1) / 2)
 
@@ -642,6 +649,8 @@ def mann_whitney(
     Units: p-value and r are fractions. Reference: Mann & Whitney (1947); Kerby (2014);
     Phipson & Smyth (2010).
     """
+    from scipy import stats
+
     _check_alternative(alternative)
     xs, ys = _samples(x, y)
     ranks = stats.rankdata(np.concatenate([xs, ys]))
@@ -677,6 +686,8 @@ def mann_whitney_scipy_2021(x: Sequence[float], y: Sequence[float]) -> MannWhitn
 
     Reference: scipy 1.6 ``scipy/stats/stats.py::mannwhitneyu``; Mann & Whitney (1947).
     """
+    from scipy import stats
+
     xs, ys = _samples(x, y)
     n_x, n_y = xs.size, ys.size
     ranks = stats.rankdata(np.concatenate([xs, ys]))
@@ -742,6 +753,8 @@ def kruskal_wallis(
     Units: p-value and ε² are fractions. Reference: Kruskal & Wallis (1952); Tomczak & Tomczak
     (2014); Phipson & Smyth (2010).
     """
+    from scipy import stats
+
     arrays = [np.asarray(sample, dtype=float) for sample in samples]
     if len(arrays) < 2 or any(array.size == 0 for array in arrays):
         raise ValueError("Kruskal–Wallis H needs at least two samples, each with a value.")
@@ -860,6 +873,8 @@ def cliffs_delta(
     improved confidence interval. Journal of Modern Applied Statistical Methods 3(2);
     Torchiano, M. effsize (R package), ``cliff.delta``.
     """
+    from scipy import stats
+
     xs, ys = _samples(x, y)
     n_x, n_y = int(xs.size), int(ys.size)
     _, _, greater, less = _dominance(xs, ys)

@@ -25,10 +25,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlite_utils import Database
 
 from cyoa.database_url import parse_database
 from cyoa.db.engine import BUSY_TIMEOUT_SECONDS, check_reachable, engine_for, use_wal
@@ -36,6 +35,11 @@ from cyoa.db.facade import Db
 from cyoa.db.schema import migrate_postgresql
 from cyoa.db.transactions import write_transaction
 from cyoa.errors import AnalysisError, SchemaError
+
+if TYPE_CHECKING:
+    # Imported where a migration runs: sqlite-utils imports pandas, which a process that
+    # opens an up-to-date database does not need.
+    from sqlite_utils import Database
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "Db", "connect", "init_db", "now", "write_transaction"]
 
@@ -117,6 +121,8 @@ def schema_version(db: Db) -> int:
 def sqlite_utils_database(db: Db) -> Database:
     """A sqlite-utils ``Database`` over the connection of ``db``'s current write transaction
     (SQLite only): what the migration steps are written in."""
+    from sqlite_utils import Database
+
     conn = db.current_connection()
     if conn is None or db.dialect != "sqlite":
         raise RuntimeError("SQLite's migrations run inside write_transaction on SQLite.")
@@ -140,10 +146,11 @@ def migrate(db: Db, migrations: Sequence[Callable[[Database], None]] | None = No
             f"This database has schema version {version}, newer than this CYOA's "
             f"({len(steps)}). Update CYOA (git pull) before using it."
         )
-    legacy = sqlite_utils_database(db)
-    first = 0 if version <= 1 else version
-    for step in steps[first:]:
-        step(legacy)
+    pending = steps[0 if version <= 1 else version :]
+    if pending:
+        legacy = sqlite_utils_database(db)
+        for step in pending:
+            step(legacy)
     db.execute(f"PRAGMA user_version = {len(steps)}")
     db.forget_tables()
     return len(steps)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 
-from cyoa import kinds
 from cyoa.cli.context import open_existing, open_or_create
 from cyoa.cowriting.analysis.tag_cache import tag_experiment
 from cyoa.cowriting.analysis.tsv import import_tsv
@@ -61,6 +60,9 @@ def analyze_command(
     """Print the paper's tables for a stored EXPERIMENT, with their tests (one set of tables
     per pair of systems that writers compared); for a rating experiment, its instrument's
     scores per source, their tests and the raters' agreement."""
+    # Here, not at the top: the other verbs of this module need neither wing.
+    from cyoa import kinds
+
     db = open_existing(ctx)
     try:
         kind = kinds.kind_of(db, experiment)

@@ -23,6 +23,9 @@ References:
     Clopper, C. J. and Pearson, E. S. (1934). Biometrika 26(4).
     Donner, A. and Klar, N. (2000). Design and Analysis of Cluster Randomization Trials in
     Health Research, ch. 6. Arnold.
+
+scipy is imported by the functions that use it: the app's start imports this module (the
+table of kinds' planner) without drawing a plan.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import optimize, special, stats
 
 from cyoa.stats import ALTERNATIVES, Alternative
 
@@ -107,6 +109,8 @@ def intercept_for(preference: float, writer_sd: float) -> float:
     """μ with E[expit(μ + u)] = ``preference`` for u ~ N(0, ``writer_sd``²) (Gauss–Hermite
     quadrature): the log-odds intercept whose writers choose the first system ``preference``
     of the time on average. With no spread it is logit(``preference``)."""
+    from scipy import optimize, special
+
     if writer_sd == 0:
         return float(special.logit(preference))
 
@@ -120,6 +124,8 @@ def binomial_p_values(n: int, alternative: Alternative = "two-sided") -> np.ndar
     """The exact binomial test's p-value against 0.5 for every count k = 0..n, as
     ``scipy.stats.binomtest`` gives it: "greater" P(X ≥ k), "less" P(X ≤ k), "two-sided"
     (the distribution being symmetric) 2·P(X ≤ min(k, n − k)), at most 1."""
+    from scipy import stats
+
     k = np.arange(n + 1)
     if alternative == "greater":
         return stats.binom.sf(k - 1, n, 0.5)
@@ -131,6 +137,8 @@ def binomial_p_values(n: int, alternative: Alternative = "two-sided") -> np.ndar
 def _writer_p_values(shares: np.ndarray, alternative: Alternative) -> np.ndarray:
     """The writer-level t-test's p per study (rows), NaN where every writer's share is the
     same, as :func:`cyoa.stats.clustered_preference` reports it."""
+    from scipy import stats
+
     writers = shares.shape[1]
     spread = shares.std(axis=1, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -145,6 +153,8 @@ def _writer_p_values(shares: np.ndarray, alternative: Alternative) -> np.ndarray
 
 
 def _interval(rejections: int, simulations: int) -> tuple[float, float]:
+    from scipy import stats
+
     ci = stats.binomtest(rejections, simulations).proportion_ci(0.95, method="exact")
     return float(ci.low), float(ci.high)
 
@@ -164,6 +174,8 @@ def simulate_power(
     """Power of ``test`` for ``writers`` × ``rounds`` under the module's model: the share of
     ``simulations`` seeded studies (``numpy.random.default_rng(seed)``) with p ≤ ``alpha``.
     A study whose writer-level test is undefined (every share equal) does not reject."""
+    from scipy import special
+
     _check(preference, writer_sd, test, alternative)
     if writers < 2 or rounds < 1 or simulations < 1:
         raise ValueError("A design needs at least 2 writers, 1 round and 1 simulation.")
@@ -315,6 +327,8 @@ def estimate_pilot(per_writer: Iterable[tuple[int, int]]) -> PilotEstimate:
 
 def _sd_for_variance(preference: float, variance: float) -> float:
     """σ_w whose chances expit(μ + u) have ``variance`` around mean ``preference``."""
+    from scipy import optimize, special
+
     if variance <= 0:
         return 0.0
 

@@ -36,7 +36,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 READERS = tuple(range(2, 16))
 TOLERANCE = 0.1
@@ -67,6 +66,8 @@ def entropy_moments(p: float | Sequence[float], readers: int) -> tuple[np.ndarra
     """The mean and variance (bits, bits²) of the plug-in entropy H(X / readers) of questions
     whose readers answer true with probability ``p``, X ~ Binomial(readers, p), computed
     exactly over x = 0 … readers."""
+    from scipy import stats
+
     shares = np.atleast_1d(np.asarray(p, dtype=float))
     if np.any((shares < 0) | (shares > 1)) or readers < 1:
         raise ValueError(f"A share of true answers lies in [0, 1] and readers ≥ 1, got {p}.")
@@ -118,6 +119,8 @@ def simulated_power(
     """Power (with its 95% Clopper–Pearson interval) of the two-sided Mann–Whitney test of
     the two sources' per-story mean entropies: ``stories`` per source, ``questions`` per story,
     ``readers`` per question, each question's share drawn from its source's ``shares``."""
+    from scipy import stats
+
     rng = np.random.default_rng(seed)
     table = _entropies(readers)
     means = []

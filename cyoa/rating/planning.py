@@ -38,7 +38,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from threadpoolctl import threadpool_limits
 
 from cyoa.rating.analysis.mixed import planned_contrast, source_model
@@ -130,6 +129,8 @@ def _two_sided_power(difference: float, se: float, df: float, alpha: float) -> f
     """P(|T| > t_crit) for T ~ noncentral t(df, |difference| / se). scipy's noncentral t
     gives NaN far out in the tail (a shift of dozens of standard errors); there the normal
     approximation, whose power is 1 to many decimals, is used."""
+    from scipy import stats
+
     critical = stats.t.ppf(1 - alpha / 2, df)
     shift = abs(difference) / se
     power = float(stats.nct.sf(critical, df, shift) + stats.nct.cdf(-critical, df, shift))
@@ -231,6 +232,8 @@ def simulated_power(
     difference :func:`~cyoa.rating.analysis.mixed.source_model` finds with p ≤ ``alpha``
     (a study the model cannot fit, analysed by the bootstrap, has no p and does not
     reject), with a 95% Clopper–Pearson interval."""
+    from scipy import stats
+
     rng = np.random.default_rng(seed)
     rejections = 0
     with threadpool_limits(1):

@@ -1,14 +1,18 @@
 """What every chart shares: the colours, matplotlib's settings, a figure, its SVG bytes, a chart
 that only says why there is nothing to draw, and the lock that keeps one chart drawing at a
-time (matplotlib's style settings are global). Each wing draws its own charts on these."""
+time (matplotlib's style settings are global). Each wing draws its own charts on these.
+
+matplotlib is imported by the functions that draw: the app's start (which imports the
+dashboards' views) does not pay for it."""
 
 from __future__ import annotations
 
 import io
 import threading
+from typing import TYPE_CHECKING
 
-import matplotlib
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # matplotlib's style settings are global: one chart at a time.
 CHART_LOCK = threading.Lock()
@@ -25,6 +29,8 @@ RC = {
 
 
 def svg_bytes(figure: Figure) -> bytes:
+    import matplotlib
+
     out = io.BytesIO()
     with matplotlib.rc_context(RC):
         figure.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -32,12 +38,17 @@ def svg_bytes(figure: Figure) -> bytes:
 
 
 def new_figure(width: float, height: float) -> Figure:
+    import matplotlib
+    from matplotlib.figure import Figure
+
     with matplotlib.rc_context(RC):
         return Figure(figsize=(width, height), layout="constrained")
 
 
 def empty_chart(message: str) -> bytes:
     """A small chart that only says ``message`` (e.g. no data yet)."""
+    import matplotlib
+
     figure = new_figure(5, 0.8)
     with matplotlib.rc_context(RC):
         axes = figure.add_subplot()

@@ -48,7 +48,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from cyoa.rating.analysis.scales import coded_values
 from cyoa.rating.instruments.types import Instrument, Item
@@ -449,6 +448,8 @@ def _icc_2k_of(
     """ICC(2,k) of a complete stories × raters ``matrix`` with the interval of McGraw & Wong
     (1996), case 2A (as ``pingouin.intraclass_corr`` computes it); no interval when the
     error mean square is 0, no ICC when the variance it divides by is not positive."""
+    from scipy import stats as scipy_stats
+
     n, k = matrix.shape
     grand = matrix.mean()
     ss_stories = k * float(((matrix.mean(axis=1) - grand) ** 2).sum())

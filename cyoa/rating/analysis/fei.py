@@ -61,7 +61,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from cyoa.rating.analysis.scales import SourceTest, compare_sources, with_holm
 from cyoa.rating.instruments.types import Instrument
@@ -95,6 +94,8 @@ def entropy_at_readers(true: int, answers: int, readers: int) -> float:
     Equals H(true / answers) when ``readers`` = ``answers``. Raises ``ValueError`` unless
     0 ≤ true ≤ answers and 1 ≤ readers ≤ answers. Reference: Hurlbert (1971), rarefaction.
     """
+    from scipy import stats
+
     if not (0 <= true <= answers and 1 <= readers <= answers):
         raise ValueError(
             f"Rarefy {answers} answers ({true} true) to between 1 and {answers} readers, "
@@ -378,6 +379,8 @@ def signed_rank(differences: Sequence[float], seed: int) -> tuple[float, float, 
     differences, ties included; beyond, from 2¹⁶ seeded random sign flips. scipy's
     ``wilcoxon`` with a ``PermutationMethod``. Reference: Wilcoxon (1945); Kerby (2014).
     """
+    from scipy import stats
+
     d = np.asarray([value for value in differences if value != 0], dtype=float)
     ranks = stats.rankdata(np.abs(d))
     positive, negative = float(ranks[d > 0].sum()), float(ranks[d < 0].sum())

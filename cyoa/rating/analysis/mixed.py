@@ -73,15 +73,16 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, sparse
-from scipy import stats as scipy_stats
-from scipy.linalg import cho_factor, cho_solve
 from threadpoolctl import threadpool_limits
 
 from cyoa.stats import holm
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 CONFIDENCE = 0.95
 # The fewest raters (of known identity) whose variance the model estimates: with two, the
@@ -218,6 +219,8 @@ def _story_grams(
 
 
 def _design(frame: pd.DataFrame, with_raters: bool) -> _Design:
+    from scipy import sparse
+
     sources = tuple(sorted(frame["source"].unique()))
     x = (frame["source"].to_numpy()[:, None] == np.array(sources)[None, :]).astype(float)
     story_codes, story_ids = pd.factorize(frame["story_id"])
@@ -264,6 +267,8 @@ class _Blocks:
     factored."""
 
     def __init__(self, design: _Design, lam: np.ndarray) -> None:
+        from scipy.linalg import cho_factor
+
         self.design = design
         sizes = [piece.stop - piece.start for piece in _pieces(design)]
         self.lam = np.concatenate(
@@ -290,6 +295,8 @@ class _Blocks:
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """A⁻¹ rhs for a (stories + raters) × m right-hand side."""
+        from scipy.linalg import cho_solve
+
         s = self.design.stories
         top, bottom = rhs[:s], rhs[s:]
         if self.factor is None:
@@ -327,6 +334,8 @@ def _fit(design: _Design) -> tuple[np.ndarray, np.ndarray, float, _Blocks]:
     """REML fit: the relative standard deviations λ (lme4's parameterisation; the deviance
     depends on |λ| only, so the search is unconstrained and |λ| kept) minimising the profiled
     deviance by Nelder–Mead, as lme4 does, with β̂ and σ̂² at them."""
+    from scipy import optimize
+
     parameters = len(_pieces(design))
     result = optimize.minimize(
         lambda lam: _profiled(design, np.abs(lam))[0],
@@ -394,6 +403,8 @@ def _additive_residual(design: _Design) -> float:
     every rating is its story's level plus its rater's offsets: REML's residual variance then
     goes to 0, and its search would chase it to the iteration limit, so the model is refused
     before the search."""
+    from scipy import sparse
+
     s, crossed = design.stories, design.crossed
     rhs = design.zt_xy[:, -1]
     story_means = rhs[:s] / design.story_counts
@@ -469,6 +480,8 @@ def contrast(fitted: _Fitted, weights: np.ndarray) -> tuple[float, float, float]
 def _interval(
     estimate: float, se: float, df: float, confidence: float
 ) -> tuple[float | None, float | None]:
+    from scipy import stats as scipy_stats
+
     if not math.isfinite(se) or not df > 0:
         return None, None
     half = float(scipy_stats.t.ppf((1 + confidence) / 2, df)) * se
@@ -508,6 +521,8 @@ def _components(fitted: _Fitted) -> VarianceComponents:
 def _model_estimate(
     fitted: _Fitted, what: str, bounds: tuple[float, float] | None, confidence: float
 ) -> ModelEstimate:
+    from scipy import stats as scipy_stats
+
     design = fitted.design
     sources = design.sources
     means = []

@@ -44,7 +44,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from cyoa.rating.analysis.mixed import ModelEstimate, source_model
 from cyoa.rating.instruments.types import Instrument
@@ -92,6 +91,8 @@ def mean_interval(
     at the bound (which leaves the interval's coverage as it was) and ``clipped`` says so.
     Reference: Student (1908).
     """
+    from scipy import stats as scipy_stats
+
     array = np.asarray(values, dtype=float)
     array = array[~np.isnan(array)]
     n = int(array.size)

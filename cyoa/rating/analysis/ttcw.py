@@ -28,7 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from cyoa.rating.analysis.agreement import Fleiss, GwetAC1, fleiss_kappa, gwet_ac1
 from cyoa.rating.analysis.mixed import ModelEstimate, source_model
@@ -219,6 +218,8 @@ def rater_correlation(
     Either is ``None`` when nothing can be correlated. Units: r in [−1, 1].
     Reference: Pearson (1896); Griffin & Gonzalez (1995); Chakrabarty et al. (2024) §5.4.
     """
+    from scipy import stats as scipy_stats
+
     first: list[float] = []
     second: list[float] = []
     story_pairs = 0

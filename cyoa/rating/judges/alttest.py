@@ -39,7 +39,6 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 Score = Literal["accuracy", "neg_rmse"]
 Family = Literal["criterion", "judge"]
@@ -97,6 +96,8 @@ def one_sided_p(differences: list[int], epsilon: float) -> float:
     denominator), and p = P(T ≤ t) for Student's T with n − 1 degrees of freedom (as scipy's
     ``ttest_1samp(…, alternative="less")``). Differences that never vary leave no variance
     to test with: p is 0 when their mean is below ε, else 1."""
+    from scipy import stats
+
     values = np.asarray(differences, dtype=float)
     if values.std() == 0:
         return 0.0 if values.mean() < epsilon else 1.0

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from cyoa.pairwise import FLIP_THRESHOLD as FLIP_THRESHOLD
 from cyoa.pairwise import PairVerdict as PairVerdict
@@ -121,6 +120,8 @@ def story_scores(instrument: Instrument, rows: pd.DataFrame) -> dict[str, float]
 def spearman_with_length(words: Mapping[str, int], values: Mapping[str, float]) -> Correlation:
     """Spearman's ρ (scipy ``spearmanr``, ties ranked by their mean) between the stories'
     length in words and ``values``, over the stories both have; see :class:`Correlation`."""
+    from scipy import stats
+
     stories = sorted(set(words) & set(values))
     lengths = [words[story] for story in stories]
     scores = [values[story] for story in stories]

@@ -41,7 +41,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from cyoa.rating.instruments.types import Instrument, Item
 from cyoa.rating.judges.alttest import (
@@ -292,6 +291,8 @@ def _item_calibration(
     item: str, label: str, units: _Units, alt: AltTest | None, bootstrap: int, seed: int
 ) -> ItemCalibration:
     """Every per-unit figure of one criterion (or all items) from its units."""
+    from scipy import stats
+
     shared = [unit for unit in units.reference if unit in units.judge]
     judged = [units.judge[unit] for unit in shared]
     truth = [units.reference[unit] for unit in shared]
@@ -563,6 +564,8 @@ def tau_permutation_p(x: list[float], y: list[float], seed: int = 0) -> tuple[fl
     p = (1 + count) / (1 + B). Returns (p, how it was found). Reference: Kendall (1938),
     Biometrika 30(1–2), the exact null distribution of τ over the n! orderings; Phipson &
     Smyth (2010) for (1 + b)/(1 + m)."""
+    from scipy import stats
+
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     first, second = np.triu_indices(xs.size, k=1)
     sign_x = np.sign(xs[first] - xs[second])

@@ -28,7 +28,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from cyoa.rating.judges.measures import cohen_kappa
 
@@ -95,6 +94,8 @@ def plan_kappa(
 ) -> KappaPlan:
     """The human-rated stories needed to pin κ to a 95% interval of ``width`` (see the module
     docstring). Units: ``width`` on κ's scale; ``prevalence`` a fraction."""
+    from scipy import stats
+
     if not 0 < width < 2:
         raise ValueError(f"The interval width of κ lies between 0 and 2, got {width}.")
     judge = prevalence if judge_prevalence is None else judge_prevalence

@@ -34,8 +34,6 @@ import math
 import textwrap
 from collections.abc import Mapping, Sequence
 
-import matplotlib
-
 from cyoa.rating.analysis.fei import MIN_ANSWERS, IndexSummary
 from cyoa.rating.analysis.mixed import SourceMean
 from cyoa.rating.analysis.ratings import RatingAnalysis
@@ -143,6 +141,8 @@ def pass_rate_chart(rates: Sequence[PassRate], sources: Sequence[str], caption: 
     together, the dimension named on the right), one column per source in ``sources``
     order. A cell shows the pass rate in % (0–100, colour from 0% dark to 100% light,
     cividis) and ``n``, the judgements it is over; "–" where a source has none."""
+    import matplotlib
+
     if not rates or not sources:
         return empty_chart(NO_DATA)
     tests: dict[str, PassRate] = {}
@@ -250,6 +250,8 @@ def factor_chart(
     instead, and the title says so (``raters_known`` False: the model had no rater effect,
     the raters' ids being positions within a story). Factors along the x axis in
     ``order``; one colour per source, sorted by name."""
+    import matplotlib
+
     factors = [f for f in factors if f.mean.mean is not None]
     modelled = bool(models) and all((f.factor, f.source) in models for f in factors)
     if modelled:
@@ -303,6 +305,8 @@ def entropy_chart(summaries: Sequence[IndexSummary], caption: str = "") -> bytes
     every source is compared at (``IndexSummary.equal``), with the 95% percentile bootstrap
     interval over stories as whiskers (none with one story) and the value written beside
     it; one colour per source, sorted."""
+    import matplotlib
+
     summaries = [s for s in summaries if s.equal.mean is not None]
     if not summaries:
         return empty_chart(NO_DATA)
