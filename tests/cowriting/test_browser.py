@@ -69,12 +69,16 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "app.py"], cwd=ROOT, env=self.env, stdout=self.log, stderr=self.log
         )
-        deadline = time.monotonic() + 30
+        # Waits for the port to answer; the bound is for a start that hangs, and is generous
+        # because a start on a busy machine can take several times its 5 s on a quiet one.
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
                 return
             except OSError:
+                if self.proc.poll() is not None:
+                    break  # it exited: no use waiting
                 time.sleep(0.1)
         self.proc.kill()
         pytest.fail("the server did not start: " + (self.root / "server.log").read_text())
