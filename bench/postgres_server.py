@@ -108,10 +108,13 @@ def stop_cluster(bin_dir: Path, cluster: Cluster) -> None:
     shutil.rmtree(cluster.folder, ignore_errors=True)
 
 
-def create_database(cluster: Cluster, name: str) -> str:
-    """A new empty database in ``cluster``; returns its URL."""
+def create_database(cluster: Cluster, name: str, template: str | None = None) -> str:
+    """A new database in ``cluster``, empty or a copy of the database named ``template``
+    (which nobody may be connected to meanwhile: PostgreSQL copies its files); returns its
+    URL."""
+    copy = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(cluster.url(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"{copy}')
     return cluster.url(name)
 
 

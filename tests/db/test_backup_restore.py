@@ -8,6 +8,7 @@ import secrets
 import sqlite3
 import subprocess
 import threading
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -52,11 +53,12 @@ def events(db_path: Path, experiment: str) -> dict[str, list[tuple]]:
     return sessions
 
 
-@pytest.fixture
-def study(tmp_path) -> Path:
+@pytest.fixture(scope="module")
+def built_study(tmp_path_factory) -> Path:
     """A database with a co-writing experiment ``exp`` (four writers), an empty one
-    ``live``, and a rating experiment ``crowd`` (a 4-point crowd rating of three items)."""
-    path = tmp_path / "study.sqlite"
+    ``live``, and a rating experiment ``crowd`` (a 4-point crowd rating of three items),
+    built once for the file; tests use their own copy (:func:`study`)."""
+    path = tmp_path_factory.mktemp("study") / "study.sqlite"
     db = store.connect(path)
     make_experiment(db, "exp")
     make_experiment(db, "live")
@@ -66,6 +68,17 @@ def study(tmp_path) -> Path:
     args = ["--format", "long", "--instrument", str(SCALES / "crowd-1-4.toml"), "--name", "crowd"]
     result = run(path, "import-ratings", str(SCALES / "crowd-1-4.csv"), *args)
     assert result.exit_code == 0, result.output
+    store.forget(path)
+    return path
+
+
+@pytest.fixture
+def study(built_study, tmp_path) -> Path:
+    """The test's own copy of :func:`built_study` (SQLite's online backup: one file, whole),
+    which the test may write to, back up and restore over."""
+    path = tmp_path / "study.sqlite"
+    with closing(sqlite3.connect(built_study)) as source, closing(sqlite3.connect(path)) as copy:
+        source.backup(copy)
     return path
 
 
@@ -212,12 +225,25 @@ def test_a_backup_to_or_from_a_bad_path_is_refused_with_a_sentence(study, tmp_pa
 # PostgreSQL: pg_dump's custom format and pg_restore behind the same verbs.
 
 
-@pytest.fixture
-def postgres_study(study, postgres_url) -> str:
-    """The ``study`` database moved into PostgreSQL; its URL."""
-    moved = run(study, "migrate-db", "--to", postgres_url)
+@pytest.fixture(scope="module")
+def postgres_template(built_study, postgres_cluster) -> str:
+    """The name of a PostgreSQL database holding :func:`built_study` moved with
+    ``migrate-db``, moved once for the file; nothing stays connected to it, so that
+    :func:`postgres_study` can copy it."""
+    url = create_database(postgres_cluster, f"study_template_{secrets.token_hex(4)}")
+    moved = run(built_study, "migrate-db", "--to", url)
     assert moved.exit_code == 0, moved.output
-    return postgres_url
+    store.forget(url)
+    return url.rsplit("/", 1)[1]
+
+
+@pytest.fixture
+def postgres_study(postgres_template, postgres_cluster) -> str:
+    """The test's own PostgreSQL copy of :func:`postgres_template` (``CREATE DATABASE …
+    TEMPLATE``): the ``study`` database moved into PostgreSQL; its URL."""
+    return create_database(
+        postgres_cluster, f"study_{secrets.token_hex(4)}", template=postgres_template
+    )
 
 
 def postgres_events(url: str, experiment: str) -> dict[str, list[tuple]]:
