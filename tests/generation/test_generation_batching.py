@@ -8,10 +8,8 @@ packaged models.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,7 +17,6 @@ import torch
 from cyoa.generation.engine import batching
 from cyoa.generation.engine.batching import Batch, leading_padding
 from cyoa.generation.types import Sampling
-from tests.paths import ROOT
 
 
 def test_leading_padding_counts_columns_empty_in_every_row():
@@ -177,25 +174,14 @@ def test_columns_that_are_padding_everywhere_are_dropped_when_rows_leave():
 
 # The packaged models, through the backend's scheduler.
 
-MODEL_CACHE = Path(os.environ.get("CYOA_MODEL_CACHE", ROOT / "instance" / "models"))
 STORY = "The lighthouse keeper found a letter on the rocks. It was addressed to him."
 
 
 @pytest.fixture(scope="module")
-def gemma():
-    """Gemma-3-270M twice: batched (the app's default) and naive (each request alone)."""
-    from tiny_checkpoint import torch_engine
-
-    from cyoa.generation import load_model_cards
-    from cyoa.generation.local import TransformersBackend
-
-    card = torch_engine(load_model_cards(ROOT / "models")["gemma-3-270m"])
-    backends = {
-        mode: TransformersBackend(card, MODEL_CACHE, mode=mode) for mode in ("batched", "naive")
-    }
-    for backend in backends.values():
-        backend.load(log=lambda _: None)
-    return backends
+def gemma(shared_gemma):
+    """Gemma-3-270M twice: batched (the app's default) and naive (each request alone), the
+    worker's shared loads with nothing kept from the tests before this file's."""
+    return {mode: shared_gemma(mode, emptied=True) for mode in ("batched", "naive")}
 
 
 def together(backend, requests: list[tuple[Sampling, int]]) -> list[list[str]]:

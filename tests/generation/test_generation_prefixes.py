@@ -285,30 +285,19 @@ def real_gemma() -> tuple:
     return card, ROOT / "instance" / "models"
 
 
-def loaded_gemma(mode: str, **options):
-    """Real Gemma, loaded in ``mode``."""
-    from cyoa.generation.local import TransformersBackend
-
-    backend = TransformersBackend(*real_gemma(), mode=mode, **options)
-    backend.load(log=lambda _: None)
-    return backend
-
-
 @pytest.fixture(scope="module")
-def fresh(mode):
+def fresh(mode, shared_gemma):
     """Real Gemma in ``mode`` storing nothing it reads (so no test changes it): each of its
-    answers reads the whole prompt. Shared by the tests of the file."""
-    backend = loaded_gemma(mode, prefix_tokens=0)
-    yield backend
-    backend.close()
+    answers reads the whole prompt. The worker's shared load."""
+    return shared_gemma(mode, prefix_tokens=0)
 
 
 @pytest.fixture
-def reusing(mode):
-    """Real Gemma in ``mode`` keeping what it reads, with nothing kept yet."""
-    backend = loaded_gemma(mode)
-    yield backend
-    backend.close()
+def reusing(mode, shared_gemma):
+    """Real Gemma in ``mode`` keeping what it reads, with nothing kept yet (the worker's
+    shared load, its store emptied before the test and after it)."""
+    yield shared_gemma(mode, emptied=True)
+    shared_gemma(mode, emptied=True)
 
 
 @pytest.mark.real_model
