@@ -42,7 +42,7 @@ References:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -230,6 +230,14 @@ def _story_index(stories: Sequence[Hashable] | None, count: int) -> np.ndarray:
     return np.unique(np.asarray([str(story) for story in stories]), return_inverse=True)[1]
 
 
+def _story_draws(stories: int, bootstrap: int, seed: int) -> Iterator[np.ndarray]:
+    """The stories each of ``bootstrap`` replicates draws: ``numpy.random.default_rng(seed)``,
+    one ``integers(0, stories, stories)`` per replicate, in order."""
+    rng = np.random.default_rng(seed)
+    for _ in range(bootstrap):
+        yield rng.integers(0, stories, stories)
+
+
 def cluster_resamples(story_index: np.ndarray, bootstrap: int, seed: int) -> Iterator[np.ndarray]:
     """The unit positions of each of ``bootstrap`` replicates of a cluster bootstrap: each
     draws as many stories as there are, with replacement (``numpy.random.default_rng(seed)``,
@@ -238,26 +246,133 @@ def cluster_resamples(story_index: np.ndarray, bootstrap: int, seed: int) -> Ite
     stories keeps the dependence between a story's items (Field & Welsh 2007)."""
     stories = int(story_index.max()) + 1 if story_index.size else 0
     members = [np.flatnonzero(story_index == story) for story in range(stories)]
-    rng = np.random.default_rng(seed)
-    for _ in range(bootstrap):
-        yield np.concatenate([members[story] for story in rng.integers(0, stories, stories)])
+    for drawn in _story_draws(stories, bootstrap, seed):
+        yield np.concatenate([members[story] for story in drawn])
+
+
+# Replicates whose weights are held at once: a chunk × units float matrix.
+CHUNK = 100
+
+
+def replicate_weights(
+    story_index: np.ndarray, bootstrap: int, seed: int, chunk: int = CHUNK
+) -> Iterator[np.ndarray]:
+    """The replicates of :func:`cluster_resamples` as weights, ``chunk`` replicates at a time:
+    a replicates × units matrix whose entry is how many times the replicate drew the unit's
+    story (the same draws, in the same order, for the same seed). A statistic that is a sum
+    over units is then the weights' product with the per-unit terms (Field & Welsh 2007)."""
+    stories = int(story_index.max()) + 1 if story_index.size else 0
+    draws = _story_draws(stories, bootstrap, seed)
+    for start in range(0, bootstrap, chunk):
+        size = min(chunk, bootstrap - start)
+        drawn = np.stack([next(draws) for _ in range(size)])
+        offsets = stories * np.arange(size)[:, None]
+        times = np.bincount((drawn + offsets).ravel(), minlength=size * stories)
+        yield times.reshape(size, stories)[:, story_index].astype(float)
+
+
+def _fixed_distances(domain: np.ndarray, level: str) -> np.ndarray:
+    """δ²_ck of the levels whose distance does not depend on the data (Krippendorff 2011;
+    as the ``krippendorff`` package computes them): nominal [c ≠ k], interval (c − k)²,
+    ratio ((c − k) / (c + k))² (0 where c + k = 0)."""
+    first, second = domain[:, None], domain[None, :]
+    if level == "nominal":
+        return (first != second).astype(float)
+    if level == "interval":
+        return (first - second) ** 2
+    total = first + second
+    ratio = np.divide(first - second, total, out=np.zeros(total.shape), where=total != 0)
+    return ratio**2
+
+
+def _ordinal_distances(marginals: np.ndarray) -> np.ndarray:
+    """δ²_ck of the ordinal level for each replicate's marginals n_g (replicates × values):
+    (Σ_{g=c..k} n_g − (n_c + n_k)/2)² (Krippendorff 2011, §4), replicates × values × values."""
+    values = marginals.shape[1]
+    cumulative = np.concatenate([np.zeros((len(marginals), 1)), marginals.cumsum(axis=1)], axis=1)
+    low = np.minimum.outer(np.arange(values), np.arange(values))
+    high = np.maximum.outer(np.arange(values), np.arange(values))
+    between = cumulative[:, high + 1] - cumulative[:, low]
+    ends = (marginals[:, :, None] + marginals[:, None, :]) / 2
+    return (between - ends) ** 2
+
+
+def alpha_replicates(
+    counts: np.ndarray,
+    domain: np.ndarray,
+    level: str,
+    story_index: np.ndarray,
+    bootstrap: int,
+    seed: int,
+) -> tuple[np.ndarray, int]:
+    """Krippendorff's α of each replicate of :func:`cluster_resamples` over the units ×
+    values ``counts``, and how many replicates had fewer than two values and no α.
+
+    As the ``krippendorff`` package computes it (Krippendorff 2011), with w_u the times a
+    replicate drew unit u's story: the coincidences o_ck = Σ_u w_u (n_uc n_uk − [c = k] n_uc)
+    / (max(n_u, 2) − 1) (a unit with one rating adds nothing), n_c = Σ_k o_ck, n = Σ_c n_c,
+    e_ck = (n_c n_k − [c = k] n_c) / (n − 1), α = 1 − Σ o_ck δ²_ck / Σ e_ck δ²_ck; δ² of the
+    ordinal level from each replicate's n_c. A replicate whose ratings (of any unit) take
+    fewer than two values has no α. Level ``ordinal``, ``nominal``, ``interval`` or ``ratio``.
+    """
+    counts = np.asarray(counts, dtype=float)
+    values = counts.shape[1]
+    pairs = np.maximum(counts.sum(axis=1), 2) - 1
+    per_unit = counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(values)
+    per_unit = (per_unit / pairs[:, None, None]).reshape(len(counts), values * values)
+    fixed = None if level == "ordinal" else _fixed_distances(np.asarray(domain, float), level)
+    found, dropped = [], 0
+    for weights in replicate_weights(story_index, bootstrap, seed):
+        varied = np.count_nonzero(weights @ counts, axis=1) >= 2
+        dropped += int(np.count_nonzero(~varied))
+        weights = weights[varied]
+        coincidences = (weights @ per_unit).reshape(len(weights), values, values)
+        marginals = coincidences.sum(axis=1)
+        total = marginals.sum(axis=1)
+        expected = marginals[:, :, None] * marginals[:, None, :] - marginals[:, :, None] * np.eye(
+            values
+        )
+        expected /= (total - 1)[:, None, None]
+        distances = _ordinal_distances(marginals) if fixed is None else fixed[None]
+        observed = (coincidences * distances).sum(axis=(1, 2))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            found.append(1 - observed / (expected * distances).sum(axis=(1, 2)))
+    return (np.concatenate(found) if found else np.zeros(0)), dropped
+
+
+def ac1_replicates(
+    counts: np.ndarray, story_index: np.ndarray, bootstrap: int, seed: int
+) -> tuple[np.ndarray, int]:
+    """Gwet's AC1 of each replicate of :func:`cluster_resamples` over the units × categories
+    ``counts`` (every unit rated), and how many replicates had no unit with two ratings.
+
+    With w_u the times a replicate drew unit u's story (Gwet 2008, Eq. 19–20, as
+    :func:`gwet_ac1`): p_a = Σ_u w_u [r_u ≥ 2] a_u / Σ_u w_u [r_u ≥ 2], a_u = Σ_k r_uk (r_uk −
+    1) / (r_u (r_u − 1)); π_k = Σ_u w_u r_uk / r_u / Σ_u w_u; p_e = Σ_k π_k (1 − π_k) / (q − 1);
+    AC1 = (p_a − p_e) / (1 − p_e)."""
+    counts = np.asarray(counts, dtype=float)
+    totals = counts.sum(axis=1)
+    pairable = (totals >= 2).astype(float)
+    sizes = np.where(totals >= 2, totals, 2)
+    agreeing = pairable * (counts * (counts - 1)).sum(axis=1) / (sizes * (sizes - 1))
+    shares_of_unit = counts / totals[:, None]
+    found, dropped = [], 0
+    for weights in replicate_weights(story_index, bootstrap, seed):
+        paired = weights @ pairable
+        defined = paired > 0
+        dropped += int(np.count_nonzero(~defined))
+        weights, paired = weights[defined], paired[defined]
+        pa = (weights @ agreeing) / paired
+        shares = (weights @ shares_of_unit) / weights.sum(axis=1)[:, None]
+        pe = (shares * (1 - shares)).sum(axis=1) / (counts.shape[1] - 1)
+        found.append((pa - pe) / (1 - pe))
+    return (np.concatenate(found) if found else np.zeros(0)), dropped
 
 
 def interval_label(stories: int, bootstrap: int, seed: int) -> str:
     """What a bootstrap interval resampled, e.g. "percentile bootstrap over 48 stories, 1,000
     replicates, seed 0"."""
     return f"percentile bootstrap over {stories:,} stories, {bootstrap:,} replicates, seed {seed}"
-
-
-def _bootstrap(
-    statistic: Callable[[np.ndarray], float | None],
-    story_index: np.ndarray,
-    bootstrap: int,
-    seed: int,
-) -> np.ndarray:
-    """The defined values of ``statistic`` (given the unit positions) over the replicates."""
-    values = (statistic(rows) for rows in cluster_resamples(story_index, bootstrap, seed))
-    return np.asarray([value for value in values if value is not None], dtype=float)
 
 
 def _thin_interval(
@@ -352,12 +467,7 @@ def krippendorff_alpha(
     alpha = _alpha_of_counts(counts, domain_array, level)
     if alpha is None:
         return replace(base, reason="every rating has the same value: no variation to compare")
-    replicates = _bootstrap(
-        lambda rows: _alpha_of_counts(counts[rows], domain_array, level),
-        story_index,
-        bootstrap,
-        seed,
-    )
+    replicates = alpha_replicates(counts, domain_array, level, story_index, bootstrap, seed)[0]
     spread = float(np.ptp(replicates)) if replicates.size else None
     thin = _thin_interval(story_count, bootstrap, replicates.size, spread)
     base = replace(base, alpha=alpha, valid_resamples=replicates.size, warnings=thin)
@@ -431,9 +541,7 @@ def gwet_ac1(
     if point is None:
         return replace(base, reason="no story has two or more ratings")
     ac1, pa, pe = point
-    replicates = _bootstrap(
-        lambda rows: (_ac1_of_counts(counts[rows]) or (None,))[0], story_index, bootstrap, seed
-    )
+    replicates = ac1_replicates(counts, story_index, bootstrap, seed)[0]
     base = replace(base, ac1=ac1, pa=pa, pe=pe, valid_resamples=replicates.size)
     if not replicates.size:
         return base
