@@ -35,9 +35,17 @@ def free_port() -> int:
 class Server:
     """The app as `python app.py` runs it, in its own process, with fake models (each waiting
     ``delays`` seconds before each word); it can be killed (SIGKILL) and started again on the
-    same port and database."""
+    same port and database. It tags new sentences in the background (a process per run,
+    loading spaCy) only when ``tags`` is on: few tests read the tags, and the runs would only
+    compete with the test for the CPU."""
 
-    def __init__(self, root: Path, rounds: int = 5, delays: tuple[float, float] = (0.02, 0.02)):
+    def __init__(
+        self,
+        root: Path,
+        rounds: int = 5,
+        delays: tuple[float, float] = (0.02, 0.02),
+        tags: bool = False,
+    ):
         config = write_setup(
             root,
             rounds=rounds,
@@ -56,8 +64,8 @@ class Server:
             "CYOA_EXPERIMENTS_DIR": config["EXPERIMENTS_DIR"],
             "CYOA_MODEL_CACHE": config["MODEL_CACHE"],
             "CYOA_SECRET_KEY": "browser-test",
-            # The app tags new sentences in the background: soon after each turn here.
-            "CYOA_TAG_DELAY_SECONDS": "1",
+            "CYOA_TAG_SENTENCES": "true" if tags else "false",
+            "CYOA_TAG_DELAY_SECONDS": "1",  # soon after each turn
             # As in the in-process tests (write_setup): a page test's intervals need not be
             # precise, and the default 1,000 replicates keep a dashboard busy for seconds.
             "CYOA_RATING_BOOTSTRAP": str(config["RATING_BOOTSTRAP"]),
@@ -104,7 +112,6 @@ def server(tmp_path_factory):
     one test would only slow the next."""
     srv = Server(tmp_path_factory.mktemp("browser"))
     srv.env["CYOA_START_BURST"] = "1000"  # every test's writers start from this one address
-    srv.env["CYOA_TAG_SENTENCES"] = "false"
     srv.start()
     yield srv
     srv.stop()
@@ -113,8 +120,17 @@ def server(tmp_path_factory):
 @pytest.fixture
 def own_server(tmp_path):
     """A server of the test's own, for a test that kills it or restarts it with other
-    settings, or waits for its background tagging."""
+    settings."""
     srv = Server(tmp_path)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def tagging_server(tmp_path):
+    """A server of the test's own that tags each new sentence in the background."""
+    srv = Server(tmp_path, tags=True)
     srv.start()
     yield srv
     srv.stop()
@@ -187,8 +203,8 @@ def choose_and_add(page, slot: int, edit: str) -> None:
     page.click("#edit-submit")
 
 
-def test_a_writer_writes_a_whole_story_in_the_browser(own_server, page):
-    page.goto(own_server.url + "/s/fake-ab?PROLIFIC_PID=browser1")
+def test_a_writer_writes_a_whole_story_in_the_browser(tagging_server, page):
+    page.goto(tagging_server.url + "/s/fake-ab?PROLIFIC_PID=browser1")
     page.shot("consent")
     page.click("#start")
     assert "Please tick the box" in page.content()
@@ -250,7 +266,7 @@ def test_a_writer_writes_a_whole_story_in_the_browser(own_server, page):
     assert link == f"https://example.org/complete?cc={code}"
 
     # The same participant link later goes straight back to the finished story.
-    page.goto(own_server.url + "/s/fake-ab?PROLIFIC_PID=browser1")
+    page.goto(tagging_server.url + "/s/fake-ab?PROLIFIC_PID=browser1")
     page.wait_for_selector("#completion-code")
 
     # Meanwhile the server has tagged the story's sentences for the text metrics.
@@ -258,7 +274,9 @@ def test_a_writer_writes_a_whole_story_in_the_browser(own_server, page):
     tagged: set[str] = set()
     while time.monotonic() < deadline and "My own sentence number 5 in the story." not in tagged:
         time.sleep(0.5)
-        tagged = {row["sentence"] for row in db_rows(own_server.db, "SELECT * FROM sentence_tags")}
+        tagged = {
+            row["sentence"] for row in db_rows(tagging_server.db, "SELECT * FROM sentence_tags")
+        }
     assert {f"My own sentence number {n} in the story." for n in range(1, 6)} <= tagged
 
 
