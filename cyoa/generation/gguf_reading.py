@@ -5,8 +5,8 @@ views of a memory map: for Gemma 3's vocabulary of 262,144 tokens that is over a
 views, each paying the memory map's own slicing and finalising, and a new empty array to
 learn an item size. Converting one file builds four readers of it (the tokenizer, the config,
 the weights, and the count of numbers checked against free memory). :class:`FastReader`
-parses the same fields from plain views of the same map (about a quarter of the time), and
-:func:`one_reader_per_file` hands every reader asked for meanwhile the one already parsed.
+parses the same fields from plain views of the same map, and :func:`one_reader_per_file`
+hands every reader asked for meanwhile the one already parsed.
 
 The fields and tensors are the same as ``GGUFReader``'s (``tests/generation/
 test_gguf_reading.py`` compares them); the overridden ``_get`` is that of gguf 0.19.0, the

@@ -236,10 +236,10 @@
     if (through !== null) payload = { ...payload, record_seq: through };
     const data = { type, payload: { ...payload, round: view.round }, action_id: actionId() };
     const item = queued(data, message, { round: view.round, phase: view.phase }, null);
-    if (!QUIET.has(type)) covered = null; // the writer acts again: an older notice is done
     keep(item);
     outbox.push(item);
     if (!joined && writerWaits()) notice(OFFLINE_MESSAGE, "warn", true);
+    if (!QUIET.has(type)) covered = null; // the writer acts again: an older notice is done
     sendOutbox();
     return item.promise;
   }

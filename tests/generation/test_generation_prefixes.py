@@ -279,10 +279,10 @@ def real_gemma() -> tuple:
     """The packaged Gemma's card and the model cache."""
 
     from cyoa.generation import load_model_cards
-    from tests.tiny_checkpoint import torch_engine
+    from tests.tiny_checkpoint import MODEL_CACHE, torch_engine
 
     card = torch_engine(load_model_cards(ROOT / "models")["gemma-3-270m"])
-    return card, ROOT / "instance" / "models"
+    return card, MODEL_CACHE
 
 
 @pytest.fixture(scope="module")

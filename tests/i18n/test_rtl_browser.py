@@ -234,7 +234,7 @@ def test_a_rater_rates_a_story_in_arabic_right_to_left(server, page):  # noqa: F
     top = "e => e.getBoundingClientRect().top + window.scrollY"  # in the page, not the view
     where = page.locator("#q-2").evaluate(top)
     page.locator("#q-1 input[value='4']").check()
-    expect(page.locator("#error")).to_be_hidden()  # its answer saved: nothing is missing now
+    expect(page.locator("#error")).to_be_hidden()  # cleared once the answer is saved
     assert page.locator("#q-2").evaluate(top) == where  # no question moved as it cleared
     page.locator("#q-2 input[value='1']").check()
     expect(page.locator("#saving")).to_have_text(arabic("All answers saved"))
